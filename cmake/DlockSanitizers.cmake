@@ -1,0 +1,10 @@
+# -DDLOCK_SANITIZE=address,undefined builds everything with ASan+UBSan; thread for TSan.
+if(DLOCK_SANITIZE)
+  set(_flags "-fsanitize=${DLOCK_SANITIZE}" -fno-omit-frame-pointer)
+  if(DLOCK_SANITIZE MATCHES "undefined")
+    list(APPEND _flags -fno-sanitize-recover=undefined)
+  endif()
+  add_compile_options(${_flags})
+  add_link_options("-fsanitize=${DLOCK_SANITIZE}")
+  message(STATUS "dlock: building with sanitizers: ${DLOCK_SANITIZE}")
+endif()

@@ -1,0 +1,97 @@
+#pragma once
+
+// The project-wide error style (ADR-0003): exceptions derived from dlock::Error, thrown at
+// the backend boundary and mapped to HTTP in exactly one place (src/server/error_mapping.cc).
+//
+// Decisions are values, not errors: "the key is held by someone else" is an empty
+// std::optional from LockStore::try_insert. An error means the store could not decide.
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace dlock {
+
+enum class ErrorCode {
+  kInvalidArgument,  // the caller's input is wrong; retrying the same call cannot help
+  kSessionNotFound,  // the session does not exist or has expired
+  kLockLost,         // the named grant is no longer the current grant of the key
+  kContention,       // a retryable conflict inside the backend (serialization, deadlock)
+  kUnavailable,      // the backend could not answer (down, unreachable, timed out)
+  kNotLeader,        // the backend has no leader right now; a kind of unavailable
+  kUnknownOutcome,   // the request may or may not have been applied (connection lost)
+  kInternal,         // a bug or an impossible backend answer
+};
+
+const char* to_string(ErrorCode code) noexcept;
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  ErrorCode code() const noexcept { return code_; }
+  // Whether repeating the same call later may succeed.
+  bool retryable() const noexcept {
+    return code_ == ErrorCode::kContention || code_ == ErrorCode::kUnavailable ||
+           code_ == ErrorCode::kNotLeader || code_ == ErrorCode::kUnknownOutcome;
+  }
+
+ private:
+  ErrorCode code_;
+};
+
+class InvalidArgumentError : public Error {
+ public:
+  InvalidArgumentError(std::string field, const std::string& message)
+      : Error(ErrorCode::kInvalidArgument, message), field_(std::move(field)) {}
+  // The name of the offending input, e.g. "ttl_ms".
+  const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string field_;
+};
+
+class SessionNotFoundError : public Error {
+ public:
+  explicit SessionNotFoundError(const std::string& message)
+      : Error(ErrorCode::kSessionNotFound, message) {}
+};
+
+class LockLostError : public Error {
+ public:
+  explicit LockLostError(const std::string& message) : Error(ErrorCode::kLockLost, message) {}
+};
+
+class ContentionError : public Error {
+ public:
+  explicit ContentionError(const std::string& message) : Error(ErrorCode::kContention, message) {}
+};
+
+// The backend cannot answer. Never to be reported as "held".
+class UnavailableError : public Error {
+ public:
+  explicit UnavailableError(const std::string& message) : Error(ErrorCode::kUnavailable, message) {}
+
+ protected:
+  UnavailableError(ErrorCode code, const std::string& message) : Error(code, message) {}
+};
+
+class NotLeaderError : public UnavailableError {
+ public:
+  explicit NotLeaderError(const std::string& message)
+      : UnavailableError(ErrorCode::kNotLeader, message) {}
+};
+
+// The connection was lost after the request was sent: it may have been applied. For acquire
+// this is safe to retry (a re-entrant acquire mints a fresh, greater token).
+class UnknownOutcomeError : public UnavailableError {
+ public:
+  explicit UnknownOutcomeError(const std::string& message)
+      : UnavailableError(ErrorCode::kUnknownOutcome, message) {}
+};
+
+class InternalError : public Error {
+ public:
+  explicit InternalError(const std::string& message) : Error(ErrorCode::kInternal, message) {}
+};
+
+}  // namespace dlock

@@ -1,0 +1,132 @@
+#pragma once
+
+// The store SPI. This header is the specification every backend (sqlite, pg, etcd) meets and
+// that tests/conformance/ checks, once, for every backend. Standard library only.
+//
+// Common rules for every operation below:
+// - Thread-safety: every method may be called concurrently from any thread.
+// - Clocks: expiry is decided by the backend's clock (database now(), etcd lease), never by the
+//   caller's wall clock. Client deadlines use SteadyClock captured *before* the request is sent.
+// - Errors are exceptions from dlock/errors.h. A method that cannot reach a decision throws
+//   UnavailableError (or NotLeaderError / UnknownOutcomeError, its subclasses) or
+//   ContentionError; it never disguises that as a negative answer ("held", "not found").
+// - Keys are namespace-qualified, "<namespace>/<key>", non-empty.
+// - Every backend call is bounded by the store's configured call timeout; exceeding it throws
+//   UnavailableError.
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlock/errors.h"
+#include "dlock/types.h"
+
+namespace dlock {
+
+// Bounds every backend enforces on TTLs (locks and sessions).
+struct TtlLimits {
+  std::chrono::milliseconds min_ttl{1000};
+  std::chrono::milliseconds max_ttl{std::chrono::hours(1)};
+};
+
+// Throws InvalidArgumentError naming `field` when `ttl` lies outside `limits`.
+void check_ttl(std::chrono::milliseconds ttl, const TtlLimits& limits, const char* field);
+
+// What reap_expired removed, so the caller can log and notify waiters.
+struct ReapReport {
+  std::vector<LockInfo> expired_locks;
+  std::vector<std::string> expired_sessions;
+};
+
+class LockStore {
+ public:
+  LockStore() = default;
+  LockStore(const LockStore&) = delete;
+  LockStore& operator=(const LockStore&) = delete;
+  virtual ~LockStore() = default;
+
+  // Atomically grants `key` to (owner_id, session_id) for `ttl`, in one backend operation with
+  // no read-then-write window. Returns the grant, or std::nullopt when a live grant of another
+  // session holds the key ("held" is a decision, not an error).
+  // - The token is strictly greater than every token ever issued for `key`, including the
+  //   token of an expired holder being taken over.
+  // - Re-entrant: the same (owner_id, session_id) re-acquiring gets a new, strictly greater
+  //   token and a later expiry.
+  // - An expired holder is taken over without a reaper having run.
+  // Throws InvalidArgumentError ("ttl_ms") for a TTL outside the limits, SessionNotFoundError
+  // when the session does not exist or has expired, Unavailable/Contention on backend failure.
+  virtual std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
+                                               std::string_view session_id,
+                                               std::chrono::milliseconds ttl) = 0;
+
+  // The live grant of `key`, or std::nullopt when nobody holds it (absent or expired).
+  // A grant whose *session* has expired stays held (for read and try_insert alike) until its
+  // own expiry or until reap_expired removes it: never released early, never granted twice.
+  virtual std::optional<LockInfo> read(std::string_view key) = 0;
+
+  // Live grants whose key starts with `prefix`, ordered by key, at most `limit` of them.
+  virtual std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) = 0;
+
+  // Extends `handle`'s grant to expire `ttl` from now (backend clock). Keeps the token.
+  // Returns the updated handle (same token, new client_deadline and server_expiry).
+  // Throws LockLostError when `handle` is no longer the live grant of its key (expired,
+  // released, revoked or taken over), InvalidArgumentError for a bad TTL.
+  virtual LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) = 0;
+
+  // Releases the grant identified by (key, owner_id, session_id, fencing_token). Returns true
+  // when that grant was live and is now released; false when it was not the live grant (a
+  // later grant is never touched; an expired row of this grant is removed all the same).
+  virtual bool delete_if_owner(std::string_view key, std::string_view owner_id,
+                               std::string_view session_id, FencingToken fencing_token) = 0;
+
+  // Hands `from`'s live grant of its key to (next_owner_id, next_session_id) in one backend
+  // operation, minting a new, strictly greater token. Returns the new grant, or std::nullopt
+  // when the next session is no longer alive (then `from`'s grant has simply been released).
+  // Throws LockLostError when `from` is not the live grant (nothing is changed).
+  virtual std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
+                                             std::string_view next_session_id,
+                                             std::chrono::milliseconds ttl) = 0;
+
+  // Administrative force-release of whatever live grant holds `key`.
+  virtual LockOutcome revoke(std::string_view key) = 0;
+
+  // Removes expired grants and expired sessions (with their locks). Backends whose leases
+  // expire by themselves (etcd) may report nothing. Safe to run from several servers at once.
+  virtual ReapReport reap_expired() = 0;
+
+  // Exactly "sqlite", "pg" or "etcd".
+  virtual std::string_view backend_id() const = 0;
+};
+
+class SessionRegistry {
+ public:
+  SessionRegistry() = default;
+  SessionRegistry(const SessionRegistry&) = delete;
+  SessionRegistry& operator=(const SessionRegistry&) = delete;
+  virtual ~SessionRegistry() = default;
+
+  // Opens a session for `owner_id` that expires `ttl` after its last heartbeat.
+  // Throws InvalidArgumentError ("ttl_ms" / "owner") for bad input.
+  virtual SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) = 0;
+
+  // Renews the session for another full TTL. Throws SessionNotFoundError when it does not
+  // exist or has already expired (an expired session is never revived).
+  virtual SessionInfo heartbeat(std::string_view session_id) = 0;
+
+  // The live session, or std::nullopt.
+  virtual std::optional<SessionInfo> get_session(std::string_view session_id) = 0;
+
+  // Closes the session and releases every lock it holds; returns the released grants.
+  // Throws SessionNotFoundError when the session does not exist or has expired.
+  virtual std::vector<LockInfo> close_session(std::string_view session_id) = 0;
+};
+
+// One backend: the lock store and the session registry over the same storage.
+class Backend : public LockStore, public SessionRegistry {};
+using BackendPtr = std::unique_ptr<Backend>;
+
+}  // namespace dlock

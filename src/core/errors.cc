@@ -1,0 +1,27 @@
+#include "dlock/errors.h"
+
+namespace dlock {
+
+const char* to_string(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kSessionNotFound:
+      return "session_not_found";
+    case ErrorCode::kLockLost:
+      return "lock_lost";
+    case ErrorCode::kContention:
+      return "contention";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kNotLeader:
+      return "not_leader";
+    case ErrorCode::kUnknownOutcome:
+      return "unknown_outcome";
+    case ErrorCode::kInternal:
+      return "internal";
+  }
+  return "internal";
+}
+
+}  // namespace dlock

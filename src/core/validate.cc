@@ -1,0 +1,40 @@
+#include "core/validate.h"
+
+#include <string>
+
+#include "dlock/lock_store.h"
+
+namespace dlock {
+
+void check_ttl(std::chrono::milliseconds ttl, const TtlLimits& limits, const char* field) {
+  if (ttl < limits.min_ttl || ttl > limits.max_ttl) {
+    throw InvalidArgumentError(field, std::string(field) + " must be between " +
+                                          std::to_string(limits.min_ttl.count()) + " and " +
+                                          std::to_string(limits.max_ttl.count()) +
+                                          " milliseconds, got " + std::to_string(ttl.count()));
+  }
+}
+
+namespace core {
+namespace {
+
+constexpr std::size_t kMaxFieldBytes = 1024;
+
+void check_field(std::string_view value, const char* field) {
+  if (value.empty()) {
+    throw InvalidArgumentError(field, std::string(field) + " must not be empty");
+  }
+  if (value.size() > kMaxFieldBytes) {
+    throw InvalidArgumentError(field, std::string(field) + " must be at most " +
+                                          std::to_string(kMaxFieldBytes) + " bytes");
+  }
+}
+
+}  // namespace
+
+void check_key(std::string_view key) { check_field(key, "key"); }
+void check_owner(std::string_view owner_id) { check_field(owner_id, "owner"); }
+void check_session_id(std::string_view session_id) { check_field(session_id, "session_id"); }
+
+}  // namespace core
+}  // namespace dlock

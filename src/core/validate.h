@@ -1,0 +1,13 @@
+#pragma once
+
+#include <string_view>
+
+namespace dlock::core {
+
+// Input checks every store applies at its boundary; each throws InvalidArgumentError naming
+// the field. The server applies stricter, documented limits (length, character set) first.
+void check_key(std::string_view key);
+void check_owner(std::string_view owner_id);
+void check_session_id(std::string_view session_id);
+
+}  // namespace dlock::core

@@ -1,0 +1,58 @@
+#include "store/factory.h"
+
+#include <functional>
+#include <string_view>
+
+#include "store/sqlite/sqlite_store.h"
+#ifdef DLOCK_WITH_PG
+#include "store/pg/pg_store.h"
+#endif
+
+namespace dlock::store {
+namespace {
+
+struct Entry {
+  std::string_view name;
+  std::function<BackendPtr(const StoreConfig&)> make;
+};
+
+BackendPtr make_sqlite(const StoreConfig& config) {
+  return sqlite::make_sqlite_store({config.sqlite_path, config.limits, config.call_timeout});
+}
+
+#ifdef DLOCK_WITH_PG
+BackendPtr make_pg(const StoreConfig& config) {
+  if (config.pg_url.empty()) {
+    throw InvalidArgumentError("pg.url", "pg.url is required when lock.backend=pg");
+  }
+  return pg::make_pg_store({config.pg_url, config.pool_size, config.call_timeout, config.limits});
+}
+#endif
+
+const Entry kBackends[] = {
+    {"sqlite", make_sqlite},
+#ifdef DLOCK_WITH_PG
+    {"pg", make_pg},
+#endif
+};
+
+}  // namespace
+
+const char* known_backends() {
+#ifdef DLOCK_WITH_PG
+  return "sqlite, pg";
+#else
+  return "sqlite";
+#endif
+}
+
+BackendPtr make_backend(const StoreConfig& config) {
+  for (const auto& entry : kBackends) {
+    if (entry.name == config.backend) return entry.make(config);
+  }
+  throw InvalidArgumentError("lock.backend", "lock.backend must be one of " +
+                                                 std::string(known_backends()) + ", got '" +
+                                                 config.backend + "'");
+}
+
+}  // namespace dlock::store

@@ -1,0 +1,111 @@
+#include "store/pg/pg_connection.h"
+
+#include <libpq-fe.h>
+
+#include <charconv>
+
+#include "dlock/errors.h"
+
+namespace dlock::store::pg {
+namespace {
+
+bool starts_with(const char* value, std::string_view prefix) {
+  return value != nullptr && std::string_view(value).substr(0, prefix.size()) == prefix;
+}
+
+[[noreturn]] void throw_for_state(const char* sqlstate, const std::string& message) {
+  const std::string_view state = sqlstate == nullptr ? "" : sqlstate;
+  if (state == "DLS01") throw SessionNotFoundError("session not found or expired");
+  if (state == "40001" || state == "40P01" || state == "55P03") throw ContentionError(message);
+  if (state == "57014" || starts_with(sqlstate, "57P") || starts_with(sqlstate, "08") ||
+      starts_with(sqlstate, "53")) {
+    throw UnavailableError(message);
+  }
+  throw InternalError(message);
+}
+
+}  // namespace
+
+PgResult::~PgResult() { PQclear(result_); }
+
+int PgResult::rows() const { return PQntuples(result_); }
+
+std::string PgResult::text(int row, int column) const {
+  return std::string(PQgetvalue(result_, row, column),
+                     static_cast<std::size_t>(PQgetlength(result_, row, column)));
+}
+
+std::int64_t PgResult::int64(int row, int column) const {
+  const char* value = PQgetvalue(result_, row, column);
+  const char* end = value + PQgetlength(result_, row, column);
+  std::int64_t parsed = 0;
+  const auto [ptr, ec] = std::from_chars(value, end, parsed);
+  if (ec != std::errc() || ptr != end) {
+    throw InternalError("pg: column " + std::to_string(column) +
+                        " is not an integer: " + std::string(value, end));
+  }
+  return parsed;
+}
+
+bool PgResult::boolean(int row, int column) const {
+  return PQgetvalue(result_, row, column)[0] == 't';
+}
+
+PgConnection::PgConnection(const std::string& url, std::chrono::milliseconds call_timeout,
+                           const std::vector<PreparedStatement>& statements) {
+  const auto timeout_ms = std::to_string(call_timeout.count());
+  const auto connect_seconds = std::to_string(std::max<long long>(1, call_timeout.count() / 1000));
+  // Later keywords override the URL's. synchronous_commit=on: a token is durable before the
+  // grant returns, whatever the server default. statement_timeout and tcp_user_timeout bound
+  // every call by the store's call timeout, also when the server vanishes mid-call.
+  const std::string options =
+      "-c synchronous_commit=on -c statement_timeout=" + timeout_ms + " -c TimeZone=UTC";
+  const char* keywords[] = {"dbname",           "connect_timeout",  "options",
+                            "tcp_user_timeout", "application_name", nullptr};
+  const char* values[] = {
+      url.c_str(), connect_seconds.c_str(), options.c_str(), timeout_ms.c_str(), "dlock", nullptr};
+  conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
+    std::string message = "pg: cannot connect: ";
+    message += conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory";
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw UnavailableError(message);
+  }
+  for (const auto& statement : statements) {
+    check(PQprepare(conn_, statement.name, statement.sql, 0, nullptr), statement.name);
+  }
+}
+
+PgConnection::~PgConnection() { PQfinish(conn_); }
+
+bool PgConnection::healthy() const { return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK; }
+
+PgResult PgConnection::execute(const char* statement_name,
+                               std::initializer_list<std::string_view> params) {
+  std::vector<std::string> owned(params.begin(), params.end());
+  std::vector<const char*> values;
+  values.reserve(owned.size());
+  for (const auto& value : owned) values.push_back(value.c_str());
+  return check(PQexecPrepared(conn_, statement_name, static_cast<int>(values.size()), values.data(),
+                              nullptr, nullptr, 0),
+               statement_name);
+}
+
+PgResult PgConnection::run(const std::string& sql) {
+  return check(PQexec(conn_, sql.c_str()), "query");
+}
+
+PgResult PgConnection::check(pg_result* raw, const char* what) {
+  PgResult result(raw);
+  const ExecStatusType status = raw == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(raw);
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result;
+  const std::string message = std::string("pg: ") + what + ": " + PQerrorMessage(conn_);
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    // The connection broke under the call: the server may or may not have applied it.
+    throw UnknownOutcomeError(message);
+  }
+  throw_for_state(raw == nullptr ? nullptr : PQresultErrorField(raw, PG_DIAG_SQLSTATE), message);
+}
+
+}  // namespace dlock::store::pg

@@ -1,0 +1,254 @@
+#include "store/pg/pg_store.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/time.h"
+#include "core/validate.h"
+#include "store/pg/pg_pool.h"
+#include "store/pg/pg_statements.h"
+
+namespace dlock::store::pg {
+
+const std::vector<std::pair<int, std::string_view>>& migrations();
+
+namespace {
+
+// Any constant works; it only has to be the same for every dlockd sharing the database.
+constexpr const char* kMigrationLockId = "7275364001";
+
+const std::vector<PreparedStatement>& prepared_statements() {
+  static const std::vector<PreparedStatement> kStatements = {
+      {"acquire", sql::kAcquire},
+      {"read", sql::kRead},
+      {"list", sql::kList},
+      {"extend", sql::kExtend},
+      {"delete_if_owner", sql::kDeleteIfOwner},
+      {"handover", sql::kHandover},
+      {"revoke", sql::kRevoke},
+      {"reap_locks", sql::kReapLocks},
+      {"reap_sessions", sql::kReapSessions},
+      {"open_session", sql::kOpenSession},
+      {"heartbeat", sql::kHeartbeat},
+      {"get_session", sql::kGetSession},
+      {"close_session", sql::kCloseSession},
+      {"release_session_locks", sql::kReleaseSessionLocks},
+  };
+  return kStatements;
+}
+
+LockInfo lock_info_from(const PgResult& result, int row) {
+  return LockInfo{result.text(row, 0),
+                  result.text(row, 1),
+                  result.text(row, 2),
+                  static_cast<FencingToken>(result.int64(row, 3)),
+                  core::from_unix_micros(result.int64(row, 4)),
+                  core::from_unix_micros(result.int64(row, 5))};
+}
+
+std::string token_text(FencingToken token) { return std::to_string(token); }
+std::string ms_text(std::chrono::milliseconds ttl) { return std::to_string(ttl.count()); }
+
+LockLostError lost(std::string_view key, FencingToken token) {
+  return LockLostError("lock " + std::string(key) + " token " + std::to_string(token) +
+                       " is no longer held");
+}
+
+// Applies pending migrations in one transaction, serialised across servers by an advisory
+// transaction lock: a second server starting at the same time waits, then finds them applied.
+void migrate(const PgStoreOptions& options) {
+  PgConnection connection(options.url, options.call_timeout, {});
+  connection.run("BEGIN");
+  try {
+    connection.run(std::string("SELECT pg_advisory_xact_lock(") + kMigrationLockId + ")");
+    connection.run(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, "
+        "applied_at timestamptz NOT NULL DEFAULT now())");
+    const auto applied =
+        connection.run("SELECT coalesce(max(version), 0) FROM schema_migrations").int64(0, 0);
+    for (const auto& [version, text] : migrations()) {
+      if (version <= applied) continue;
+      connection.run(std::string(text));
+      connection.run("INSERT INTO schema_migrations (version) VALUES (" + std::to_string(version) +
+                     ")");
+    }
+    connection.run("COMMIT");
+  } catch (...) {
+    if (connection.healthy()) connection.run("ROLLBACK");
+    throw;
+  }
+}
+
+class PgStore final : public Backend {
+ public:
+  explicit PgStore(const PgStoreOptions& options)
+      : limits_(options.limits),
+        pool_((migrate(options), options.url), options.pool_size, options.call_timeout,
+              prepared_statements()) {}
+
+  std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
+                                       std::string_view session_id,
+                                       std::chrono::milliseconds ttl) override {
+    core::check_key(key);
+    core::check_owner(owner_id);
+    core::check_session_id(session_id);
+    check_ttl(ttl, limits_, "ttl_ms");
+    auto connection = pool_.lease();
+    const auto sent_at = SteadyClock::now();
+    const auto granted = connection->execute("acquire", {key, owner_id, session_id, ms_text(ttl)});
+    if (granted.rows() == 0) return std::nullopt;  // held by a live grant: a decision
+    return LockHandle{std::string(key),        std::string(owner_id),
+                      std::string(session_id), static_cast<FencingToken>(granted.int64(0, 0)),
+                      sent_at + ttl,           core::from_unix_micros(granted.int64(0, 2))};
+  }
+
+  std::optional<LockInfo> read(std::string_view key) override {
+    core::check_key(key);
+    const auto result = pool_.lease()->execute("read", {key});
+    if (result.rows() == 0) return std::nullopt;
+    return lock_info_from(result, 0);
+  }
+
+  std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
+    const auto result = pool_.lease()->execute("list", {prefix, std::to_string(limit)});
+    std::vector<LockInfo> locks;
+    for (int row = 0; row < result.rows(); ++row) locks.push_back(lock_info_from(result, row));
+    return locks;
+  }
+
+  LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
+    check_ttl(ttl, limits_, "ttl_ms");
+    auto connection = pool_.lease();
+    const auto sent_at = SteadyClock::now();
+    const auto result =
+        connection->execute("extend", {handle.key, handle.owner_id, handle.session_id,
+                                       token_text(handle.fencing_token), ms_text(ttl)});
+    if (result.rows() == 0) throw lost(handle.key, handle.fencing_token);
+    LockHandle extended = handle;
+    extended.client_deadline = sent_at + ttl;
+    extended.server_expiry = core::from_unix_micros(result.int64(0, 0));
+    return extended;
+  }
+
+  bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
+                       FencingToken fencing_token) override {
+    const auto result = pool_.lease()->execute(
+        "delete_if_owner", {key, owner_id, session_id, token_text(fencing_token)});
+    return result.rows() == 1 && result.boolean(0, 0);
+  }
+
+  std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
+                                     std::string_view next_session_id,
+                                     std::chrono::milliseconds ttl) override {
+    core::check_owner(next_owner_id);
+    core::check_session_id(next_session_id);
+    check_ttl(ttl, limits_, "ttl_ms");
+    auto connection = pool_.lease();
+    const auto sent_at = SteadyClock::now();
+    try {
+      const auto result = connection->execute(
+          "handover", {from.key, from.owner_id, from.session_id, token_text(from.fencing_token),
+                       next_owner_id, next_session_id, ms_text(ttl)});
+      if (result.rows() == 0) throw lost(from.key, from.fencing_token);
+      return LockHandle{from.key,
+                        std::string(next_owner_id),
+                        std::string(next_session_id),
+                        static_cast<FencingToken>(result.int64(0, 0)),
+                        sent_at + ttl,
+                        core::from_unix_micros(result.int64(0, 1))};
+    } catch (const SessionNotFoundError&) {
+      // The next session died while it waited: release `from` instead (rare path).
+      const auto released = connection->execute(
+          "delete_if_owner",
+          {from.key, from.owner_id, from.session_id, token_text(from.fencing_token)});
+      if (released.rows() == 1 && released.boolean(0, 0)) return std::nullopt;
+      throw lost(from.key, from.fencing_token);
+    }
+  }
+
+  LockOutcome revoke(std::string_view key) override {
+    core::check_key(key);
+    const auto result = pool_.lease()->execute("revoke", {key});
+    LockOutcome outcome;
+    if (result.rows() == 1 && result.boolean(0, 2)) {
+      outcome.revoked = true;
+      outcome.fencing_token = static_cast<FencingToken>(result.int64(0, 0));
+      outcome.owner_id = result.text(0, 1);
+    }
+    return outcome;
+  }
+
+  ReapReport reap_expired() override {
+    auto connection = pool_.lease();
+    ReapReport report;
+    const auto locks = connection->execute("reap_locks", {});
+    for (int row = 0; row < locks.rows(); ++row) {
+      report.expired_locks.push_back(lock_info_from(locks, row));
+    }
+    const auto sessions = connection->execute("reap_sessions", {});
+    for (int row = 0; row < sessions.rows(); ++row) {
+      report.expired_sessions.push_back(sessions.text(row, 0));
+    }
+    return report;
+  }
+
+  std::string_view backend_id() const override { return "pg"; }
+
+  SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override {
+    core::check_owner(owner_id);
+    check_ttl(ttl, limits_, "ttl_ms");
+    const auto result = pool_.lease()->execute("open_session", {owner_id, ms_text(ttl)});
+    return SessionInfo{result.text(0, 0), std::string(owner_id), ttl,
+                       core::from_unix_micros(result.int64(0, 1))};
+  }
+
+  SessionInfo heartbeat(std::string_view session_id) override {
+    core::check_session_id(session_id);
+    const auto result = pool_.lease()->execute("heartbeat", {session_id});
+    if (result.rows() == 0) throw SessionNotFoundError("session not found or expired");
+    return session_from(session_id, result);
+  }
+
+  std::optional<SessionInfo> get_session(std::string_view session_id) override {
+    core::check_session_id(session_id);
+    const auto result = pool_.lease()->execute("get_session", {session_id});
+    if (result.rows() == 0) return std::nullopt;
+    return session_from(session_id, result);
+  }
+
+  std::vector<LockInfo> close_session(std::string_view session_id) override {
+    core::check_session_id(session_id);
+    auto connection = pool_.lease();
+    // Once the session row is gone the trigger refuses it any new grant, so deleting its locks
+    // afterwards (a second statement) cannot miss one.
+    const auto closed = connection->execute("close_session", {session_id});
+    const auto locks = connection->execute("release_session_locks", {session_id});
+    std::vector<LockInfo> released;
+    for (int row = 0; row < locks.rows(); ++row) {
+      if (locks.boolean(row, 6)) released.push_back(lock_info_from(locks, row));
+    }
+    if (closed.rows() == 0 || !closed.boolean(0, 0)) {
+      throw SessionNotFoundError("session not found or expired");
+    }
+    return released;
+  }
+
+ private:
+  static SessionInfo session_from(std::string_view session_id, const PgResult& result) {
+    return SessionInfo{std::string(session_id), result.text(0, 0),
+                       std::chrono::milliseconds(result.int64(0, 1)),
+                       core::from_unix_micros(result.int64(0, 2))};
+  }
+
+  const TtlLimits limits_;
+  PgPool pool_;
+};
+
+}  // namespace
+
+BackendPtr make_pg_store(const PgStoreOptions& options) {
+  return std::make_unique<PgStore>(options);
+}
+
+}  // namespace dlock::store::pg

@@ -1,0 +1,356 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include <filesystem>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "core/ids.h"
+#include "core/time.h"
+#include "core/validate.h"
+#include "store/sqlite/sqlite_db.h"
+
+namespace dlock::store::sqlite {
+
+const std::vector<std::pair<int, std::string_view>>& migrations();
+
+namespace {
+
+// SQLite's own clock, in integer milliseconds since the Unix epoch. 'now' is fixed for the
+// duration of one sqlite3_step, so every use inside one statement sees the same instant.
+#define DLOCK_SQLITE_NOW "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+
+constexpr const char* kNextToken =
+    "UPDATE fencing_token_seq SET value = value + 1 WHERE id = 1 RETURNING value";
+
+// Same shape as the PostgreSQL acquire statement (C1); the token bound as ?4 was taken from the
+// durable counter in the same transaction, and both branches store it.
+constexpr const char* kAcquire =
+    "INSERT INTO locks (key, owner_id, session_id, fencing_token, acquired_at, expires_at) "
+    "VALUES (?1, ?2, ?3, ?4, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
+    " + ?5) "
+    "ON CONFLICT (key) DO UPDATE SET owner_id = excluded.owner_id, "
+    "  session_id = excluded.session_id, fencing_token = excluded.fencing_token, "
+    "  acquired_at = excluded.acquired_at, expires_at = excluded.expires_at "
+    "WHERE locks.expires_at <= excluded.acquired_at "
+    "   OR (locks.owner_id = excluded.owner_id AND locks.session_id = excluded.session_id) "
+    "RETURNING fencing_token, acquired_at, expires_at";
+
+constexpr const char* kLiveSessionClause =
+    "EXISTS (SELECT 1 FROM lock_session s WHERE s.session_id = locks.session_id "
+    "AND s.expires_at > " DLOCK_SQLITE_NOW ")";
+
+constexpr const char* kLockColumns =
+    "key, owner_id, session_id, fencing_token, acquired_at, expires_at";
+
+LockInfo lock_info_from(const Statement& row) {
+  return LockInfo{row.column_text(0),
+                  row.column_text(1),
+                  row.column_text(2),
+                  static_cast<FencingToken>(row.column_int64(3)),
+                  core::from_unix_micros(row.column_int64(4) * 1000),
+                  core::from_unix_micros(row.column_int64(5) * 1000)};
+}
+
+class SqliteStore final : public Backend {
+ public:
+  explicit SqliteStore(const SqliteStoreOptions& options)
+      : limits_(options.limits),
+        db_(with_parent_directory(options.path), static_cast<int>(options.busy_timeout.count())) {
+    // WAL with synchronous=FULL: every commit (every grant, hence every token) is fsynced to the
+    // WAL before COMMIT returns, so a token handed out survives a crash or power loss.
+    db_.exec("PRAGMA journal_mode=WAL");
+    db_.exec("PRAGMA synchronous=FULL");
+    migrate();
+    next_token_ = std::make_unique<Statement>(db_.handle(), kNextToken);
+    acquire_ = std::make_unique<Statement>(db_.handle(), kAcquire);
+  }
+
+  std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
+                                       std::string_view session_id,
+                                       std::chrono::milliseconds ttl) override {
+    core::check_key(key);
+    core::check_owner(owner_id);
+    core::check_session_id(session_id);
+    check_ttl(ttl, limits_, "ttl_ms");
+    const auto sent_at = SteadyClock::now();
+    std::lock_guard lock(mutex_);
+    WriteTransaction transaction(db_);
+    const FencingToken token = take_token();
+    ResetGuard reset(*acquire_);
+    acquire_->bind(1, key).bind(2, owner_id).bind(3, session_id);
+    acquire_->bind(4, static_cast<std::int64_t>(token)).bind(5, std::int64_t{ttl.count()});
+    if (!acquire_->step()) return std::nullopt;  // held: the rollback returns the token unused
+    LockHandle handle{
+        std::string(key),        std::string(owner_id),
+        std::string(session_id), static_cast<FencingToken>(acquire_->column_int64(0)),
+        sent_at + ttl,           core::from_unix_micros(acquire_->column_int64(2) * 1000)};
+    acquire_->reset();
+    transaction.commit();
+    return handle;
+  }
+
+  std::optional<LockInfo> read(std::string_view key) override {
+    core::check_key(key);
+    std::lock_guard lock(mutex_);
+    Statement select(db_.handle(), std::string("SELECT ") + kLockColumns +
+                                       " FROM locks WHERE key = ?1 AND expires_at > " +
+                                       DLOCK_SQLITE_NOW);
+    select.bind(1, key);
+    if (!select.step()) return std::nullopt;
+    return lock_info_from(select);
+  }
+
+  std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
+    std::lock_guard lock(mutex_);
+    Statement select(db_.handle(),
+                     std::string("SELECT ") + kLockColumns +
+                         " FROM locks WHERE substr(key, 1, length(?1)) = ?1 AND expires_at > " +
+                         DLOCK_SQLITE_NOW + " ORDER BY key LIMIT ?2");
+    select.bind(1, prefix).bind(2, static_cast<std::int64_t>(limit));
+    std::vector<LockInfo> result;
+    while (select.step()) result.push_back(lock_info_from(select));
+    return result;
+  }
+
+  LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
+    check_ttl(ttl, limits_, "ttl_ms");
+    const auto sent_at = SteadyClock::now();
+    std::lock_guard lock(mutex_);
+    Statement update(
+        db_.handle(),
+        std::string("UPDATE locks SET expires_at = " DLOCK_SQLITE_NOW " + ?5 "
+                    "WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+                    "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW " AND ") +
+            kLiveSessionClause + " RETURNING expires_at");
+    update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
+    update.bind(4, static_cast<std::int64_t>(handle.fencing_token));
+    update.bind(5, std::int64_t{ttl.count()});
+    if (!update.step()) {
+      throw LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
+                          " is no longer held");
+    }
+    LockHandle extended = handle;
+    extended.client_deadline = sent_at + ttl;
+    extended.server_expiry = core::from_unix_micros(update.column_int64(0) * 1000);
+    return extended;
+  }
+
+  bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
+                       FencingToken fencing_token) override {
+    std::lock_guard lock(mutex_);
+    return delete_grant(key, owner_id, session_id, fencing_token);
+  }
+
+  std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
+                                     std::string_view next_session_id,
+                                     std::chrono::milliseconds ttl) override {
+    core::check_owner(next_owner_id);
+    core::check_session_id(next_session_id);
+    check_ttl(ttl, limits_, "ttl_ms");
+    const auto sent_at = SteadyClock::now();
+    std::lock_guard lock(mutex_);
+    WriteTransaction transaction(db_);
+    const FencingToken token = take_token();
+    Statement update(db_.handle(),
+                     "UPDATE locks SET owner_id = ?5, session_id = ?6, fencing_token = ?7, "
+                     "acquired_at = " DLOCK_SQLITE_NOW ", expires_at = " DLOCK_SQLITE_NOW
+                     " + ?8 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+                     "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW
+                     " RETURNING expires_at");
+    update.bind(1, from.key).bind(2, from.owner_id).bind(3, from.session_id);
+    update.bind(4, static_cast<std::int64_t>(from.fencing_token));
+    update.bind(5, next_owner_id).bind(6, next_session_id);
+    update.bind(7, static_cast<std::int64_t>(token)).bind(8, std::int64_t{ttl.count()});
+    bool granted = false;
+    try {
+      granted = update.step();
+    } catch (const SessionNotFoundError&) {
+      // The next session died while it waited: release `from` and report no hand-over.
+      update.reset();
+      if (!delete_grant(from.key, from.owner_id, from.session_id, from.fencing_token)) {
+        throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
+      }
+      transaction.commit();
+      return std::nullopt;
+    }
+    if (!granted) {
+      throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
+    }
+    LockHandle handle{from.key,
+                      std::string(next_owner_id),
+                      std::string(next_session_id),
+                      token,
+                      sent_at + ttl,
+                      core::from_unix_micros(update.column_int64(0) * 1000)};
+    update.reset();
+    transaction.commit();
+    return handle;
+  }
+
+  LockOutcome revoke(std::string_view key) override {
+    core::check_key(key);
+    std::lock_guard lock(mutex_);
+    Statement remove(db_.handle(),
+                     "DELETE FROM locks WHERE key = ?1 RETURNING fencing_token, "
+                     "owner_id, expires_at > " DLOCK_SQLITE_NOW);
+    remove.bind(1, key);
+    LockOutcome outcome;
+    if (remove.step() && remove.column_int64(2) != 0) {
+      outcome.revoked = true;
+      outcome.fencing_token = static_cast<FencingToken>(remove.column_int64(0));
+      outcome.owner_id = remove.column_text(1);
+    }
+    return outcome;
+  }
+
+  ReapReport reap_expired() override {
+    std::lock_guard lock(mutex_);
+    WriteTransaction transaction(db_);
+    ReapReport report;
+    {
+      Statement locks(db_.handle(), std::string("DELETE FROM locks WHERE expires_at <= ") +
+                                        DLOCK_SQLITE_NOW + " OR NOT " + kLiveSessionClause +
+                                        " RETURNING " + kLockColumns);
+      while (locks.step()) report.expired_locks.push_back(lock_info_from(locks));
+      Statement sessions(db_.handle(),
+                         "DELETE FROM lock_session WHERE expires_at <= " DLOCK_SQLITE_NOW
+                         " RETURNING session_id");
+      while (sessions.step()) report.expired_sessions.push_back(sessions.column_text(0));
+    }
+    transaction.commit();
+    return report;
+  }
+
+  std::string_view backend_id() const override { return "sqlite"; }
+
+  SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override {
+    core::check_owner(owner_id);
+    check_ttl(ttl, limits_, "ttl_ms");
+    const std::string session_id = core::random_id();
+    std::lock_guard lock(mutex_);
+    Statement insert(db_.handle(),
+                     "INSERT INTO lock_session (session_id, owner_id, ttl_ms, created_at, "
+                     "expires_at) VALUES (?1, ?2, ?3, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
+                     " + ?3) RETURNING expires_at");
+    insert.bind(1, session_id).bind(2, owner_id).bind(3, std::int64_t{ttl.count()});
+    insert.step();
+    return SessionInfo{session_id, std::string(owner_id), ttl,
+                       core::from_unix_micros(insert.column_int64(0) * 1000)};
+  }
+
+  SessionInfo heartbeat(std::string_view session_id) override {
+    core::check_session_id(session_id);
+    std::lock_guard lock(mutex_);
+    Statement update(db_.handle(), "UPDATE lock_session SET expires_at = " DLOCK_SQLITE_NOW
+                                   " + ttl_ms "
+                                   "WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW
+                                   " RETURNING owner_id, ttl_ms, expires_at");
+    update.bind(1, session_id);
+    if (!update.step()) throw SessionNotFoundError("session not found or expired");
+    return session_from(session_id, update);
+  }
+
+  std::optional<SessionInfo> get_session(std::string_view session_id) override {
+    core::check_session_id(session_id);
+    std::lock_guard lock(mutex_);
+    Statement select(db_.handle(),
+                     "SELECT owner_id, ttl_ms, expires_at FROM lock_session "
+                     "WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW);
+    select.bind(1, session_id);
+    if (!select.step()) return std::nullopt;
+    return session_from(session_id, select);
+  }
+
+  std::vector<LockInfo> close_session(std::string_view session_id) override {
+    core::check_session_id(session_id);
+    std::lock_guard lock(mutex_);
+    WriteTransaction transaction(db_);
+    bool was_live = false;
+    {
+      Statement remove(db_.handle(),
+                       "DELETE FROM lock_session WHERE session_id = ?1 "
+                       "RETURNING expires_at > " DLOCK_SQLITE_NOW);
+      remove.bind(1, session_id);
+      was_live = remove.step() && remove.column_int64(0) != 0;
+    }
+    std::vector<LockInfo> released;
+    {
+      Statement locks(db_.handle(), std::string("DELETE FROM locks WHERE session_id = ?1 "
+                                                "RETURNING ") +
+                                        kLockColumns + ", expires_at > " DLOCK_SQLITE_NOW);
+      locks.bind(1, session_id);
+      while (locks.step()) {
+        if (locks.column_int64(6) != 0) released.push_back(lock_info_from(locks));
+      }
+    }
+    transaction.commit();
+    if (!was_live) throw SessionNotFoundError("session not found or expired");
+    return released;
+  }
+
+ private:
+  static const std::string& with_parent_directory(const std::string& path) {
+    const std::filesystem::path file(path);
+    std::error_code ignored;  // sqlite3_open reports a missing directory clearly enough
+    if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ignored);
+    return path;
+  }
+
+  void migrate() {
+    WriteTransaction transaction(db_);
+    db_.exec(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+        "applied_at INTEGER NOT NULL)");
+    std::int64_t applied = 0;
+    {
+      Statement current(db_.handle(), "SELECT coalesce(max(version), 0) FROM schema_migrations");
+      if (current.step()) applied = current.column_int64(0);
+    }
+    for (const auto& [version, sql] : migrations()) {
+      if (version <= applied) continue;
+      db_.exec(sql);
+      Statement record(db_.handle(),
+                       "INSERT INTO schema_migrations VALUES (?1, " DLOCK_SQLITE_NOW ")");
+      record.bind(1, std::int64_t{version});
+      record.step();
+    }
+    transaction.commit();
+  }
+
+  FencingToken take_token() {
+    ResetGuard reset(*next_token_);
+    if (!next_token_->step()) throw InternalError("sqlite: fencing_token_seq row is missing");
+    return static_cast<FencingToken>(next_token_->column_int64(0));
+  }
+
+  bool delete_grant(std::string_view key, std::string_view owner_id, std::string_view session_id,
+                    FencingToken fencing_token) {
+    Statement remove(db_.handle(),
+                     "DELETE FROM locks WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+                     "AND fencing_token = ?4 RETURNING expires_at > " DLOCK_SQLITE_NOW);
+    remove.bind(1, key).bind(2, owner_id).bind(3, session_id);
+    remove.bind(4, static_cast<std::int64_t>(fencing_token));
+    return remove.step() && remove.column_int64(0) != 0;
+  }
+
+  static SessionInfo session_from(std::string_view session_id, const Statement& row) {
+    return SessionInfo{std::string(session_id), row.column_text(0),
+                       std::chrono::milliseconds(row.column_int64(1)),
+                       core::from_unix_micros(row.column_int64(2) * 1000)};
+  }
+
+  const TtlLimits limits_;
+  std::mutex mutex_;
+  Database db_;
+  std::unique_ptr<Statement> next_token_;
+  std::unique_ptr<Statement> acquire_;
+};
+
+}  // namespace
+
+BackendPtr make_sqlite_store(const SqliteStoreOptions& options) {
+  return std::make_unique<SqliteStore>(options);
+}
+
+}  // namespace dlock::store::sqlite

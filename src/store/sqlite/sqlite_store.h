@@ -1,0 +1,22 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "dlock/lock_store.h"
+
+namespace dlock::store::sqlite {
+
+struct SqliteStoreOptions {
+  // The database file; its parent directory is created when missing.
+  std::string path = "./dlock-data/dlock.db";
+  TtlLimits limits;
+  // How long a call waits for another process's write lock before it reports unavailable.
+  std::chrono::milliseconds busy_timeout{5000};
+};
+
+// The embedded store (backend_id "sqlite"): one file, WAL journal with synchronous=FULL so a
+// grant's token is on disk before the grant returns (docs/adr/0005-embedded-default-sqlite.md).
+BackendPtr make_sqlite_store(const SqliteStoreOptions& options);
+
+}  // namespace dlock::store::sqlite
