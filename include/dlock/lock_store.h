@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,17 @@ struct ReapReport {
   std::vector<LockInfo> expired_locks;
   std::vector<std::string> expired_sessions;
 };
+
+// A live subscription from LockStore::watch_releases; destroying it cancels it (no callback
+// runs after the destructor returns).
+class ReleaseSubscription {
+ public:
+  ReleaseSubscription() = default;
+  ReleaseSubscription(const ReleaseSubscription&) = delete;
+  ReleaseSubscription& operator=(const ReleaseSubscription&) = delete;
+  virtual ~ReleaseSubscription() = default;
+};
+using ReleaseSubscriptionPtr = std::unique_ptr<ReleaseSubscription>;
 
 class LockStore {
  public:
@@ -97,6 +109,15 @@ class LockStore {
   // Removes expired grants and expired sessions (with their locks). Backends whose leases
   // expire by themselves (etcd) may report nothing. Safe to run from several servers at once.
   virtual ReapReport reap_expired() = 0;
+
+  // Calls `on_released` (from a store thread; it must not block) whenever the grant of `key`
+  // may have ended: delete_if_owner, revoke, handover, close_session or reap_expired through
+  // this store or, for backends with shared storage (pg, etcd), through any store on the same
+  // storage; for etcd also lease expiry. Spurious calls are allowed, missed releases are not:
+  // a release after watch_releases returns is always reported. Waiters use it instead of
+  // polling; they still retry try_insert, which alone decides.
+  virtual ReleaseSubscriptionPtr watch_releases(std::string_view key,
+                                                std::function<void()> on_released) = 0;
 
   // Exactly "sqlite", "pg" or "etcd".
   virtual std::string_view backend_id() const = 0;

@@ -59,7 +59,8 @@ PgConnection::PgConnection(const std::string& url, std::chrono::milliseconds cal
   // grant returns, whatever the server default. statement_timeout and tcp_user_timeout bound
   // every call by the store's call timeout, also when the server vanishes mid-call.
   const std::string options =
-      "-c synchronous_commit=on -c statement_timeout=" + timeout_ms + " -c TimeZone=UTC";
+      "-c synchronous_commit=on -c client_min_messages=warning -c statement_timeout=" + timeout_ms +
+      " -c TimeZone=UTC";
   const char* keywords[] = {"dbname",           "connect_timeout",  "options",
                             "tcp_user_timeout", "application_name", nullptr};
   const char* values[] = {

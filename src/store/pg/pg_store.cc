@@ -4,8 +4,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/release_hub.h"
 #include "core/time.h"
 #include "core/validate.h"
+#include "store/pg/pg_listener.h"
 #include "store/pg/pg_pool.h"
 #include "store/pg/pg_statements.h"
 
@@ -83,7 +85,8 @@ void migrate(const PgStoreOptions& options) {
 class PgStore final : public Backend {
  public:
   explicit PgStore(const PgStoreOptions& options)
-      : limits_(options.limits),
+      : options_(options),
+        limits_(options.limits),
         pool_((migrate(options), options.url), options.pool_size, options.call_timeout,
               prepared_statements()) {}
 
@@ -193,6 +196,18 @@ class PgStore final : public Backend {
     return report;
   }
 
+  ReleaseSubscriptionPtr watch_releases(std::string_view key,
+                                        std::function<void()> on_released) override {
+    {
+      // The LISTEN connection is opened by the first watcher, before its subscription returns.
+      std::lock_guard lock(listener_mutex_);
+      if (!listener_) {
+        listener_ = std::make_unique<PgListener>(options_.url, options_.call_timeout, releases_);
+      }
+    }
+    return releases_.subscribe(key, std::move(on_released));
+  }
+
   std::string_view backend_id() const override { return "pg"; }
 
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override {
@@ -241,8 +256,12 @@ class PgStore final : public Backend {
                        core::from_unix_micros(result.int64(0, 2))};
   }
 
+  const PgStoreOptions options_;
   const TtlLimits limits_;
   PgPool pool_;
+  core::ReleaseHub releases_;
+  std::mutex listener_mutex_;
+  std::unique_ptr<PgListener> listener_;  // after releases_: stops feeding it before it dies
 };
 
 }  // namespace

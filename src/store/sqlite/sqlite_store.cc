@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/ids.h"
+#include "core/release_hub.h"
 #include "core/time.h"
 #include "core/validate.h"
 #include "store/sqlite/sqlite_db.h"
@@ -138,13 +139,26 @@ class SqliteStore final : public Backend {
 
   bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
                        FencingToken fencing_token) override {
-    std::lock_guard lock(mutex_);
-    return delete_grant(key, owner_id, session_id, fencing_token);
+    bool released = false;
+    {
+      std::lock_guard lock(mutex_);
+      released = delete_grant(key, owner_id, session_id, fencing_token);
+    }
+    if (released) releases_.notify(key);
+    return released;
   }
 
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
                                      std::string_view next_session_id,
                                      std::chrono::milliseconds ttl) override {
+    auto next = handover_locked(from, next_owner_id, next_session_id, ttl);
+    if (!next) releases_.notify(from.key);
+    return next;
+  }
+
+  std::optional<LockHandle> handover_locked(const LockHandle& from, std::string_view next_owner_id,
+                                            std::string_view next_session_id,
+                                            std::chrono::milliseconds ttl) {
     core::check_owner(next_owner_id);
     core::check_session_id(next_session_id);
     check_ttl(ttl, limits_, "ttl_ms");
@@ -190,21 +204,35 @@ class SqliteStore final : public Backend {
 
   LockOutcome revoke(std::string_view key) override {
     core::check_key(key);
-    std::lock_guard lock(mutex_);
-    Statement remove(db_.handle(),
-                     "DELETE FROM locks WHERE key = ?1 RETURNING fencing_token, "
-                     "owner_id, expires_at > " DLOCK_SQLITE_NOW);
-    remove.bind(1, key);
     LockOutcome outcome;
-    if (remove.step() && remove.column_int64(2) != 0) {
-      outcome.revoked = true;
-      outcome.fencing_token = static_cast<FencingToken>(remove.column_int64(0));
-      outcome.owner_id = remove.column_text(1);
+    {
+      std::lock_guard lock(mutex_);
+      Statement remove(db_.handle(),
+                       "DELETE FROM locks WHERE key = ?1 RETURNING fencing_token, "
+                       "owner_id, expires_at > " DLOCK_SQLITE_NOW);
+      remove.bind(1, key);
+      if (remove.step() && remove.column_int64(2) != 0) {
+        outcome.revoked = true;
+        outcome.fencing_token = static_cast<FencingToken>(remove.column_int64(0));
+        outcome.owner_id = remove.column_text(1);
+      }
     }
+    if (outcome.revoked) releases_.notify(key);
     return outcome;
   }
 
   ReapReport reap_expired() override {
+    auto report = reap_locked();
+    for (const auto& info : report.expired_locks) releases_.notify(info.key);
+    return report;
+  }
+
+  ReleaseSubscriptionPtr watch_releases(std::string_view key,
+                                        std::function<void()> on_released) override {
+    return releases_.subscribe(key, std::move(on_released));
+  }
+
+  ReapReport reap_locked() {
     std::lock_guard lock(mutex_);
     WriteTransaction transaction(db_);
     ReapReport report;
@@ -263,6 +291,12 @@ class SqliteStore final : public Backend {
   }
 
   std::vector<LockInfo> close_session(std::string_view session_id) override {
+    auto released = close_locked(session_id);
+    for (const auto& info : released) releases_.notify(info.key);
+    return released;
+  }
+
+  std::vector<LockInfo> close_locked(std::string_view session_id) {
     core::check_session_id(session_id);
     std::lock_guard lock(mutex_);
     WriteTransaction transaction(db_);
@@ -345,6 +379,7 @@ class SqliteStore final : public Backend {
   Database db_;
   std::unique_ptr<Statement> next_token_;
   std::unique_ptr<Statement> acquire_;
+  core::ReleaseHub releases_;
 };
 
 }  // namespace

@@ -40,3 +40,15 @@ $$;
 
 CREATE TRIGGER locks_session_alive BEFORE INSERT OR UPDATE OF session_id ON locks
   FOR EACH ROW EXECUTE FUNCTION dlock_check_session_alive();
+
+-- Every removed grant is announced on channel dlock_release (payload: the key), delivered at
+-- commit to every dlockd LISTENing on the database: waiters wake without polling.
+CREATE FUNCTION dlock_notify_release() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('dlock_release', OLD.key);
+  RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER locks_notify_release AFTER DELETE ON locks
+  FOR EACH ROW EXECUTE FUNCTION dlock_notify_release();

@@ -1,0 +1,231 @@
+#pragma once
+
+// libdlock: the C++ client of dlockd (contract C3, HTTP/JSON under /v1). Standard library only.
+//
+//   dlock::client::Client client({.server_url = "http://127.0.0.1:7070"});
+//   dlock::client::Session session(client, {.owner = "payouts-worker"});
+//   if (auto lock = session.acquire("payouts/batch-17", {.ttl = 30s, .wait = 5s})) {
+//     write_with_fence(lock->token());    // the resource rejects smaller tokens
+//     if (!lock->still_valid()) abort_work();
+//   } else {
+//     // held by someone else after waiting 5 s: a decision, not an error
+//   }
+//
+// Errors are the exceptions of dlock/errors.h. "Held" is always a value (an empty optional);
+// a server or backend that cannot answer is always an error (UnavailableError, NotLeaderError,
+// UnknownOutcomeError), never "held". Transient failures (connection refused or reset, 503,
+// 429) are retried with capped exponential backoff and jitter until the call's deadline.
+//
+// Lifetimes: a Client must outlive every Session and Lock made through it.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlock/errors.h"
+#include "dlock/types.h"
+
+namespace dlock::client {
+
+// The server URL used when neither an option nor DLOCK_SERVER names one.
+inline constexpr std::string_view kDefaultServerUrl = "http://127.0.0.1:7070";
+
+// Parses "500ms", "30s", "5m", "1h" (a non-negative integer and a unit; a bare "0" is allowed).
+// Throws InvalidArgumentError whose field() is `field`, so a CLI or config error names the flag.
+std::chrono::milliseconds parse_duration(std::string_view text,
+                                         std::string_view field = "duration");
+// The shortest exact spelling parse_duration accepts, e.g. 30000ms -> "30s".
+std::string format_duration(std::chrono::milliseconds duration);
+
+// The server refused the admin credential (401 unauthorized / 403 forbidden). An invalid
+// argument of the caller's: retrying the same call cannot help.
+class PermissionDeniedError : public InvalidArgumentError {
+ public:
+  explicit PermissionDeniedError(const std::string& message)
+      : InvalidArgumentError("admin_token", message) {}
+};
+
+struct ClientOptions {
+  // http://host:port, optionally with a path prefix. Empty: DLOCK_SERVER, else kDefaultServerUrl.
+  std::string server_url;
+  // Bearer token for the admin API (revoke). Empty: DLOCK_ADMIN_TOKEN when set.
+  std::string admin_token;
+  // Upper bound for one HTTP exchange (connect + write + read). A waiting acquire adds its wait.
+  std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};
+  // How long a plain call keeps retrying transient failures before it throws.
+  std::chrono::milliseconds retry_budget{std::chrono::seconds(15)};
+  // Backoff between retries: initial * 2^attempt capped at backoff_max, with jitter.
+  std::chrono::milliseconds backoff_initial{std::chrono::milliseconds(50)};
+  std::chrono::milliseconds backoff_max{std::chrono::seconds(2)};
+  // Idle keep-alive connections kept for reuse.
+  std::size_t max_idle_connections = 8;
+  // Where errors that cannot be reported to a caller go (a Lock's destructor failing to
+  // release, a keepalive failing). Called from any thread. Empty: one line on stderr.
+  std::function<void(std::string_view message)> log;
+};
+
+// A deadline on the steady clock for one call, including its retries. Empty: retry_budget.
+using Deadline = std::optional<SteadyClock::time_point>;
+
+struct ExtendResult {
+  FencingToken fencing_token = 0;  // unchanged by extend
+  std::chrono::milliseconds ttl{0};
+  // Send time of the extend request + granted TTL: believe in the lock until then at most.
+  SteadyClock::time_point client_deadline{};
+  WallClock::time_point server_expiry{};
+};
+
+struct AcquireOptions {
+  // Lease length; 0 means the server's default (30 s unless configured otherwise).
+  std::chrono::milliseconds ttl{0};
+  // How long to wait for a held key before reporting "held"; 0 = try once.
+  std::chrono::milliseconds wait{0};
+  // Namespace; empty means the server's default namespace ("default").
+  std::string ns;
+  // Extend the lock from a background thread every ttl/3 while the Lock object lives.
+  bool auto_extend = false;
+  // Called once, from the auto-extend thread, when the lock is lost: extend answered
+  // lock_lost, or the client deadline passed without a successful extend. Must not block long.
+  std::function<void(const std::string& reason)> on_lost;
+};
+
+class Client;
+class Session;
+namespace detail {
+struct ClientCore;
+struct SessionState;
+struct LockState;
+class Transport;
+}  // namespace detail
+
+// A grant held through a Session. Move-only; releases the grant on destruction (errors there
+// are logged through ClientOptions::log, never thrown). Its owning Client must outlive it.
+class Lock {
+ public:
+  Lock(Lock&&) noexcept;
+  Lock& operator=(Lock&&) noexcept;
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+  ~Lock();
+
+  const std::string& key() const;
+  const std::string& ns() const;
+  const std::string& session_id() const;
+  // The fencing token of this grant; fixed for its whole life (INV-04).
+  FencingToken token() const;
+  // True until the monotonic client deadline (send time of the last successful acquire or
+  // extend + granted TTL) passes, or the lock or its session was reported lost. The client
+  // thus stops believing in the lock no later than the server expires it.
+  bool still_valid() const;
+  SteadyClock::time_point client_deadline() const;
+  // Expiry as the server's clock reported it; informational only.
+  WallClock::time_point server_expiry() const;
+  // Why the lock was lost; empty while it is not known to be lost.
+  std::string lost_reason() const;
+
+  // Extends the lease now (ttl 0: the last granted TTL). Throws LockLostError when the grant
+  // is gone, UnavailableError when the server cannot answer.
+  void extend(std::chrono::milliseconds ttl = std::chrono::milliseconds(0));
+  // Releases the grant and reports failures (LockLostError when it was no longer ours).
+  // Afterwards the Lock is inert and its destructor does nothing.
+  void release();
+
+ private:
+  friend class Session;
+  explicit Lock(std::unique_ptr<detail::LockState> state);
+  std::unique_ptr<detail::LockState> state_;
+};
+
+struct SessionOptions {
+  // Who holds the locks, shown by get/list. Empty: "<user>@<hostname>".
+  std::string owner;
+  // Session lease; 0 = the server's default. Keepalives are sent every ttl/3.
+  std::chrono::milliseconds ttl{0};
+  // Called once, from the keepalive thread, when the session is lost: keepalive answered
+  // session_not_found, or the TTL passed without a successful keepalive.
+  std::function<void(const std::string& reason)> on_lost;
+};
+
+// A liveness lease with a background keepalive thread; closes itself (releasing its locks on
+// the server) on destruction. Move-only. Its Client must outlive it.
+class Session {
+ public:
+  // Opens the session; throws on failure.
+  Session(Client& client, SessionOptions options = {});
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session();
+
+  const std::string& id() const;
+  const std::string& owner() const;
+  std::chrono::milliseconds ttl() const;
+  bool lost() const;
+  std::string lost_reason() const;
+
+  // Acquires `key`, waiting up to options.wait. Empty optional = held by someone else after
+  // the wait (a decision). Throws SessionNotFoundError, InvalidArgumentError, UnavailableError.
+  std::optional<Lock> acquire(const std::string& key, AcquireOptions options = {});
+
+  // Closes the session now and reports failures. Afterwards the destructor does nothing.
+  void close();
+
+ private:
+  // Shared with the Locks acquired through this session, which must see it lost.
+  std::shared_ptr<detail::SessionState> state_;
+};
+
+// The low-level calls, one per C3 route, as the CLI uses them. Thread-safe: one Client may be
+// shared by every thread of a process; it pools keep-alive connections.
+class Client {
+ public:
+  explicit Client(ClientOptions options = {});
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client();
+
+  // The server URL actually used (after DLOCK_SERVER and the default were applied).
+  const std::string& server_url() const;
+
+  SessionInfo open_session(const std::string& owner, std::chrono::milliseconds ttl,
+                           Deadline deadline = {});
+  // Returns the new TTL and server expiry. Throws SessionNotFoundError.
+  SessionInfo keepalive(const std::string& session_id, Deadline deadline = {});
+  // Releases the session's locks on the server. Throws SessionNotFoundError.
+  void close_session(const std::string& session_id, Deadline deadline = {});
+
+  // Empty = held after `wait`. LockHandle::client_deadline = steady time the granting request
+  // was sent + granted TTL. Waits longer than the server's maximum are re-issued until `wait`.
+  std::optional<LockHandle> acquire(const std::string& key, const std::string& session_id,
+                                    std::chrono::milliseconds ttl, std::chrono::milliseconds wait,
+                                    const std::string& ns = {}, Deadline deadline = {});
+  ExtendResult extend(const std::string& key, const std::string& session_id, FencingToken token,
+                      std::chrono::milliseconds ttl, const std::string& ns = {},
+                      Deadline deadline = {});
+  // Throws LockLostError when (session, token) is not the current grant.
+  void release(const std::string& key, const std::string& session_id, FencingToken token,
+               const std::string& ns = {}, Deadline deadline = {});
+  // Empty = no live grant (lock_not_found).
+  std::optional<LockInfo> get(const std::string& key, const std::string& ns = {},
+                              Deadline deadline = {});
+  std::vector<LockInfo> list(const std::string& prefix, std::size_t limit = 0,
+                             const std::string& ns = {}, Deadline deadline = {});
+  // Admin: removes the current grant whoever holds it. Needs the admin token.
+  LockOutcome revoke(const std::string& key, const std::string& ns = {}, Deadline deadline = {});
+
+  // For tests: replaces the HTTP transport (e.g. with a scripted fake).
+  Client(ClientOptions options, std::unique_ptr<detail::Transport> transport);
+
+ private:
+  friend class Session;
+  friend class Lock;
+  std::unique_ptr<detail::ClientCore> core_;
+};
+
+}  // namespace dlock::client

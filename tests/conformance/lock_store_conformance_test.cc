@@ -1,0 +1,513 @@
+// The conformance matrix: every behaviour include/dlock/lock_store.h promises, tested once,
+// parameterized over every backend this binary was built with. A backend is done when this
+// whole suite is green against it. scripts/mutation-check proves the safety cases can fail.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/lock_store.h"
+#include "support/backend_harness.h"
+#include "support/subprocess.h"
+
+namespace dlock {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::BackendHarness;
+
+constexpr milliseconds kMinTtl{1000};
+
+class LockStoreConformance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    harness_ = &testing::harness_for(GetParam());
+    store_ = harness_->make_backend(limits_);
+  }
+
+  void TearDown() override { harness_->end_outage(); }
+
+  // A key no other test (or earlier run against the same database) uses.
+  std::string fresh_key(const std::string& label = "k") {
+    static std::atomic<int> counter{0};
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    return "conformance/" + std::string(info->name()) + "-" + label + "-" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "-" +
+           std::to_string(counter++);
+  }
+
+  SessionInfo open(const std::string& owner, milliseconds ttl = seconds(60)) {
+    return store_->open_session(owner, ttl);
+  }
+
+  LockHandle acquire(const std::string& key, const SessionInfo& session,
+                     milliseconds ttl = seconds(30)) {
+    auto handle = store_->try_insert(key, session.owner_id, session.session_id, ttl);
+    EXPECT_TRUE(handle.has_value()) << "expected a grant of " << key;
+    return handle.value_or(LockHandle{});
+  }
+
+  // Waits (bounded) until the backend itself no longer reports `key` as held.
+  void wait_until_expired(const std::string& key) {
+    ASSERT_TRUE(testing::wait_for([&] { return !store_->read(key).has_value(); }, seconds(10)))
+        << key << " did not expire";
+  }
+
+  TtlLimits limits_{kMinTtl, std::chrono::minutes(10)};
+  BackendHarness* harness_ = nullptr;
+  BackendPtr store_;
+};
+
+// --- The six cases of seed T-011 §4 -----------------------------------------------------------
+
+TEST_P(LockStoreConformance, AcquireFreeKeyGrantsPositiveTokenAndLaterExpiry) {
+  const auto key = fresh_key();
+  const auto session = open("alice");
+  const auto before = SteadyClock::now();
+  const auto handle = acquire(key, session, seconds(30));
+  EXPECT_GT(handle.fencing_token, 0u);
+  EXPECT_EQ(handle.key, key);
+  EXPECT_EQ(handle.owner_id, "alice");
+  EXPECT_EQ(handle.session_id, session.session_id);
+  // The client deadline counts from before the request was sent.
+  EXPECT_GE(handle.client_deadline, before + seconds(30));
+  EXPECT_LE(handle.client_deadline, SteadyClock::now() + seconds(30));
+  const auto info = store_->read(key);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_GT(info->expires_at, info->acquired_at);
+  EXPECT_EQ(info->fencing_token, handle.fencing_token);
+}
+
+TEST_P(LockStoreConformance, ContendedKeyIsHeldAndStoredTokenUnchanged) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto bob = open("bob");
+  const auto handle = acquire(key, alice);
+  EXPECT_FALSE(store_->try_insert(key, bob.owner_id, bob.session_id, seconds(30)).has_value());
+  const auto info = store_->read(key);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->fencing_token, handle.fencing_token);
+  EXPECT_EQ(info->owner_id, "alice");
+  EXPECT_EQ(info->session_id, alice.session_id);
+}
+
+TEST_P(LockStoreConformance, ReentrantAcquireMintsStrictlyGreaterTokenAndLaterExpiry) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto first = acquire(key, alice, seconds(5));
+  const auto second = acquire(key, alice, seconds(50));
+  EXPECT_GT(second.fencing_token, first.fencing_token);
+  EXPECT_GT(second.server_expiry, first.server_expiry);
+  EXPECT_GT(second.client_deadline, first.client_deadline);
+  EXPECT_EQ(store_->read(key)->fencing_token, second.fencing_token);
+}
+
+TEST_P(LockStoreConformance, TakeoverOfExpiredLeaseMintsStrictlyGreaterToken) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto bob = open("bob");
+  const auto dead = acquire(key, alice, kMinTtl);
+  wait_until_expired(key);
+  // No reaper ran: the acquire itself takes the expired lease over.
+  const auto taken = store_->try_insert(key, bob.owner_id, bob.session_id, seconds(30));
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_GT(taken->fencing_token, dead.fencing_token)
+      << "a takeover re-issued the expired holder's token (C1 Warning 1)";
+  EXPECT_EQ(store_->read(key)->owner_id, "bob");
+}
+
+TEST_P(LockStoreConformance, TokensStrictlyIncreaseAcrossAllGrants) {
+  const auto alice = open("alice");
+  const auto bob = open("bob");
+  std::vector<FencingToken> tokens;
+  for (int round = 0; round < 6; ++round) {
+    const auto key = fresh_key(std::to_string(round % 2));
+    const auto& session = round % 2 == 0 ? alice : bob;
+    const auto handle = acquire(key, session);
+    tokens.push_back(handle.fencing_token);
+    tokens.push_back(acquire(key, session).fencing_token);  // re-entrant
+    const auto again = store_->read(key);
+    ASSERT_TRUE(again.has_value());
+    ASSERT_TRUE(
+        store_->delete_if_owner(key, session.owner_id, session.session_id, again->fencing_token));
+    tokens.push_back(acquire(key, round % 2 == 0 ? bob : alice).fencing_token);
+  }
+  for (std::size_t i = 1; i < tokens.size(); ++i) {
+    EXPECT_GT(tokens[i], tokens[i - 1]) << "grant " << i << " (gaps are fine, decreases not)";
+  }
+}
+
+TEST_P(LockStoreConformance, RacingThreadsOnFreeKeyYieldExactlyOneGrant) {
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 25;
+  std::vector<SessionInfo> sessions;
+  for (int i = 0; i < kThreads; ++i) sessions.push_back(open("racer-" + std::to_string(i)));
+  std::set<FencingToken> all_tokens;
+  for (int round = 0; round < kRounds; ++round) {
+    const auto key = fresh_key("race");
+    std::atomic<int> grants{0};
+    std::vector<FencingToken> tokens(kThreads, 0);
+    std::barrier start(kThreads);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        const auto handle =
+            store_->try_insert(key, sessions[i].owner_id, sessions[i].session_id, seconds(30));
+        if (handle) {
+          ++grants;
+          tokens[i] = handle->fencing_token;
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    ASSERT_EQ(grants.load(), 1) << "round " << round << ": racing acquires of one free key";
+    for (const auto token : tokens) {
+      if (token != 0) {
+        EXPECT_TRUE(all_tokens.insert(token).second) << "token reused";
+      }
+    }
+  }
+}
+
+// --- Clock, extend, release -------------------------------------------------------------------
+
+TEST_P(LockStoreConformance, ExpiryIsComputedByTheBackendClock) {
+  // Both timestamps come from one reading of the backend's clock: their distance is exactly the
+  // TTL. An expiry computed from the process clock would be off by the request's latency.
+  const auto key = fresh_key();
+  const auto handle = acquire(key, open("alice"), milliseconds(7321));
+  const auto info = store_->read(key);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(std::chrono::duration_cast<milliseconds>(info->expires_at - info->acquired_at),
+            milliseconds(7321));
+  EXPECT_EQ(info->expires_at, handle.server_expiry);
+}
+
+TEST_P(LockStoreConformance, ExtendKeepsTokenAndMovesExpiry) {
+  const auto key = fresh_key();
+  const auto handle = acquire(key, open("alice"), seconds(5));
+  const auto extended = store_->extend(handle, seconds(60));
+  EXPECT_EQ(extended.fencing_token, handle.fencing_token);
+  EXPECT_GT(extended.server_expiry, handle.server_expiry);
+  EXPECT_GT(extended.client_deadline, handle.client_deadline);
+  EXPECT_EQ(store_->read(key)->fencing_token, handle.fencing_token);
+}
+
+TEST_P(LockStoreConformance, ExtendByStaleGrantIsLockLost) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto bob = open("bob");
+  const auto stale = acquire(key, alice, kMinTtl);
+  wait_until_expired(key);
+  EXPECT_THROW(store_->extend(stale, seconds(30)), LockLostError) << "extended an expired grant";
+  const auto current = acquire(key, bob);
+  EXPECT_THROW(store_->extend(stale, seconds(30)), LockLostError);
+  EXPECT_EQ(store_->read(key)->fencing_token, current.fencing_token);
+  // A re-entrant re-acquire supersedes the earlier grant of the same session, too.
+  const auto newer = acquire(key, bob);
+  EXPECT_THROW(store_->extend(current, seconds(30)), LockLostError);
+  EXPECT_NO_THROW(store_->extend(newer, seconds(30)));
+}
+
+TEST_P(LockStoreConformance, ReleaseOnlyByCurrentGrant) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto bob = open("bob");
+  const auto handle = acquire(key, alice);
+  EXPECT_FALSE(store_->delete_if_owner(key, "alice", alice.session_id, handle.fencing_token + 1));
+  EXPECT_FALSE(store_->delete_if_owner(key, "bob", bob.session_id, handle.fencing_token));
+  EXPECT_FALSE(store_->delete_if_owner(key, "alice", bob.session_id, handle.fencing_token));
+  ASSERT_TRUE(store_->read(key).has_value()) << "a wrong release touched the holder";
+  EXPECT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, handle.fencing_token));
+  EXPECT_FALSE(store_->read(key).has_value());
+  EXPECT_FALSE(store_->delete_if_owner(key, "alice", alice.session_id, handle.fencing_token));
+}
+
+TEST_P(LockStoreConformance, LateReleaseByExpiredHolderLeavesNewHolderAlone) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto bob = open("bob");
+  const auto stale = acquire(key, alice, kMinTtl);
+  wait_until_expired(key);
+  const auto current = acquire(key, bob);
+  EXPECT_FALSE(store_->delete_if_owner(key, "alice", alice.session_id, stale.fencing_token));
+  const auto info = store_->read(key);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->fencing_token, current.fencing_token);
+}
+
+// --- Hand-over, revoke, reap --------------------------------------------------------------------
+
+TEST_P(LockStoreConformance, HandoverMintsGreaterTokenForNextSession) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto bob = open("bob");
+  const auto from = acquire(key, alice);
+  const auto next = store_->handover(from, "bob", bob.session_id, seconds(30));
+  ASSERT_TRUE(next.has_value());
+  EXPECT_GT(next->fencing_token, from.fencing_token);
+  EXPECT_EQ(next->session_id, bob.session_id);
+  const auto info = store_->read(key);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->fencing_token, next->fencing_token);
+  EXPECT_EQ(info->owner_id, "bob");
+  EXPECT_THROW(store_->extend(from, seconds(30)), LockLostError);
+}
+
+TEST_P(LockStoreConformance, HandoverByStaleGrantIsLockLostAndChangesNothing) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto bob = open("bob");
+  const auto carol = open("carol");
+  const auto stale = acquire(key, alice, kMinTtl);
+  wait_until_expired(key);
+  const auto current = acquire(key, bob);
+  EXPECT_THROW(store_->handover(stale, "carol", carol.session_id, seconds(30)), LockLostError);
+  EXPECT_EQ(store_->read(key)->fencing_token, current.fencing_token);
+}
+
+TEST_P(LockStoreConformance, HandoverToClosedSessionReleasesTheLock) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto bob = open("bob");
+  const auto from = acquire(key, alice);
+  store_->close_session(bob.session_id);
+  EXPECT_FALSE(store_->handover(from, "bob", bob.session_id, seconds(30)).has_value());
+  EXPECT_FALSE(store_->read(key).has_value());
+}
+
+TEST_P(LockStoreConformance, RevokeRemovesLiveGrantAndReportsIt) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto handle = acquire(key, alice);
+  const auto outcome = store_->revoke(key);
+  EXPECT_TRUE(outcome.revoked);
+  EXPECT_EQ(outcome.fencing_token, handle.fencing_token);
+  EXPECT_EQ(outcome.owner_id, "alice");
+  EXPECT_FALSE(store_->read(key).has_value());
+  EXPECT_THROW(store_->extend(handle, seconds(30)), LockLostError);
+  const auto nothing = store_->revoke(key);
+  EXPECT_FALSE(nothing.revoked);
+  EXPECT_FALSE(nothing.fencing_token.has_value());
+  // After a revoke the next grant still gets a greater token.
+  EXPECT_GT(acquire(key, alice).fencing_token, handle.fencing_token);
+}
+
+TEST_P(LockStoreConformance, ReapExpiredLeavesNoLiveGrantBehind) {
+  const auto key = fresh_key();
+  const auto alive = fresh_key("alive");
+  const auto alice = open("alice");
+  acquire(key, alice, kMinTtl);
+  const auto keep = acquire(alive, alice, seconds(60));
+  wait_until_expired(key);
+  store_->reap_expired();
+  EXPECT_FALSE(store_->read(key).has_value());
+  const auto info = store_->read(alive);
+  ASSERT_TRUE(info.has_value()) << "reap removed a live grant";
+  EXPECT_EQ(info->fencing_token, keep.fencing_token);
+}
+
+// --- Sessions -----------------------------------------------------------------------------------
+
+TEST_P(LockStoreConformance, SessionCloseReleasesItsLocks) {
+  const auto alice = open("alice");
+  const auto bob = open("bob");
+  const auto key1 = fresh_key("1");
+  const auto key2 = fresh_key("2");
+  const auto first = acquire(key1, alice);
+  acquire(key2, alice);
+  const auto released = store_->close_session(alice.session_id);
+  EXPECT_EQ(released.size(), 2u);
+  EXPECT_FALSE(store_->read(key1).has_value());
+  EXPECT_FALSE(store_->read(key2).has_value());
+  EXPECT_FALSE(store_->get_session(alice.session_id).has_value());
+  EXPECT_GT(acquire(key1, bob).fencing_token, first.fencing_token);
+  EXPECT_THROW(store_->close_session(alice.session_id), SessionNotFoundError);
+}
+
+TEST_P(LockStoreConformance, SessionExpiryReleasesItsLocks) {
+  const auto alice = open("alice", kMinTtl);
+  const auto bob = open("bob");
+  const auto key = fresh_key();
+  const auto dead = acquire(key, alice, seconds(60));
+  ASSERT_TRUE(
+      testing::wait_for([&] { return !store_->get_session(alice.session_id); }, seconds(10)));
+  // The server runs reap_expired periodically; backends whose leases expire by themselves
+  // (etcd) have released the lock already.
+  store_->reap_expired();
+  const auto taken = store_->try_insert(key, bob.owner_id, bob.session_id, seconds(30));
+  ASSERT_TRUE(taken.has_value()) << "the expired session's lock was not released";
+  EXPECT_GT(taken->fencing_token, dead.fencing_token);
+}
+
+TEST_P(LockStoreConformance, HeartbeatKeepsSessionAliveAndExpiredSessionIsNotRevived) {
+  const auto alice = open("alice", milliseconds(1500));
+  const auto renewed = store_->heartbeat(alice.session_id);
+  EXPECT_EQ(renewed.session_id, alice.session_id);
+  EXPECT_EQ(renewed.owner_id, "alice");
+  EXPECT_GE(renewed.expires_at, alice.expires_at);
+  ASSERT_TRUE(store_->get_session(alice.session_id).has_value());
+  ASSERT_TRUE(
+      testing::wait_for([&] { return !store_->get_session(alice.session_id); }, seconds(10)));
+  EXPECT_THROW(store_->heartbeat(alice.session_id), SessionNotFoundError);
+  EXPECT_THROW(store_->try_insert(fresh_key(), "alice", alice.session_id, seconds(30)),
+               SessionNotFoundError)
+      << "an expired session must never be granted";
+}
+
+TEST_P(LockStoreConformance, AcquireWithUnknownSessionIsSessionNotFound) {
+  EXPECT_THROW(store_->try_insert(fresh_key(), "alice", "no-such-session-0000", seconds(30)),
+               SessionNotFoundError);
+  EXPECT_THROW(store_->heartbeat("no-such-session-0000"), SessionNotFoundError);
+  EXPECT_FALSE(store_->get_session("no-such-session-0000").has_value());
+}
+
+// --- Input and failures -------------------------------------------------------------------------
+
+TEST_P(LockStoreConformance, InvalidTtlIsRejectedNamingTheField) {
+  const auto alice = open("alice");
+  for (const auto ttl :
+       {milliseconds(0), milliseconds(-5), milliseconds(999), limits_.max_ttl + milliseconds(1)}) {
+    try {
+      store_->try_insert(fresh_key(), "alice", alice.session_id, ttl);
+      ADD_FAILURE() << "ttl " << ttl.count() << "ms was accepted";
+    } catch (const InvalidArgumentError& error) {
+      EXPECT_EQ(error.field(), "ttl_ms");
+    }
+  }
+  EXPECT_THROW(store_->open_session("alice", milliseconds(10)), InvalidArgumentError);
+  EXPECT_THROW(store_->open_session("", seconds(10)), InvalidArgumentError);
+  EXPECT_THROW(store_->try_insert("", "alice", alice.session_id, seconds(10)),
+               InvalidArgumentError);
+}
+
+TEST_P(LockStoreConformance, BackendOutageIsUnavailableNeverHeld) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto bob = open("bob");
+  const auto handle = acquire(key, alice);
+  harness_->begin_outage();
+  // Both a free and a held key: the answer is an error, never "held" (std::nullopt).
+  for (const auto& target : {key, fresh_key("free")}) {
+    try {
+      const auto result = store_->try_insert(target, "bob", bob.session_id, seconds(30));
+      ADD_FAILURE() << "try_insert during an outage returned " << (result ? "a grant" : "\"held\"")
+                    << " for " << target;
+    } catch (const UnavailableError&) {
+    }
+  }
+  EXPECT_THROW(store_->extend(handle, seconds(30)), UnavailableError);
+  harness_->end_outage();
+  // The store recovers by itself once the backend is back.
+  ASSERT_TRUE(testing::wait_for(
+      [&] {
+        try {
+          return store_->read(key).has_value();
+        } catch (const UnavailableError&) {
+          return false;
+        }
+      },
+      seconds(30), milliseconds(50)));
+  EXPECT_EQ(store_->read(key)->fencing_token, handle.fencing_token);
+}
+
+TEST_P(LockStoreConformance, TokensKeepGrowingAcrossStoreRestart) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto before = acquire(key, alice);
+  ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, before.fencing_token));
+  store_.reset();
+  store_ = harness_->make_backend(limits_);
+  const auto bob = open("bob");
+  EXPECT_GT(acquire(key, bob).fencing_token, before.fencing_token);
+}
+
+TEST_P(LockStoreConformance, ReadAndListReportLiveGrantsOnly) {
+  const auto alice = open("alice");
+  const auto prefix = fresh_key("list") + "/";
+  acquire(prefix + "b", alice);
+  acquire(prefix + "a", alice);
+  acquire(prefix + "c", alice, kMinTtl);
+  const auto gone = acquire(prefix + "d", alice);
+  ASSERT_TRUE(store_->delete_if_owner(prefix + "d", "alice", alice.session_id, gone.fencing_token));
+  wait_until_expired(prefix + "c");
+  const auto locks = store_->list(prefix, 10);
+  ASSERT_EQ(locks.size(), 2u);
+  EXPECT_EQ(locks[0].key, prefix + "a");
+  EXPECT_EQ(locks[1].key, prefix + "b");
+  EXPECT_EQ(store_->list(prefix, 1).size(), 1u);
+  EXPECT_FALSE(store_->read(prefix + "d").has_value());
+}
+
+TEST_P(LockStoreConformance, RawDeleteFreesTheKeyAndTheNextTokenIsGreater) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  FencingToken last = 0;
+  for (int cycle = 0; cycle < 5; ++cycle) {
+    const auto handle = acquire(key, alice);
+    EXPECT_GT(handle.fencing_token, last);
+    last = handle.fencing_token;
+    harness_->raw_delete(key);
+  }
+}
+
+// --- Release notifications ----------------------------------------------------------------------
+
+TEST_P(LockStoreConformance, WatchReleasesReportsReleaseAndRevoke) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  std::atomic<int> calls{0};
+  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  const auto handle = acquire(key, alice);
+  ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, handle.fencing_token));
+  ASSERT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)))
+      << "release not reported";
+  const int after_release = calls.load();
+  acquire(key, alice);
+  store_->revoke(key);
+  ASSERT_TRUE(testing::wait_for([&] { return calls.load() > after_release; }, seconds(10)))
+      << "revoke not reported";
+  subscription.reset();
+  const int after_cancel = calls.load();
+  const auto again = acquire(key, alice);
+  store_->delete_if_owner(key, "alice", alice.session_id, again.fencing_token);
+  // Cancellation is synchronous: nothing may arrive after the subscription is gone. Give a
+  // late notification the chance to show up by doing one more full round trip.
+  store_->read(key);
+  EXPECT_EQ(calls.load(), after_cancel);
+}
+
+TEST_P(LockStoreConformance, WatchReleasesSeesReleaseThroughAnotherStore) {
+  if (GetParam() == "sqlite") {
+    GTEST_SKIP() << "the embedded store serves one dlockd; it has no other store to hear from";
+  }
+  const auto key = fresh_key();
+  auto other = harness_->make_backend(limits_);
+  const auto alice = other->open_session("alice", seconds(60));
+  std::atomic<int> calls{0};
+  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  const auto handle = other->try_insert(key, "alice", alice.session_id, seconds(30));
+  ASSERT_TRUE(handle.has_value());
+  ASSERT_TRUE(other->delete_if_owner(key, "alice", alice.session_id, handle->fencing_token));
+  EXPECT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)))
+      << "a release through another store on the same storage was not reported";
+}
+
+TEST_P(LockStoreConformance, BackendIdNamesTheBackend) {
+  EXPECT_EQ(store_->backend_id(), GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LockStoreConformance,
+                         ::testing::ValuesIn(testing::conformance_backends()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace dlock

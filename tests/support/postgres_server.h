@@ -1,0 +1,45 @@
+#pragma once
+
+// A real PostgreSQL for tests: initdb into a temp dir, a free loopback port, run as an
+// unprivileged user when the tests run as root, torn down (process and files) on destruction.
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "support/subprocess.h"
+
+namespace dlock::testing {
+
+class PostgresServer {
+ public:
+  PostgresServer();
+  PostgresServer(const PostgresServer&) = delete;
+  PostgresServer& operator=(const PostgresServer&) = delete;
+  ~PostgresServer();
+
+  int port() const { return port_; }
+  // A libpq URL for `database` on this server (user "dlock", trust auth on loopback).
+  std::string url(const std::string& database = "postgres") const;
+  // CREATE DATABASE if it does not exist yet.
+  void ensure_database(const std::string& database);
+
+  // Immediate shutdown, as after a crash (SIGQUIT to the postmaster), and start again on the
+  // same port and data directory.
+  void crash();
+  void start();
+  bool running();
+
+ private:
+  SubprocessOptions as_postgres_user(std::vector<std::string> argv) const;
+
+  std::string bin_dir_;
+  std::string root_dir_;
+  std::string data_dir_;
+  int port_ = 0;
+  std::optional<uid_t> uid_;
+  std::optional<gid_t> gid_;
+  std::unique_ptr<Subprocess> postmaster_;
+};
+
+}  // namespace dlock::testing
