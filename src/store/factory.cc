@@ -1,11 +1,15 @@
 #include "store/factory.h"
 
 #include <functional>
+#include <string>
 #include <string_view>
 
 #include "store/sqlite/sqlite_store.h"
 #ifdef DLOCK_WITH_PG
 #include "store/pg/pg_store.h"
+#endif
+#ifdef DLOCK_WITH_ETCD
+#include "store/etcd/etcd_store.h"
 #endif
 
 namespace dlock::store {
@@ -29,21 +33,34 @@ BackendPtr make_pg(const StoreConfig& config) {
 }
 #endif
 
+#ifdef DLOCK_WITH_ETCD
+BackendPtr make_etcd(const StoreConfig& config) {
+  return etcd::make_etcd_store({config.etcd_endpoints, config.call_timeout, config.limits, {}});
+}
+#endif
+
 const Entry kBackends[] = {
     {"sqlite", make_sqlite},
 #ifdef DLOCK_WITH_PG
     {"pg", make_pg},
+#endif
+#ifdef DLOCK_WITH_ETCD
+    {"etcd", make_etcd},
 #endif
 };
 
 }  // namespace
 
 const char* known_backends() {
-#ifdef DLOCK_WITH_PG
-  return "sqlite, pg";
-#else
-  return "sqlite";
-#endif
+  static const std::string kNames = [] {
+    std::string names;
+    for (const auto& entry : kBackends) {
+      if (!names.empty()) names += ", ";
+      names += entry.name;
+    }
+    return names;
+  }();
+  return kNames.c_str();
 }
 
 BackendPtr make_backend(const StoreConfig& config) {

@@ -1,0 +1,363 @@
+#include "store/etcd/etcd_client.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <charconv>
+
+#include "dlock/errors.h"
+#include "store/etcd/etcd_keys.h"
+
+namespace dlock::store::etcd {
+namespace {
+
+struct Endpoint {
+  std::string host;
+  std::string port;
+};
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  return text;
+}
+
+[[noreturn]] void bad_endpoints(std::string_view endpoints, const std::string& why) {
+  throw InvalidArgumentError("etcd.endpoints",
+                             "etcd.endpoints '" + std::string(endpoints) + "': " + why);
+}
+
+Endpoint parse_endpoint(std::string_view endpoints, std::string_view text) {
+  if (text.starts_with("https://")) {
+    bad_endpoints(endpoints, "TLS (https://) endpoints are not supported yet");
+  }
+  if (text.starts_with("http://")) text.remove_prefix(7);
+  if (!text.empty() && text.back() == '/') text.remove_suffix(1);
+  std::string_view host;
+  std::string_view port;
+  if (text.starts_with('[')) {  // [::1]:2379
+    const auto close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      bad_endpoints(endpoints, "expected [address]:port in '" + std::string(text) + "'");
+    }
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+      bad_endpoints(endpoints, "missing port in '" + std::string(text) + "'");
+    }
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  int port_number = 0;
+  const auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), port_number);
+  if (host.empty() || ec != std::errc() || ptr != port.data() + port.size() || port_number <= 0 ||
+      port_number > 65535) {
+    bad_endpoints(endpoints, "bad host or port in '" + std::string(text) + "'");
+  }
+  return Endpoint{std::string(host), std::string(port)};
+}
+
+bool is_ipv4(const std::string& host) {
+  in_addr ignored{};
+  return inet_pton(AF_INET, host.c_str(), &ignored) == 1;
+}
+
+bool is_ipv6(const std::string& host) {
+  in6_addr ignored{};
+  return inet_pton(AF_INET6, host.c_str(), &ignored) == 1;
+}
+
+// Every address `endpoint` resolves to, as "ipv4" or "ipv6" literals.
+void resolve(std::string_view endpoints, const Endpoint& endpoint, std::vector<std::string>& v4,
+             std::vector<std::string>& v6) {
+  if (is_ipv4(endpoint.host)) {
+    v4.push_back(endpoint.host + ":" + endpoint.port);
+    return;
+  }
+  if (is_ipv6(endpoint.host)) {
+    v6.push_back("[" + endpoint.host + "]:" + endpoint.port);
+    return;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(endpoint.host.c_str(), endpoint.port.c_str(), &hints, &found) != 0) {
+    bad_endpoints(endpoints, "cannot resolve host '" + endpoint.host + "'");
+  }
+  for (addrinfo* address = found; address != nullptr; address = address->ai_next) {
+    char text[INET6_ADDRSTRLEN] = {};
+    if (address->ai_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(address->ai_addr);
+      inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+      v4.push_back(std::string(text) + ":" + endpoint.port);
+    } else if (address->ai_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(address->ai_addr);
+      inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+      v6.push_back("[" + std::string(text) + "]:" + endpoint.port);
+    }
+  }
+  freeaddrinfo(found);
+}
+
+std::string join(const char* scheme, const std::vector<std::string>& addresses) {
+  std::string target(scheme);
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    if (i > 0) target.push_back(',');
+    target.append(addresses[i]);
+  }
+  return target;
+}
+
+bool contains(const grpc::Status& status, std::string_view text) {
+  return status.error_message().find(text) != std::string::npos;
+}
+
+}  // namespace
+
+std::string channel_target(std::string_view endpoints) {
+  std::vector<Endpoint> parsed;
+  std::string_view rest = endpoints;
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view item = trim(rest.substr(0, comma));
+    if (!item.empty()) parsed.push_back(parse_endpoint(endpoints, item));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (parsed.empty()) bad_endpoints(endpoints, "no endpoint given");
+  // A single host name keeps gRPC's own DNS resolver, which re-resolves after failures.
+  if (parsed.size() == 1 && !is_ipv4(parsed[0].host) && !is_ipv6(parsed[0].host)) {
+    return "dns:///" + parsed[0].host + ":" + parsed[0].port;
+  }
+  // One target may name one address family only; IPv4 wins when a list has both.
+  std::vector<std::string> v4;
+  std::vector<std::string> v6;
+  for (const auto& endpoint : parsed) resolve(endpoints, endpoint, v4, v6);
+  if (!v4.empty()) return join("ipv4:", v4);
+  if (!v6.empty()) return join("ipv6:", v6);
+  bad_endpoints(endpoints, "no address found");
+}
+
+std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints) {
+  grpc::ChannelArguments args;
+  args.SetLoadBalancingPolicyName("round_robin");
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // Detects a member that vanished without closing its connections (a partition, kill -9 of a
+  // VM). etcd rejects pings more often than every 5 s, and pings without calls.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  return grpc::CreateCustomChannel(channel_target(endpoints), grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+void throw_for_status(const grpc::Status& status, std::string_view what, CallKind kind) {
+  const std::string message = "etcd " + std::string(what) + ": " + status.error_message() +
+                              " (grpc code " +
+                              std::to_string(static_cast<int>(status.error_code())) + ")";
+  if (contains(status, "no leader") || contains(status, "not leader") ||
+      contains(status, "leader changed")) {
+    throw NotLeaderError(message);
+  }
+  if (contains(status, "lease not found")) throw SessionNotFoundError(message);
+  if (contains(status, "too many requests")) throw ContentionError(message);
+  switch (status.error_code()) {
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      // The request may have been applied after we stopped waiting for the answer.
+      if (kind == CallKind::kWrite) throw UnknownOutcomeError(message);
+      throw UnavailableError(message);
+    case grpc::StatusCode::UNAVAILABLE:
+      // etcd's own "request timed out" means the proposal was sent and may still commit.
+      if (kind == CallKind::kWrite && contains(status, "timed out")) {
+        throw UnknownOutcomeError(message);
+      }
+      throw UnavailableError(message);
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      throw UnavailableError(message);
+    default:
+      throw InternalError(message);
+  }
+}
+
+EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel,
+                       std::chrono::milliseconds call_timeout)
+    : channel_(std::move(channel)),
+      call_timeout_(call_timeout),
+      kv_(etcdserverpb::KV::NewStub(channel_)),
+      lease_(etcdserverpb::Lease::NewStub(channel_)) {}
+
+void EtcdClient::set_deadline(grpc::ClientContext& context) const {
+  context.set_deadline(std::chrono::system_clock::now() + call_timeout_);
+}
+
+etcdserverpb::TxnResponse EtcdClient::txn(const etcdserverpb::TxnRequest& request, CallKind kind) {
+  grpc::ClientContext context;
+  set_deadline(context);
+  etcdserverpb::TxnResponse response;
+  const grpc::Status status = kv_->Txn(&context, request, &response);
+  if (!status.ok()) throw_for_status(status, "txn", kind);
+  return response;
+}
+
+etcdserverpb::RangeResponse EtcdClient::range(const etcdserverpb::RangeRequest& request) {
+  grpc::ClientContext context;
+  set_deadline(context);
+  etcdserverpb::RangeResponse response;
+  const grpc::Status status = kv_->Range(&context, request, &response);
+  if (!status.ok()) throw_for_status(status, "range", CallKind::kRead);
+  return response;
+}
+
+etcdserverpb::PutResponse EtcdClient::put(const etcdserverpb::PutRequest& request) {
+  grpc::ClientContext context;
+  set_deadline(context);
+  etcdserverpb::PutResponse response;
+  const grpc::Status status = kv_->Put(&context, request, &response);
+  if (!status.ok()) throw_for_status(status, "put", CallKind::kWrite);
+  return response;
+}
+
+etcdserverpb::DeleteRangeResponse EtcdClient::delete_range(
+    const etcdserverpb::DeleteRangeRequest& request) {
+  grpc::ClientContext context;
+  set_deadline(context);
+  etcdserverpb::DeleteRangeResponse response;
+  const grpc::Status status = kv_->DeleteRange(&context, request, &response);
+  if (!status.ok()) throw_for_status(status, "delete", CallKind::kWrite);
+  return response;
+}
+
+etcdserverpb::LeaseGrantResponse EtcdClient::lease_grant(std::int64_t ttl_seconds) {
+  grpc::ClientContext context;
+  set_deadline(context);
+  etcdserverpb::LeaseGrantRequest request;
+  request.set_ttl(ttl_seconds);
+  etcdserverpb::LeaseGrantResponse response;
+  const grpc::Status status = lease_->LeaseGrant(&context, request, &response);
+  if (!status.ok()) throw_for_status(status, "lease grant", CallKind::kWrite);
+  if (!response.error().empty()) throw InternalError("etcd lease grant: " + response.error());
+  return response;
+}
+
+void EtcdClient::lease_revoke(std::int64_t lease_id) {
+  grpc::ClientContext context;
+  set_deadline(context);
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(lease_id);
+  etcdserverpb::LeaseRevokeResponse response;
+  const grpc::Status status = lease_->LeaseRevoke(&context, request, &response);
+  if (!status.ok()) throw_for_status(status, "lease revoke", CallKind::kWrite);
+}
+
+std::int64_t EtcdClient::lease_keep_alive(std::int64_t lease_id) {
+  grpc::ClientContext context;
+  set_deadline(context);
+  auto stream = lease_->LeaseKeepAlive(&context);
+  etcdserverpb::LeaseKeepAliveRequest request;
+  request.set_id(lease_id);
+  etcdserverpb::LeaseKeepAliveResponse response;
+  const bool answered = stream->Write(request) && stream->Read(&response);
+  if (!answered) {
+    // A failed Write or Read means the call is over; Finish says why.
+    const grpc::Status status = stream->Finish();
+    throw_for_status(
+        status.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream closed") : status,
+        "lease keep-alive", CallKind::kRead);
+  }
+  stream->WritesDone();
+  stream->Finish();  // etcd ends the stream on our half-close; its status adds nothing
+  return response.ttl();
+}
+
+etcdserverpb::LeaseTimeToLiveResponse EtcdClient::lease_time_to_live(std::int64_t lease_id,
+                                                                     bool keys) {
+  grpc::ClientContext context;
+  set_deadline(context);
+  etcdserverpb::LeaseTimeToLiveRequest request;
+  request.set_id(lease_id);
+  request.set_keys(keys);
+  etcdserverpb::LeaseTimeToLiveResponse response;
+  const grpc::Status status = lease_->LeaseTimeToLive(&context, request, &response);
+  if (!status.ok()) throw_for_status(status, "lease time-to-live", CallKind::kRead);
+  return response;
+}
+
+etcdserverpb::Compare compare_create_revision(const std::string& key, std::int64_t revision) {
+  etcdserverpb::Compare compare;
+  compare.set_key(key);
+  compare.set_target(etcdserverpb::Compare::CREATE);
+  compare.set_result(etcdserverpb::Compare::EQUAL);
+  compare.set_create_revision(revision);
+  return compare;
+}
+
+etcdserverpb::Compare compare_mod_revision(const std::string& key, std::int64_t revision) {
+  etcdserverpb::Compare compare;
+  compare.set_key(key);
+  compare.set_target(etcdserverpb::Compare::MOD);
+  compare.set_result(etcdserverpb::Compare::EQUAL);
+  compare.set_mod_revision(revision);
+  return compare;
+}
+
+etcdserverpb::Compare compare_lease(const std::string& key, std::int64_t lease_id) {
+  etcdserverpb::Compare compare;
+  compare.set_key(key);
+  compare.set_target(etcdserverpb::Compare::LEASE);
+  compare.set_result(etcdserverpb::Compare::EQUAL);
+  compare.set_lease(lease_id);
+  return compare;
+}
+
+etcdserverpb::Compare compare_exists(const std::string& key) {
+  etcdserverpb::Compare compare;
+  compare.set_key(key);
+  compare.set_target(etcdserverpb::Compare::CREATE);
+  compare.set_result(etcdserverpb::Compare::GREATER);
+  compare.set_create_revision(0);
+  return compare;
+}
+
+etcdserverpb::RequestOp put_op(const std::string& key, const std::string& value,
+                               std::int64_t lease_id) {
+  etcdserverpb::RequestOp op;
+  auto* put = op.mutable_request_put();
+  put->set_key(key);
+  put->set_value(value);
+  put->set_lease(lease_id);
+  return op;
+}
+
+etcdserverpb::RequestOp get_op(const std::string& key) {
+  etcdserverpb::RequestOp op;
+  op.mutable_request_range()->set_key(key);
+  return op;
+}
+
+etcdserverpb::RequestOp delete_op(const std::string& key) {
+  etcdserverpb::RequestOp op;
+  op.mutable_request_delete_range()->set_key(key);
+  return op;
+}
+
+etcdserverpb::RangeRequest range_request(const std::string& key) {
+  etcdserverpb::RangeRequest request;
+  request.set_key(key);
+  return request;
+}
+
+etcdserverpb::RangeRequest prefix_request(const std::string& prefix) {
+  etcdserverpb::RangeRequest request;
+  request.set_key(prefix);
+  request.set_range_end(prefix_range_end(prefix));
+  return request;
+}
+
+}  // namespace dlock::store::etcd

@@ -1,0 +1,87 @@
+#pragma once
+
+// The thin, blocking layer between the store and etcd's gRPC API: one channel, every call with
+// a deadline of now + call_timeout, and gRPC failures turned into dlock errors (ADR-0003) in
+// exactly one place. Nothing here knows about locks.
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/etcd/proto/rpc.grpc.pb.h"
+
+namespace dlock::store::etcd {
+
+// "http://a:2379,http://b:2379" -> the gRPC target for one channel over every member, e.g.
+// "ipv4:127.0.0.1:2379,127.0.0.1:22379". Host names are resolved once, here. Throws
+// InvalidArgumentError("etcd.endpoints") for an empty list, a scheme other than http:// or a
+// missing port.
+std::string channel_target(std::string_view endpoints);
+
+// The one channel a store shares between all its calls and streams. round_robin over the
+// members so a dead member is skipped; short reconnect backoff so an etcd restart is noticed
+// within a second rather than after gRPC's default two minutes.
+std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints);
+
+// Whether a call may have changed etcd: decides between UnavailableError and
+// UnknownOutcomeError when the answer is lost.
+enum class CallKind { kRead, kWrite };
+
+// Throws the dlock error for a failed gRPC status: no leader / leader changed -> NotLeaderError;
+// a lost answer to a write -> UnknownOutcomeError; unreachable, timed out -> UnavailableError;
+// a missing lease -> SessionNotFoundError; "too many requests" -> ContentionError; anything
+// else -> InternalError. Never returns.
+[[noreturn]] void throw_for_status(const grpc::Status& status, std::string_view what,
+                                   CallKind kind);
+
+class EtcdClient {
+ public:
+  EtcdClient(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds call_timeout);
+  EtcdClient(const EtcdClient&) = delete;
+  EtcdClient& operator=(const EtcdClient&) = delete;
+
+  etcdserverpb::TxnResponse txn(const etcdserverpb::TxnRequest& request, CallKind kind);
+  etcdserverpb::RangeResponse range(const etcdserverpb::RangeRequest& request);
+  etcdserverpb::PutResponse put(const etcdserverpb::PutRequest& request);
+  etcdserverpb::DeleteRangeResponse delete_range(const etcdserverpb::DeleteRangeRequest& request);
+
+  etcdserverpb::LeaseGrantResponse lease_grant(std::int64_t ttl_seconds);
+  // Throws SessionNotFoundError when the lease does not exist (any more).
+  void lease_revoke(std::int64_t lease_id);
+  // One keep-alive round trip on its own short stream. Returns the renewed TTL in seconds,
+  // 0 when the lease no longer exists.
+  std::int64_t lease_keep_alive(std::int64_t lease_id);
+  etcdserverpb::LeaseTimeToLiveResponse lease_time_to_live(std::int64_t lease_id, bool keys);
+
+  std::shared_ptr<grpc::Channel> shared_channel() const { return channel_; }
+  std::chrono::milliseconds call_timeout() const { return call_timeout_; }
+
+ private:
+  void set_deadline(grpc::ClientContext& context) const;
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::chrono::milliseconds call_timeout_;
+  std::unique_ptr<etcdserverpb::KV::Stub> kv_;
+  std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
+};
+
+// Small builders for the requests the store sends, so each transaction reads like its spec.
+etcdserverpb::Compare compare_create_revision(const std::string& key, std::int64_t revision);
+etcdserverpb::Compare compare_mod_revision(const std::string& key, std::int64_t revision);
+etcdserverpb::Compare compare_lease(const std::string& key, std::int64_t lease_id);
+// CreateRevision(key) > 0: the key exists.
+etcdserverpb::Compare compare_exists(const std::string& key);
+etcdserverpb::RequestOp put_op(const std::string& key, const std::string& value,
+                               std::int64_t lease_id);
+etcdserverpb::RequestOp get_op(const std::string& key);
+etcdserverpb::RequestOp delete_op(const std::string& key);
+etcdserverpb::RangeRequest range_request(const std::string& key);
+// Every key starting with `prefix`.
+etcdserverpb::RangeRequest prefix_request(const std::string& prefix);
+
+}  // namespace dlock::store::etcd

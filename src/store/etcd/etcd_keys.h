@@ -1,0 +1,54 @@
+#pragma once
+
+// The etcd key layout (seed T-030): one key per lock, /dlock/<namespace>/lock/<key>; one record
+// per session, /dlock/_sessions/<session_id>; and one index entry per grant,
+// /dlock/_sessions/<session_id>/locks/<namespace>/<key>, attached to the grant's lease so it
+// lives exactly as long as the grant. Only this file knows the layout.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dlock::store::etcd {
+
+inline constexpr std::string_view kRootPrefix = "/dlock/";
+inline constexpr std::string_view kSessionPrefix = "/dlock/_sessions/";
+
+// "<namespace>/<key>" (split at the first '/') -> "/dlock/<namespace>/lock/<key>". Throws
+// InvalidArgumentError("key") when the key has no namespace or no name.
+std::string format_lock_key(std::string_view key);
+
+// The inverse of format_lock_key; std::nullopt for an etcd key that is not a lock key (a session
+// record, anything outside /dlock/).
+std::optional<std::string> parse_lock_key(std::string_view etcd_key);
+
+// A session ID is its lease ID in decimal. std::nullopt when `session_id` cannot be one.
+std::optional<std::int64_t> parse_session_id(std::string_view session_id);
+std::string format_session_id(std::int64_t lease_id);
+
+std::string session_record_key(std::int64_t lease_id);
+
+// The index entry naming `key` (an SPI key) among the grants of `session_id`, and the prefix of
+// all of them.
+std::string session_lock_key(std::string_view session_id, std::string_view key);
+std::string session_locks_prefix(std::string_view session_id);
+
+// For a key under kSessionPrefix: the session ID it belongs to and, for an index entry, the SPI
+// key of the grant it names (empty for the session record itself). std::nullopt otherwise.
+struct SessionKeyParts {
+  std::string session_id;
+  std::string lock_key;
+};
+std::optional<SessionKeyParts> parse_session_key(std::string_view etcd_key);
+
+// The smallest key greater than every key starting with `prefix` (etcd's range_end for a
+// prefix range); "\0" (all keys) when no such key exists.
+std::string prefix_range_end(std::string_view prefix);
+
+// Where a scan for SPI keys starting with `prefix` begins: lock keys of one namespace when the
+// prefix names it, otherwise every namespace starting with the prefix (callers filter with
+// parse_lock_key and the SPI prefix, which also drops session records).
+std::string scan_prefix_for(std::string_view prefix);
+
+}  // namespace dlock::store::etcd

@@ -1,0 +1,491 @@
+#include "store/etcd/etcd_store.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/validate.h"
+#include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_keys.h"
+#include "store/etcd/etcd_records.h"
+#include "store/etcd/etcd_watch.h"
+
+namespace dlock::store::etcd {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// etcd refuses transactions with more operations than its --max-txn-ops (128 by default).
+constexpr std::size_t kMaxOpsPerTxn = 64;
+// Bound on the remembered "held at revision" entries (see remember_held).
+constexpr std::size_t kMaxRememberedKeys = 4096;
+
+// etcd leases count whole seconds; rounding up keeps the lease at least as long as the TTL the
+// client is told to believe.
+std::int64_t lease_seconds(milliseconds ttl) { return (ttl.count() + 999) / 1000; }
+
+std::int64_t to_revision(FencingToken token) { return static_cast<std::int64_t>(token); }
+
+LockLostError lost(std::string_view key, FencingToken token) {
+  return LockLostError("lock " + std::string(key) + " token " + std::to_string(token) +
+                       " is no longer held");
+}
+
+SessionNotFoundError session_not_found(std::string_view session_id) {
+  return SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
+}
+
+// Every grant has a lease of its own (TTL = the lock's TTL), so a lock expires by itself like
+// in the relational stores; its session is checked in the granting Txn and its death is handled
+// by close_session and reap_expired. See docs/adr/0006-etcd-store.md for why the lock cannot
+// simply ride on the session's lease.
+class EtcdStore final : public Backend {
+ public:
+  explicit EtcdStore(const EtcdStoreOptions& options)
+      : limits_(options.limits),
+        after_grant_for_test_(options.after_grant_for_test),
+        client_(make_channel(options.endpoints), options.call_timeout),
+        watches_(std::make_unique<WatchHub>(client_.shared_channel())) {}
+
+  std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
+                                       std::string_view session_id, milliseconds ttl) override {
+    core::check_key(key);
+    core::check_owner(owner_id);
+    core::check_session_id(session_id);
+    check_ttl(ttl, limits_, "ttl_ms");
+    const std::string etcd_key = format_lock_key(key);
+    if (!parse_session_id(session_id)) throw session_not_found(session_id);
+    return acquire(key, etcd_key, owner_id, session_id, ttl);
+  }
+
+  std::optional<LockInfo> read(std::string_view key) override {
+    core::check_key(key);
+    const auto response = client_.range(range_request(format_lock_key(key)));
+    if (response.kvs_size() == 0) return std::nullopt;  // never granted, released or expired
+    return lock_info(response.kvs(0));
+  }
+
+  std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
+    std::vector<LockInfo> locks;
+    etcdserverpb::RangeRequest request = prefix_request(scan_prefix_for(prefix));
+    // Session keys may share the scanned range; pages continue past them, all at the revision
+    // of the first page, so the listing is one snapshot.
+    while (locks.size() < limit) {
+      request.set_limit(static_cast<std::int64_t>(std::max<std::size_t>(limit - locks.size(), 64)));
+      const auto response = client_.range(request);
+      for (const auto& kv : response.kvs()) {
+        const auto key = parse_lock_key(kv.key());
+        if (!key || !key->starts_with(prefix)) continue;
+        locks.push_back(lock_info(kv));
+        if (locks.size() == limit) break;
+      }
+      if (!response.more() || response.kvs_size() == 0) break;
+      request.set_key(response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0'));
+      request.set_revision(response.header().revision());
+    }
+    return locks;
+  }
+
+  LockHandle extend(const LockHandle& handle, milliseconds ttl) override {
+    check_ttl(ttl, limits_, "ttl_ms");
+    const std::string etcd_key = format_lock_key(handle.key);
+    const auto session_lease = parse_session_id(handle.session_id);
+    if (!session_lease) throw lost(handle.key, handle.fencing_token);
+    const auto sent_at = SteadyClock::now();
+    const auto grant_lease =
+        live_grant_lease(etcd_key, handle.owner_id, handle.session_id, handle.fencing_token);
+    if (!grant_lease) throw lost(handle.key, handle.fencing_token);
+    // A lease renews for the TTL it was granted with; a Put to attach a longer one would move
+    // the key's revision, i.e. change the token. So the TTL can be renewed, never lengthened.
+    const std::int64_t renewed_seconds = client_.lease_keep_alive(*grant_lease);
+    if (renewed_seconds <= 0) throw lost(handle.key, handle.fencing_token);
+    // Verify after renewing: the grant (same revision, same lease) and its session still live.
+    etcdserverpb::TxnRequest request;
+    *request.add_compare() = compare_mod_revision(etcd_key, to_revision(handle.fencing_token));
+    *request.add_compare() = compare_lease(etcd_key, *grant_lease);
+    *request.add_compare() = compare_exists(session_record_key(*session_lease));
+    if (!client_.txn(request, CallKind::kRead).succeeded()) {
+      throw lost(handle.key, handle.fencing_token);
+    }
+    const milliseconds believed = std::min(ttl, milliseconds(seconds(renewed_seconds)));
+    LockHandle extended = handle;
+    extended.client_deadline = sent_at + believed;
+    extended.server_expiry = WallClock::now() + believed;
+    return extended;
+  }
+
+  bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
+                       FencingToken fencing_token) override {
+    core::check_key(key);
+    const std::string etcd_key = format_lock_key(key);
+    const auto grant_lease = live_grant_lease(etcd_key, owner_id, session_id, fencing_token);
+    if (!grant_lease) return false;
+    // The read above checked owner and session (a Compare cannot look inside a value); the
+    // revision compare makes the delete apply to exactly that grant.
+    etcdserverpb::TxnRequest request;
+    *request.add_compare() = compare_mod_revision(etcd_key, to_revision(fencing_token));
+    *request.add_success() = delete_op(etcd_key);
+    *request.add_success() = delete_op(session_lock_key(session_id, key));
+    if (!client_.txn(request, CallKind::kWrite).succeeded()) return false;
+    discard_lease(*grant_lease);
+    return true;
+  }
+
+  std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
+                                     std::string_view next_session_id, milliseconds ttl) override {
+    core::check_owner(next_owner_id);
+    core::check_session_id(next_session_id);
+    check_ttl(ttl, limits_, "ttl_ms");
+    const std::string etcd_key = format_lock_key(from.key);
+    const auto next_session = parse_session_id(next_session_id);
+    if (!next_session) return release_instead_of_handover(from);
+    const auto sent_at = SteadyClock::now();
+    const auto grant = client_.lease_grant(lease_seconds(ttl));
+    const auto now = WallClock::now();
+    const std::string next_record = session_record_key(*next_session);
+    etcdserverpb::TxnRequest request;
+    *request.add_compare() = compare_mod_revision(etcd_key, to_revision(from.fencing_token));
+    *request.add_compare() = compare_exists(next_record);
+    *request.add_success() = get_op(etcd_key);  // the outgoing grant, for its lease
+    *request.add_success() =
+        put_op(etcd_key, encode_grant(next_owner_id, next_session_id, now, now + ttl), grant.id());
+    *request.add_success() = put_op(session_lock_key(next_session_id, from.key), "", grant.id());
+    if (from.session_id != next_session_id) {
+      *request.add_success() = delete_op(session_lock_key(from.session_id, from.key));
+    }
+    *request.add_failure() = get_op(etcd_key);
+    const auto response = client_.txn(request, CallKind::kWrite);
+    if (response.succeeded()) {
+      const FencingToken token = static_cast<FencingToken>(response.header().revision());
+      for (const auto& kv : response.responses(0).response_range().kvs()) discard_lease(kv.lease());
+      return LockHandle{
+          from.key, std::string(next_owner_id), std::string(next_session_id), token, sent_at + ttl,
+          now + ttl};
+    }
+    discard_lease(grant.id());
+    const auto& current = response.responses(0).response_range();
+    if (current.kvs_size() == 0 ||
+        current.kvs(0).mod_revision() != to_revision(from.fencing_token)) {
+      throw lost(from.key, from.fencing_token);
+    }
+    return release_instead_of_handover(from);  // the next session is gone
+  }
+
+  LockOutcome revoke(std::string_view key) override {
+    core::check_key(key);
+    etcdserverpb::DeleteRangeRequest request;
+    request.set_key(format_lock_key(key));
+    request.set_prev_kv(true);
+    const auto response = client_.delete_range(request);
+    LockOutcome outcome;
+    if (response.deleted() > 0 && response.prev_kvs_size() > 0) {
+      const auto& kv = response.prev_kvs(0);
+      outcome.revoked = true;
+      outcome.fencing_token = static_cast<FencingToken>(kv.mod_revision());
+      outcome.owner_id = decode_grant(kv).owner_id();
+      discard_lease(kv.lease());  // takes the grant's session index entry with it
+    }
+    return outcome;
+  }
+
+  ReapReport reap_expired() override;
+
+  ReleaseSubscriptionPtr watch_releases(std::string_view key,
+                                        std::function<void()> on_released) override {
+    const std::string etcd_key = format_lock_key(key);
+    std::int64_t start_revision = 0;
+    {
+      std::lock_guard lock(held_mutex_);
+      const auto found = held_at_.find(etcd_key);
+      if (found != held_at_.end()) start_revision = found->second + 1;
+    }
+    return watches_->subscribe(etcd_key, start_revision, std::move(on_released));
+  }
+
+  std::string_view backend_id() const override { return "etcd"; }
+
+  SessionInfo open_session(std::string_view owner_id, milliseconds ttl) override {
+    core::check_owner(owner_id);
+    check_ttl(ttl, limits_, "ttl_ms");
+    const auto lease = client_.lease_grant(lease_seconds(ttl));
+    etcdserverpb::PutRequest put;
+    put.set_key(session_record_key(lease.id()));
+    put.set_value(encode_session(owner_id, ttl));
+    put.set_lease(lease.id());
+    client_.put(put);  // on failure the lease, holding nothing, expires by itself
+    return SessionInfo{format_session_id(lease.id()), std::string(owner_id), ttl,
+                       WallClock::now() + seconds(lease.ttl())};
+  }
+
+  SessionInfo heartbeat(std::string_view session_id) override {
+    core::check_session_id(session_id);
+    const auto lease = parse_session_id(session_id);
+    if (!lease) throw session_not_found(session_id);
+    // The record first, so a lease that is not a dlock session is never renewed.
+    const auto record = session_record(*lease);
+    if (!record) throw session_not_found(session_id);
+    const std::int64_t renewed_seconds = client_.lease_keep_alive(*lease);
+    if (renewed_seconds <= 0) throw session_not_found(session_id);
+    return SessionInfo{std::string(session_id), record->owner_id(), milliseconds(record->ttl_ms()),
+                       WallClock::now() + seconds(renewed_seconds)};
+  }
+
+  std::optional<SessionInfo> get_session(std::string_view session_id) override {
+    core::check_session_id(session_id);
+    const auto lease = parse_session_id(session_id);
+    if (!lease) return std::nullopt;
+    const auto record = session_record(*lease);
+    if (!record) return std::nullopt;  // the record dies with the lease
+    const auto remaining = client_.lease_time_to_live(*lease, false);
+    if (remaining.ttl() < 0) return std::nullopt;
+    return SessionInfo{std::string(session_id), record->owner_id(), milliseconds(record->ttl_ms()),
+                       WallClock::now() + seconds(remaining.ttl())};
+  }
+
+  std::vector<LockInfo> close_session(std::string_view session_id) override;
+
+ private:
+  std::optional<LockHandle> acquire(std::string_view key, const std::string& etcd_key,
+                                    std::string_view owner_id, std::string_view session_id,
+                                    milliseconds ttl);
+  std::optional<LockHandle> reacquire(std::string_view key, const std::string& etcd_key,
+                                      std::string_view owner_id, std::string_view session_id,
+                                      const mvccpb::KeyValue& holder, std::int64_t grant_lease,
+                                      const std::string& value, SteadyClock::time_point sent_at,
+                                      milliseconds ttl, WallClock::time_point now);
+  std::optional<std::int64_t> live_grant_lease(const std::string& etcd_key,
+                                               std::string_view owner_id,
+                                               std::string_view session_id, FencingToken token);
+  // When the next session of a hand-over is gone, the outgoing grant is simply released.
+  std::optional<LockHandle> release_instead_of_handover(const LockHandle& from);
+  std::optional<SessionRecord> session_record(std::int64_t lease);
+  std::vector<mvccpb::KeyValue> read_keys(const std::vector<std::string>& etcd_keys);
+  void remember_held(const std::string& etcd_key, std::int64_t revision);
+  // Best effort: a lease that holds nothing any more expires by itself after its TTL anyway.
+  void discard_lease(std::int64_t lease_id);
+
+  const TtlLimits limits_;
+  const std::function<void(std::string_view)> after_grant_for_test_;
+  EtcdClient client_;
+  std::mutex held_mutex_;
+  std::map<std::string, std::int64_t, std::less<>> held_at_;
+  // Declared last: destroyed first, so no watch callback outlives the rest of the store.
+  std::unique_ptr<WatchHub> watches_;
+};
+
+std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::string& etcd_key,
+                                             std::string_view owner_id, std::string_view session_id,
+                                             milliseconds ttl) {
+  const auto sent_at = SteadyClock::now();
+  // The grant's lease starts counting before the grant exists, so it ends no earlier than
+  // sent_at + ttl: the client deadline below can never outlive the key.
+  const auto grant = client_.lease_grant(lease_seconds(ttl));
+  const auto now = WallClock::now();
+  const std::string value = encode_grant(owner_id, session_id, now, now + ttl);
+  const std::string record_key = session_record_key(*parse_session_id(session_id));
+  // The whole acquire: If(CreateRevision(key) == 0, session alive) Then(Put) Else(Get).
+  etcdserverpb::TxnRequest request;
+  *request.add_compare() = compare_create_revision(etcd_key, 0);
+  *request.add_compare() = compare_exists(record_key);
+  *request.add_success() = put_op(etcd_key, value, grant.id());
+  *request.add_success() = put_op(session_lock_key(session_id, key), "", grant.id());
+  *request.add_failure() = get_op(etcd_key);
+  *request.add_failure() = get_op(record_key);
+  const auto response = client_.txn(request, CallKind::kWrite);
+  if (response.succeeded()) {
+    if (after_grant_for_test_) after_grant_for_test_(key);
+    // The token is the revision of the granting write, captured from this answer once.
+    const FencingToken token = static_cast<FencingToken>(response.header().revision());
+    return LockHandle{std::string(key),        std::string(owner_id),
+                      std::string(session_id), token,
+                      sent_at + ttl,           now + ttl};
+  }
+  const auto& holder = response.responses(0).response_range();
+  if (response.responses(1).response_range().kvs_size() == 0) {
+    discard_lease(grant.id());
+    throw session_not_found(session_id);
+  }
+  if (holder.kvs_size() == 0) {
+    throw InternalError("etcd: a failed acquire Txn did not return the holder of " + etcd_key);
+  }
+  const GrantRecord record = decode_grant(holder.kvs(0));
+  if (record.owner_id() == owner_id && record.session_id() == session_id) {
+    return reacquire(key, etcd_key, owner_id, session_id, holder.kvs(0), grant.id(), value, sent_at,
+                     ttl, now);
+  }
+  discard_lease(grant.id());
+  remember_held(etcd_key, response.header().revision());
+  return std::nullopt;  // held by a live grant of another session: a decision
+}
+
+// Re-entrant acquire: rewrite the key only while it is still the grant just observed, so the
+// new token (this write's revision) is strictly greater and nobody else's grant is touched.
+std::optional<LockHandle> EtcdStore::reacquire(std::string_view key, const std::string& etcd_key,
+                                               std::string_view owner_id,
+                                               std::string_view session_id,
+                                               const mvccpb::KeyValue& holder,
+                                               std::int64_t grant_lease, const std::string& value,
+                                               SteadyClock::time_point sent_at, milliseconds ttl,
+                                               WallClock::time_point now) {
+  etcdserverpb::TxnRequest request;
+  *request.add_compare() = compare_mod_revision(etcd_key, holder.mod_revision());
+  *request.add_compare() = compare_exists(session_record_key(*parse_session_id(session_id)));
+  *request.add_success() = put_op(etcd_key, value, grant_lease);
+  *request.add_success() = put_op(session_lock_key(session_id, key), "", grant_lease);
+  const auto response = client_.txn(request, CallKind::kWrite);
+  if (!response.succeeded()) {
+    discard_lease(grant_lease);
+    throw ContentionError("lock " + std::string(key) +
+                          " changed during a re-entrant acquire; retry");
+  }
+  const FencingToken token = static_cast<FencingToken>(response.header().revision());
+  discard_lease(holder.lease());  // the superseded grant's lease now holds nothing
+  return LockHandle{std::string(key),        std::string(owner_id),
+                    std::string(session_id), token,
+                    sent_at + ttl,           now + ttl};
+}
+
+ReapReport EtcdStore::reap_expired() {
+  // Lock expiry needs no reaper (each grant's lease ends it). What etcd cannot do by itself is
+  // end a grant whose *session* lease ended first: find sessions that left grant index entries
+  // but no record, and release those grants. Keys only, one snapshot.
+  std::set<std::string> live_sessions;
+  std::map<std::string, std::vector<std::string>> grants_of;
+  etcdserverpb::RangeRequest request = prefix_request(std::string(kSessionPrefix));
+  request.set_keys_only(true);
+  request.set_limit(1000);
+  while (true) {
+    const auto response = client_.range(request);
+    for (const auto& kv : response.kvs()) {
+      const auto parts = parse_session_key(kv.key());
+      if (!parts) continue;
+      if (parts->lock_key.empty()) {
+        live_sessions.insert(parts->session_id);
+      } else {
+        grants_of[parts->session_id].push_back(parts->lock_key);
+      }
+    }
+    if (!response.more() || response.kvs_size() == 0) break;
+    request.set_key(response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0'));
+    request.set_revision(response.header().revision());
+  }
+  ReapReport report;
+  for (const auto& [session_id, keys] : grants_of) {
+    if (live_sessions.contains(session_id)) continue;
+    report.expired_sessions.push_back(session_id);
+    std::vector<std::string> etcd_keys;
+    for (const auto& key : keys) etcd_keys.push_back(format_lock_key(key));
+    for (const auto& kv : read_keys(etcd_keys)) {
+      if (decode_grant(kv).session_id() != session_id) continue;  // handed over since
+      etcdserverpb::TxnRequest remove;
+      *remove.add_compare() = compare_mod_revision(kv.key(), kv.mod_revision());
+      *remove.add_success() = delete_op(kv.key());
+      if (!client_.txn(remove, CallKind::kWrite).succeeded()) continue;
+      report.expired_locks.push_back(lock_info(kv));
+      discard_lease(kv.lease());
+    }
+  }
+  return report;
+}
+
+std::vector<LockInfo> EtcdStore::close_session(std::string_view session_id) {
+  core::check_session_id(session_id);
+  const auto lease = parse_session_id(session_id);
+  if (!lease || !session_record(*lease)) throw session_not_found(session_id);
+  // Revoke the session first: from then on no acquire for it can pass its Txn's session check,
+  // so the grants listed below are all the session will ever have.
+  client_.lease_revoke(*lease);
+  auto index = prefix_request(session_locks_prefix(session_id));
+  index.set_keys_only(true);
+  std::vector<std::string> etcd_keys;
+  const auto entries = client_.range(index);
+  for (const auto& kv : entries.kvs()) {
+    const auto parts = parse_session_key(kv.key());
+    if (parts && !parts->lock_key.empty()) etcd_keys.push_back(format_lock_key(parts->lock_key));
+  }
+  std::vector<LockInfo> released;
+  for (const auto& kv : read_keys(etcd_keys)) {
+    if (decode_grant(kv).session_id() != session_id) continue;
+    // The grant's lease is its own: revoking it removes exactly this grant and its index entry.
+    try {
+      client_.lease_revoke(kv.lease());
+      released.push_back(lock_info(kv));
+    } catch (const SessionNotFoundError&) {
+      // The grant expired on its own meanwhile: not released by this call.
+    }
+  }
+  return released;
+}
+
+std::optional<std::int64_t> EtcdStore::live_grant_lease(const std::string& etcd_key,
+                                                        std::string_view owner_id,
+                                                        std::string_view session_id,
+                                                        FencingToken token) {
+  const auto current = client_.range(range_request(etcd_key));
+  if (current.kvs_size() == 0) return std::nullopt;
+  const auto& kv = current.kvs(0);
+  if (kv.mod_revision() != to_revision(token)) return std::nullopt;
+  const GrantRecord record = decode_grant(kv);
+  if (record.owner_id() != owner_id || record.session_id() != session_id) return std::nullopt;
+  return kv.lease();
+}
+
+std::optional<LockHandle> EtcdStore::release_instead_of_handover(const LockHandle& from) {
+  if (!delete_if_owner(from.key, from.owner_id, from.session_id, from.fencing_token)) {
+    throw lost(from.key, from.fencing_token);
+  }
+  return std::nullopt;
+}
+
+std::optional<SessionRecord> EtcdStore::session_record(std::int64_t lease) {
+  const auto response = client_.range(range_request(session_record_key(lease)));
+  if (response.kvs_size() == 0) return std::nullopt;
+  return decode_session(response.kvs(0));
+}
+
+std::vector<mvccpb::KeyValue> EtcdStore::read_keys(const std::vector<std::string>& etcd_keys) {
+  std::vector<mvccpb::KeyValue> found;
+  for (std::size_t first = 0; first < etcd_keys.size(); first += kMaxOpsPerTxn) {
+    etcdserverpb::TxnRequest request;  // no compare: a consistent multi-key read
+    const std::size_t last = std::min(etcd_keys.size(), first + kMaxOpsPerTxn);
+    for (std::size_t i = first; i < last; ++i) *request.add_success() = get_op(etcd_keys[i]);
+    const auto response = client_.txn(request, CallKind::kRead);
+    for (const auto& op : response.responses()) {
+      for (const auto& kv : op.response_range().kvs()) found.push_back(kv);
+    }
+  }
+  return found;
+}
+
+// The revision at which `etcd_key` was seen held, so a waiter's watch starts right after it and
+// cannot miss a release in between. Bounded: a forgotten entry only means the watch starts
+// from "now" (with one spurious wake-up).
+void EtcdStore::remember_held(const std::string& etcd_key, std::int64_t revision) {
+  std::lock_guard lock(held_mutex_);
+  if (held_at_.size() >= kMaxRememberedKeys && !held_at_.contains(etcd_key)) held_at_.clear();
+  auto& remembered = held_at_[etcd_key];
+  remembered = std::max(remembered, revision);
+}
+
+void EtcdStore::discard_lease(std::int64_t lease_id) {
+  if (lease_id == 0) return;
+  try {
+    client_.lease_revoke(lease_id);
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace
+
+BackendPtr make_etcd_store(const EtcdStoreOptions& options) {
+  return std::make_unique<EtcdStore>(options);
+}
+
+}  // namespace dlock::store::etcd

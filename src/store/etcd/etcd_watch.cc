@@ -1,0 +1,211 @@
+#include "store/etcd/etcd_watch.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <utility>
+#include <vector>
+
+namespace dlock::store::etcd {
+
+// One Watch RPC. Writes are queued because gRPC allows one outstanding write at a time; a read
+// is always outstanding. The hold keeps OnDone from running while another thread could still
+// start a write; it is released once the stream can no longer be written.
+class WatchHub::Stream final
+    : public grpc::ClientBidiReactor<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse> {
+ public:
+  explicit Stream(WatchHub& hub) : hub_(hub) {
+    // Waits for the channel to connect instead of failing at once during an outage: the stream
+    // starts as soon as a member is reachable, without a retry loop here.
+    context_.set_wait_for_ready(true);
+  }
+
+  void start(etcdserverpb::Watch::Stub& stub) {
+    stub.async()->Watch(&context_, this);
+    AddHold();
+    StartRead(&response_);
+    StartCall();
+  }
+
+  void send(etcdserverpb::WatchRequest request) {
+    std::lock_guard lock(mutex_);
+    if (closed_) return;  // the next stream re-creates every live watch
+    queue_.push_back(std::move(request));
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&queue_.front());
+    }
+  }
+
+  void cancel() { context_.TryCancel(); }
+
+  void OnReadDone(bool ok) override {
+    if (ok) {
+      hub_.on_response(response_);
+      StartRead(&response_);
+      return;
+    }
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+    }
+    RemoveHold();
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard lock(mutex_);
+    queue_.pop_front();
+    if (!ok) closed_ = true;  // the read side notices too and ends the stream
+    if (ok && !queue_.empty()) {
+      StartWrite(&queue_.front());
+    } else {
+      writing_ = false;
+    }
+  }
+
+  void OnDone(const grpc::Status& /*status*/) override {
+    hub_.on_stream_done(this);
+    delete this;
+  }
+
+ private:
+  WatchHub& hub_;
+  grpc::ClientContext context_;
+  etcdserverpb::WatchResponse response_;
+  std::mutex mutex_;
+  std::deque<etcdserverpb::WatchRequest> queue_;  // front() is being written
+  bool writing_ = false;
+  bool closed_ = false;
+};
+
+class WatchHub::Subscription final : public ReleaseSubscription {
+ public:
+  Subscription(WatchHub& hub, std::int64_t watch_id) : hub_(hub), watch_id_(watch_id) {}
+  ~Subscription() override { hub_.unsubscribe(watch_id_); }
+
+ private:
+  WatchHub& hub_;
+  std::int64_t watch_id_;
+};
+
+WatchHub::WatchHub(std::shared_ptr<grpc::Channel> channel)
+    : channel_(std::move(channel)), stub_(etcdserverpb::Watch::NewStub(channel_)) {}
+
+WatchHub::~WatchHub() {
+  std::unique_lock lock(mutex_);
+  stopping_ = true;
+  if (stream_ != nullptr) stream_->cancel();
+  changed_.notify_all();
+  changed_.wait(lock, [this] { return stream_ == nullptr; });
+  lock.unlock();
+  if (worker_.joinable()) worker_.join();
+}
+
+ReleaseSubscriptionPtr WatchHub::subscribe(std::string etcd_key, std::int64_t start_revision,
+                                           std::function<void()> on_event) {
+  auto watch = std::make_shared<Watch>();
+  watch->key = std::move(etcd_key);
+  watch->next_revision = start_revision;
+  watch->on_event = std::move(on_event);
+  std::lock_guard lock(mutex_);
+  const std::int64_t watch_id = next_watch_id_++;
+  watches_.emplace(watch_id, watch);
+  start_worker_locked();
+  if (stream_ != nullptr) send_create_locked(watch_id, *watch);
+  return std::make_unique<Subscription>(*this, watch_id);
+}
+
+void WatchHub::start_worker_locked() {
+  if (!worker_.joinable()) worker_ = std::thread([this] { run(); });
+}
+
+void WatchHub::send_create_locked(std::int64_t watch_id, const Watch& watch) {
+  etcdserverpb::WatchRequest request;
+  auto* create = request.mutable_create_request();
+  create->set_key(watch.key);
+  create->set_start_revision(watch.next_revision);
+  create->set_watch_id(watch_id);
+  stream_->send(std::move(request));
+}
+
+// Opens the stream, and again each time it ends, until the hub is destroyed. The backoff only
+// spaces out streams that etcd ends at once (e.g. while it has no leader); waiting for the
+// channel itself is gRPC's job (wait_for_ready).
+void WatchHub::run() {
+  auto backoff = std::chrono::milliseconds(50);
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    // Started under the lock: gRPC never runs reactions inline, so OnDone (which clears
+    // stream_) cannot run before stream_ is set.
+    auto* stream = new Stream(*this);
+    stream->start(*stub_);
+    stream_ = stream;
+    const auto started = std::chrono::steady_clock::now();
+    for (const auto& [watch_id, watch] : watches_) send_create_locked(watch_id, *watch);
+    changed_.wait(lock, [&] { return stream_ == nullptr; });
+    if (stopping_) break;
+    // A stream that lived a while was healthy: reconnect quickly.
+    if (std::chrono::steady_clock::now() - started > std::chrono::seconds(5)) {
+      backoff = std::chrono::milliseconds(50);
+    }
+    changed_.wait_for(lock, backoff, [this] { return stopping_; });
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+  }
+}
+
+void WatchHub::on_response(const etcdserverpb::WatchResponse& response) {
+  std::unique_lock lock(mutex_);
+  const auto found = watches_.find(response.watch_id());
+  if (found == watches_.end()) return;  // cancelled by us; etcd confirms it
+  const std::shared_ptr<Watch> watch = found->second;
+  bool fire = false;
+  if (response.created() && watch->next_revision == 0) {
+    // The watch starts after header.revision; a release before that was not seen.
+    watch->next_revision = response.header().revision() + 1;
+    fire = true;
+  }
+  for (const auto& event : response.events()) {
+    watch->next_revision = std::max(watch->next_revision, event.kv().mod_revision() + 1);
+    fire = true;
+  }
+  if (response.canceled() || response.compact_revision() != 0) {
+    // etcd dropped the watch (its start revision was compacted away): events may be lost, so
+    // wake the waiter and watch again from now.
+    watch->next_revision = 0;
+    fire = true;
+    if (stream_ != nullptr) send_create_locked(found->first, *watch);
+  }
+  if (!fire) return;
+  watch->running_on = std::this_thread::get_id();
+  lock.unlock();
+  watch->on_event();
+  lock.lock();
+  watch->running_on = std::thread::id();
+  changed_.notify_all();
+}
+
+void WatchHub::on_stream_done(Stream* stream) {
+  std::lock_guard lock(mutex_);
+  if (stream_ == stream) stream_ = nullptr;
+  changed_.notify_all();
+}
+
+void WatchHub::unsubscribe(std::int64_t watch_id) {
+  std::unique_lock lock(mutex_);
+  const auto found = watches_.find(watch_id);
+  if (found == watches_.end()) return;
+  const std::shared_ptr<Watch> watch = found->second;
+  watches_.erase(found);
+  if (stream_ != nullptr) {
+    etcdserverpb::WatchRequest request;
+    request.mutable_cancel_request()->set_watch_id(watch_id);
+    stream_->send(std::move(request));
+  }
+  // A callback running on another thread finishes first; one running on this thread is the
+  // caller itself, unsubscribing from inside its own callback.
+  const auto self = std::this_thread::get_id();
+  changed_.wait(
+      lock, [&] { return watch->running_on == std::thread::id() || watch->running_on == self; });
+}
+
+}  // namespace dlock::store::etcd

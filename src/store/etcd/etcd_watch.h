@@ -1,0 +1,71 @@
+#pragma once
+
+// Release notifications for the etcd store (seed T-033): one bidirectional Watch stream per
+// store, carrying one etcd watch per subscription (told apart by client-chosen watch IDs). No
+// polling: a waiter sleeps until etcd reports an event on its key. When the stream breaks (a
+// member died, etcd restarted) it is opened again once the channel is ready and every watch
+// resumes from the revision after the last event it saw, so no release is missed.
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "dlock/lock_store.h"
+#include "store/etcd/proto/rpc.grpc.pb.h"
+
+namespace dlock::store::etcd {
+
+class WatchHub {
+ public:
+  explicit WatchHub(std::shared_ptr<grpc::Channel> channel);
+  WatchHub(const WatchHub&) = delete;
+  WatchHub& operator=(const WatchHub&) = delete;
+  // Cancels the stream and waits for it to end; no callback runs after it returns.
+  ~WatchHub();
+
+  // Calls `on_event` (from a gRPC thread) for every batch of events on `etcd_key` at or after
+  // `start_revision`. With start_revision 0 the watch starts when etcd creates it, and
+  // `on_event` runs once then, since a release may have happened in between.
+  ReleaseSubscriptionPtr subscribe(std::string etcd_key, std::int64_t start_revision,
+                                   std::function<void()> on_event);
+
+ private:
+  class Stream;
+  class Subscription;
+  struct Watch {
+    std::string key;
+    // The first revision not yet seen; 0 = "from whenever etcd creates the watch".
+    std::int64_t next_revision = 0;
+    std::function<void()> on_event;
+    // Which thread runs on_event right now, so unsubscribing can wait for it to finish.
+    std::thread::id running_on{};
+  };
+
+  void run();
+  void start_worker_locked();
+  void send_create_locked(std::int64_t watch_id, const Watch& watch);
+  void on_response(const etcdserverpb::WatchResponse& response);
+  void on_stream_done(Stream* stream);
+  void unsubscribe(std::int64_t watch_id);
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<etcdserverpb::Watch::Stub> stub_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::int64_t, std::shared_ptr<Watch>> watches_;
+  std::int64_t next_watch_id_ = 1;
+  // The live stream, owned by gRPC until its OnDone (where it clears this and deletes itself).
+  Stream* stream_ = nullptr;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace dlock::store::etcd
