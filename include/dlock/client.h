@@ -42,6 +42,9 @@ std::chrono::milliseconds parse_duration(std::string_view text,
 // The shortest exact spelling parse_duration accepts, e.g. 30000ms -> "30s".
 std::string format_duration(std::chrono::milliseconds duration);
 
+// "<user>@<hostname>" (DLOCK_OWNER when set): the owner shown by get/list for this process.
+std::string default_owner();
+
 // The server refused the admin credential (401 unauthorized / 403 forbidden). An invalid
 // argument of the caller's: retrying the same call cannot help.
 class PermissionDeniedError : public InvalidArgumentError {
@@ -142,7 +145,7 @@ class Lock {
 };
 
 struct SessionOptions {
-  // Who holds the locks, shown by get/list. Empty: "<user>@<hostname>".
+  // Who holds the locks, shown by get/list. Empty: default_owner().
   std::string owner;
   // Session lease; 0 = the server's default. Keepalives are sent every ttl/3.
   std::chrono::milliseconds ttl{0};

@@ -1,0 +1,204 @@
+#include "cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <ostream>
+
+#include "cli/exit_codes.h"
+#include "cli/help_text.h"
+#include "cli/output.h"
+#include "cli/run_command.h"
+#include "dlock/client.h"
+
+namespace dlock::cli {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Flags shared by every subcommand (declared on the top-level app; subcommands fall through).
+struct GlobalFlags {
+  std::string server;
+  std::string admin_token;
+  std::string ns;
+  std::string timeout = "15s";
+  bool json = false;
+};
+
+milliseconds duration_flag(const std::string& text, const char* flag) {
+  return text.empty() ? milliseconds(0) : client::parse_duration(text, flag);
+}
+
+client::ClientOptions client_options(const GlobalFlags& flags) {
+  client::ClientOptions options;
+  options.server_url = flags.server;
+  options.admin_token = flags.admin_token;
+  options.retry_budget = duration_flag(flags.timeout, "--timeout");
+  return options;
+}
+
+// Maps the library's exceptions to exit statuses, in one place.
+int report(const std::exception_ptr& failure, std::ostream& err) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const client::PermissionDeniedError& error) {
+    err << "dlock: permission denied: " << error.what() << '\n';
+    return kExitPermission;
+  } catch (const InvalidArgumentError& error) {
+    err << "dlock: " << error.what() << '\n';
+    return kExitUsage;
+  } catch (const UnavailableError& error) {
+    err << "dlock: unavailable: " << error.what() << '\n';
+    return kExitUnavailable;
+  } catch (const LockLostError& error) {
+    err << "dlock: lock lost: " << error.what() << '\n';
+    return kExitLockLost;
+  } catch (const std::exception& error) {
+    err << "dlock: " << error.what() << '\n';
+    return kExitFailure;
+  }
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{help::kMain, "dlock"};
+  app.footer(help::kMainFooter);
+  app.require_subcommand(1);
+  app.fallthrough();  // so `dlock get KEY --json` works as well as `dlock --json get KEY`
+  app.set_version_flag("--version", "dlock 0.1.0");
+
+  GlobalFlags flags;
+  app.add_option("--server", flags.server, "dlockd URL (default http://127.0.0.1:7070)")
+      ->envname("DLOCK_SERVER");
+  app.add_option("--admin-token", flags.admin_token, "admin token for revoke")
+      ->envname("DLOCK_ADMIN_TOKEN");
+  app.add_option("--ns", flags.ns, "namespace of the key (default \"default\")");
+  app.add_option("--timeout", flags.timeout,
+                 "give up on an unreachable or unavailable server after this long")
+      ->capture_default_str();
+  app.add_flag("--json", flags.json, "print one JSON document instead of text");
+
+  std::string key, session_id, owner, ttl, wait, kill_grace = "10s", prefix;
+  FencingToken token = 0;
+  std::size_t limit = 0;
+  std::vector<std::string> command;
+
+  CLI::App* session = app.add_subcommand("session", help::kSession);
+  session->footer(help::kSessionFooter);
+  session->require_subcommand(1);
+  CLI::App* session_open = session->add_subcommand("open", "Open a session; prints its id");
+  session_open->add_option("--ttl", ttl, "session TTL (default: the server's, 30s)");
+  session_open->add_option("--owner", owner, "owner name (default $DLOCK_OWNER or USER@host)");
+  CLI::App* session_keepalive = session->add_subcommand("keepalive", "Renew a session's lease");
+  session_keepalive->add_option("SESSION_ID", session_id, "the session")->required();
+  CLI::App* session_close =
+      session->add_subcommand("close", "Close a session, releasing its locks");
+  session_close->add_option("SESSION_ID", session_id, "the session")->required();
+
+  CLI::App* acquire = app.add_subcommand("acquire", help::kAcquire);
+  acquire->footer(help::kAcquireFooter);
+  acquire->add_option("KEY", key, "lock key (any text; sent percent-encoded)")->required();
+  acquire->add_option("--session", session_id, "session id (dlock session open)")->required();
+  acquire->add_option("--ttl", ttl, "lock TTL (default: the server's, 30s)");
+  acquire->add_option("--wait", wait, "wait this long while the key is held (default 0)");
+
+  CLI::App* extend = app.add_subcommand("extend", help::kExtend);
+  extend->footer(help::kExtendFooter);
+  extend->add_option("KEY", key, "lock key")->required();
+  extend->add_option("--session", session_id, "session id of the grant")->required();
+  extend->add_option("--token", token, "fencing token of the grant")->required();
+  extend->add_option("--ttl", ttl, "new TTL (default: the server's)");
+
+  CLI::App* release = app.add_subcommand("release", help::kRelease);
+  release->footer(help::kReleaseFooter);
+  release->add_option("KEY", key, "lock key")->required();
+  release->add_option("--session", session_id, "session id of the grant")->required();
+  release->add_option("--token", token, "fencing token of the grant")->required();
+
+  CLI::App* get = app.add_subcommand("get", help::kGet);
+  get->footer(help::kGetFooter);
+  get->add_option("KEY", key, "lock key")->required();
+
+  CLI::App* list = app.add_subcommand("list", help::kList);
+  list->footer(help::kListFooter);
+  list->add_option("--prefix", prefix, "only keys starting with this");
+  list->add_option("--limit", limit, "at most this many (default: the server's)");
+
+  CLI::App* revoke = app.add_subcommand("revoke", help::kRevoke);
+  revoke->footer(help::kRevokeFooter);
+  revoke->add_option("KEY", key, "lock key")->required();
+
+  CLI::App* run = app.add_subcommand("run", help::kRun);
+  run->footer(help::kRunFooter);
+  run->add_option("KEY", key, "lock key")->required();
+  run->add_option("CMD", command, "command and arguments, after --")->required();
+  run->add_option("--ttl", ttl, "lock and session TTL (default: the server's, 30s)");
+  run->add_option("--wait", wait, "wait this long while the key is held (default 0)");
+  run->add_option("--kill-grace", kill_grace, "time between SIGTERM and SIGKILL when lost")
+      ->capture_default_str();
+  run->add_option("--owner", owner, "owner name (default $DLOCK_OWNER or USER@host)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e, out, err);
+    return kExitUsage;
+  }
+
+  Printer printer(out, flags.json);
+  try {
+    client::Client client(client_options(flags));
+    if (*session_open) {
+      printer.session(client.open_session(owner, duration_flag(ttl, "--ttl")));
+    } else if (*session_keepalive) {
+      printer.keepalive(client.keepalive(session_id));
+    } else if (*session_close) {
+      client.close_session(session_id);
+      printer.session_closed(session_id);
+    } else if (*acquire) {
+      const milliseconds wait_ms = duration_flag(wait, "--wait");
+      auto handle = client.acquire(key, session_id, duration_flag(ttl, "--ttl"), wait_ms, flags.ns);
+      if (!handle) {
+        if (flags.json) {
+          printer.held(key, wait_ms);
+        } else {
+          Printer(err, false).held(key, wait_ms);
+        }
+        return kExitNotAcquired;
+      }
+      printer.granted(*handle, flags.ns);
+    } else if (*extend) {
+      printer.extended(
+          key, client.extend(key, session_id, token, duration_flag(ttl, "--ttl"), flags.ns));
+    } else if (*release) {
+      client.release(key, session_id, token, flags.ns);
+      printer.released(key, token);
+    } else if (*get) {
+      printer.lock(key, client.get(key, flags.ns));
+    } else if (*list) {
+      printer.locks(client.list(prefix, limit, flags.ns));
+    } else if (*revoke) {
+      printer.revoked(key, client.revoke(key, flags.ns));
+    } else if (*run) {
+      RunOptions options;
+      options.key = key;
+      options.ns = flags.ns;
+      options.owner = owner;
+      options.ttl = duration_flag(ttl, "--ttl");
+      options.wait = duration_flag(wait, "--wait");
+      options.kill_grace = duration_flag(kill_grace, "--kill-grace");
+      options.command = command;
+      return run_locked(client, options, err);
+    }
+  } catch (...) {
+    return report(std::current_exception(), err);
+  }
+  return kExitOk;
+}
+
+}  // namespace dlock::cli

@@ -1,0 +1,118 @@
+#pragma once
+
+// Man-style text for `dlock --help` and `dlock SUBCOMMAND --help`: what each command does, its
+// exit statuses and an example, so the help is enough to use the tool.
+
+namespace dlock::cli::help {
+
+inline constexpr const char* kMain = R"(dlock - command-line client of the dlockd lock service
+
+dlock talks to dlockd over HTTP (contract C3). Locks belong to sessions; every grant carries a
+fencing token, strictly greater than every token issued before for the key: stamp your writes
+with it and have the resource reject smaller ones.)";
+
+inline constexpr const char* kMainFooter = R"(ENVIRONMENT
+  DLOCK_SERVER       server URL when --server is not given (default http://127.0.0.1:7070)
+  DLOCK_ADMIN_TOKEN  admin token for revoke when --admin-token is not given
+  DLOCK_OWNER        owner name when --owner is not given (default USER@hostname)
+
+EXIT STATUS
+  0   success
+  1   other error (e.g. session not found, unexpected server answer)
+  64  usage error (bad flag, argument or duration)
+  69  server or backend unavailable (after retrying)
+  75  lock not acquired: held by someone else after --wait
+  76  lock lost (extend/release refused; for run: CMD was terminated)
+  77  admin token refused
+  run exits with CMD's status (128+N when CMD was killed by signal N).
+
+DURATIONS
+  An integer and a unit: 500ms, 30s, 5m, 1h.
+
+EXAMPLES
+  dlock run payouts/batch-17 --ttl 30s --wait 1m -- ./pay.sh
+  dlock get payouts/batch-17 --json
+  dlock list --prefix payouts/)";
+
+inline constexpr const char* kSession = "Open, keep alive or close a session (a liveness lease)";
+inline constexpr const char* kSessionFooter = R"(DESCRIPTION
+  Locks belong to a session. A session expires unless kept alive within its TTL; closing or
+  expiring a session releases all of its locks. `dlock run` manages its own session; these
+  subcommands are for scripts that hold locks across several dlock calls.
+
+EXAMPLE
+  sid=$(dlock session open --ttl 1m --json | jq -r .session_id)
+  dlock acquire jobs/nightly --session "$sid"
+  dlock session keepalive "$sid"
+  dlock session close "$sid")";
+
+inline constexpr const char* kAcquire = "Acquire a lock for an existing session";
+inline constexpr const char* kAcquireFooter = R"(DESCRIPTION
+  Asks for KEY on behalf of --session, waiting up to --wait while another owner holds it
+  (waiters are served first-come first-served). Prints the fencing token. Acquiring a key the
+  session already holds succeeds again with a greater token. The lock is not extended: use
+  `dlock extend` before its TTL passes, or `dlock run`.
+
+EXIT STATUS
+  0 granted, 75 still held after --wait, 69 server unavailable, 1 session not found.
+
+EXAMPLE
+  dlock acquire reports/daily --session "$sid" --ttl 2m --wait 10s)";
+
+inline constexpr const char* kExtend = "Extend a lock you hold (same fencing token)";
+inline constexpr const char* kExtendFooter = R"(DESCRIPTION
+  Renews the lease of the grant (--session, --token) on KEY for --ttl (default: the server's).
+  The token never changes. Exits 76 when the grant is gone (expired, revoked, re-granted).
+
+EXAMPLE
+  dlock extend reports/daily --session "$sid" --token 42 --ttl 2m)";
+
+inline constexpr const char* kRelease = "Release a lock you hold";
+inline constexpr const char* kReleaseFooter = R"(DESCRIPTION
+  Releases the grant (--session, --token) on KEY; waiters are granted next. Exits 76 when
+  that grant was no longer the current one (nothing was released).
+
+EXAMPLE
+  dlock release reports/daily --session "$sid" --token 42)";
+
+inline constexpr const char* kGet = "Show who holds a lock";
+inline constexpr const char* kGetFooter = R"(DESCRIPTION
+  Prints the current grant of KEY (token, owner, session, times) or that it is free. With
+  --json the document has "held": true|false. Exits 0 either way.)";
+
+inline constexpr const char* kList = "List held locks";
+inline constexpr const char* kListFooter = R"(DESCRIPTION
+  Lists the live grants in the namespace whose key starts with --prefix, at most --limit.)";
+
+inline constexpr const char* kRevoke = "Force-release a lock (admin)";
+inline constexpr const char* kRevokeFooter = R"(DESCRIPTION
+  Removes the current grant of KEY whoever holds it. The holder learns at its next extend
+  (lock_lost); `dlock run` then terminates its CMD. Needs the server's admin token
+  (--admin-token or DLOCK_ADMIN_TOKEN); exits 77 when it is refused.
+
+EXAMPLE
+  DLOCK_ADMIN_TOKEN=s3cret dlock revoke payouts/batch-17)";
+
+inline constexpr const char* kRun = "Run a command while holding a lock";
+inline constexpr const char* kRunFooter = R"(DESCRIPTION
+  Opens a session, acquires KEY (waiting up to --wait), then runs CMD with
+    DLOCK_KEY            the key
+    DLOCK_FENCING_TOKEN  the grant's fencing token: pass it along with every write
+    DLOCK_SESSION_ID     the session
+    DLOCK_NAMESPACE      the namespace
+  in its environment. While CMD runs, dlock keeps the session alive and extends the lock every
+  TTL/3. If the lock is lost (revoked, expired, the server unreachable until the lock's TTL
+  passed) dlock sends CMD SIGTERM, then SIGKILL after --kill-grace, and exits 76. SIGINT,
+  SIGTERM, SIGHUP and SIGQUIT sent to dlock are forwarded to CMD. When CMD exits dlock
+  releases the lock and exits with CMD's status.
+
+EXIT STATUS
+  CMD's status (128+N if CMD was killed by signal N); 75 KEY still held after --wait; 76 lock
+  lost while CMD ran (CMD was terminated); 69 server unavailable; 64 usage error; 127 CMD not
+  found; 126 CMD not executable.
+
+EXAMPLE
+  dlock run payouts/batch-17 --ttl 30s --wait 5m -- \
+      sh -c 'pay --batch 17 --fencing-token "$DLOCK_FENCING_TOKEN"')";
+
+}  // namespace dlock::cli::help

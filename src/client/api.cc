@@ -1,0 +1,200 @@
+// One function per C3 route: build the request, send it through the retry loop, decode the
+// answer or map the error. Statuses other than the route's success are always thrown, except
+// the two decisions that are values: 409 "held" on acquire and 404 "lock_not_found" on get.
+
+#include <boost/json/array.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include "client/client_core.h"
+#include "client/error_mapping.h"
+#include "client/json_codec.h"
+#include "client/url.h"
+
+namespace dlock::client::detail {
+namespace {
+
+std::string lock_target(const std::string& key, const std::string& action, const std::string& ns,
+                        std::vector<std::pair<std::string, std::string>> query = {}) {
+  query.emplace_back("ns", ns);
+  return "/v1/locks/" + percent_encode(key) + action + query_string(query);
+}
+
+HttpRequest post(std::string target, const boost::json::object& body) {
+  return HttpRequest{Method::kPost, std::move(target), boost::json::serialize(body), {}};
+}
+
+// Throws the mapped error unless the status is `expected`.
+void expect_status(const HttpResponse& response, int expected, const std::string& what) {
+  if (response.status != expected) throw_api_error(parse_api_error(response), what);
+}
+
+std::int64_t millis(std::chrono::milliseconds duration) { return duration.count(); }
+
+}  // namespace
+
+SessionInfo ClientCore::open_session(const std::string& owner, std::chrono::milliseconds ttl,
+                                     const CallContext& context) {
+  boost::json::object body{{"owner", owner}};
+  if (ttl.count() > 0) body["ttl_ms"] = millis(ttl);
+  const std::string what = "open session";
+  const Exchange exchange = call(post("/v1/sessions", body), context, what);
+  expect_status(exchange.response, 201, what);
+  SessionInfo info = decode_session(parse_object(exchange.response.body, what));
+  if (info.session_id.empty()) throw InternalError(what + ": server sent no session_id");
+  if (info.owner_id.empty()) info.owner_id = owner;
+  return info;
+}
+
+std::pair<SessionInfo, SteadyClock::time_point> ClientCore::keepalive(const std::string& session_id,
+                                                                      const CallContext& context) {
+  const std::string what = "keepalive session " + session_id;
+  const Exchange exchange =
+      call(post("/v1/sessions/" + percent_encode(session_id) + "/keepalive", {}), context, what);
+  expect_status(exchange.response, 200, what);
+  SessionInfo info = decode_session(parse_object(exchange.response.body, what));
+  info.session_id = session_id;
+  return {info, exchange.sent_at};
+}
+
+void ClientCore::close_session(const std::string& session_id, const CallContext& context) {
+  const std::string what = "close session " + session_id;
+  const Exchange exchange =
+      call(HttpRequest{Method::kDelete, "/v1/sessions/" + percent_encode(session_id), {}, {}},
+           context, what);
+  expect_status(exchange.response, 204, what);
+}
+
+std::optional<Grant> ClientCore::acquire(const std::string& key, const std::string& session_id,
+                                         std::chrono::milliseconds ttl,
+                                         std::chrono::milliseconds wait, const std::string& ns,
+                                         const CallContext& context) {
+  const std::string what = "acquire " + key;
+  const SteadyClock::time_point wait_until = clock.now() + wait;
+  for (int round = 0;; ++round) {
+    const auto asked_wait =
+        std::max(std::chrono::milliseconds(0),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(wait_until - clock.now()));
+    boost::json::object body{{"session_id", session_id}};
+    if (ttl.count() > 0) body["ttl_ms"] = millis(ttl);
+    if (asked_wait.count() > 0) body["wait_ms"] = millis(asked_wait);
+    CallContext attempt_context = context;
+    attempt_context.attempt_slack = asked_wait;
+    const Exchange exchange =
+        call(post(lock_target(key, "/acquire", ns), body), attempt_context, what);
+    const HttpResponse& response = exchange.response;
+    if (response.status == 200) {
+      const boost::json::object object = parse_object(response.body, what);
+      Grant grant;
+      LockHandle& handle = grant.handle;
+      grant.ttl = millis_member(object, "ttl_ms");
+      handle.key = string_member(object, "key", /*required=*/false);
+      if (handle.key.empty()) handle.key = key;
+      handle.owner_id = string_member(object, "owner", /*required=*/false);
+      handle.session_id = session_id;
+      handle.fencing_token = uint_member(object, "fencing_token");
+      // The deadline counts from when the granting request was *sent*, never from when the
+      // answer arrived, so the client stops believing no later than the server expires it.
+      handle.client_deadline = exchange.sent_at + grant.ttl;
+      handle.server_expiry = time_member(object, "expires_at");
+      return grant;
+    }
+    const ApiError error = parse_api_error(response);
+    if (response.status != 409 || error.code != "held") throw_api_error(error, what);
+    // Held. The server may cap the wait below what we asked; keep asking until ours is spent.
+    const auto left = wait_until - clock.now();
+    if (left <= std::chrono::milliseconds(20)) return std::nullopt;
+    const auto answered_after = clock.now() - exchange.sent_at;
+    if (answered_after < asked_wait / 2) {
+      // It answered early without waiting (a server that ignores wait_ms): pace the retries
+      // instead of spinning on the key.
+      const auto pause = std::min<std::chrono::milliseconds>(
+          backoff_delay(backoff, round, random_bits()),
+          std::chrono::duration_cast<std::chrono::milliseconds>(left));
+      if (!clock.sleep(pause, context.stop)) return std::nullopt;
+    }
+  }
+}
+
+ExtendResult ClientCore::extend(const std::string& key, const std::string& session_id,
+                                FencingToken token, std::chrono::milliseconds ttl,
+                                const std::string& ns, const CallContext& context) {
+  const std::string what = "extend " + key;
+  boost::json::object body{{"session_id", session_id}, {"fencing_token", token}};
+  if (ttl.count() > 0) body["ttl_ms"] = millis(ttl);
+  const Exchange exchange = call(post(lock_target(key, "/extend", ns), body), context, what);
+  expect_status(exchange.response, 200, what);
+  const boost::json::object object = parse_object(exchange.response.body, what);
+  ExtendResult result;
+  result.fencing_token = uint_member(object, "fencing_token");
+  if (result.fencing_token != token) {
+    // Extend must never change the token (INV-04); a different one means another grant.
+    throw LockLostError(what + ": server answered with token " +
+                        std::to_string(result.fencing_token) + ", ours is " +
+                        std::to_string(token));
+  }
+  result.ttl = millis_member(object, "ttl_ms");
+  result.client_deadline = exchange.sent_at + result.ttl;
+  result.server_expiry = time_member(object, "expires_at");
+  return result;
+}
+
+void ClientCore::release(const std::string& key, const std::string& session_id, FencingToken token,
+                         const std::string& ns, const CallContext& context) {
+  const std::string what = "release " + key;
+  const std::string target = lock_target(
+      key, "", ns, {{"session_id", session_id}, {"fencing_token", std::to_string(token)}});
+  const Exchange exchange = call(HttpRequest{Method::kDelete, target, {}, {}}, context, what);
+  expect_status(exchange.response, 204, what);
+}
+
+std::optional<LockInfo> ClientCore::get(const std::string& key, const std::string& ns,
+                                        const CallContext& context) {
+  const std::string what = "get " + key;
+  const Exchange exchange =
+      call(HttpRequest{Method::kGet, lock_target(key, "", ns), {}, {}}, context, what);
+  if (exchange.response.status == 404) {
+    const ApiError error = parse_api_error(exchange.response);
+    if (error.code == "lock_not_found") return std::nullopt;
+    throw_api_error(error, what);
+  }
+  expect_status(exchange.response, 200, what);
+  return decode_lock_info(parse_object(exchange.response.body, what));
+}
+
+std::vector<LockInfo> ClientCore::list(const std::string& prefix, std::size_t limit,
+                                       const std::string& ns, const CallContext& context) {
+  const std::string what = "list";
+  const std::string target =
+      "/v1/locks" + query_string({{"prefix", prefix},
+                                  {"limit", limit > 0 ? std::to_string(limit) : std::string()},
+                                  {"ns", ns}});
+  const Exchange exchange = call(HttpRequest{Method::kGet, target, {}, {}}, context, what);
+  expect_status(exchange.response, 200, what);
+  const boost::json::object object = parse_object(exchange.response.body, what);
+  const auto* locks = object.if_contains("locks");
+  if (locks == nullptr || !locks->is_array()) {
+    throw InternalError(what + ": server response has no \"locks\" array");
+  }
+  std::vector<LockInfo> out;
+  for (const boost::json::value& entry : locks->get_array()) {
+    if (!entry.is_object()) throw InternalError(what + ": a \"locks\" entry is not an object");
+    out.push_back(decode_lock_info(entry.get_object()));
+  }
+  return out;
+}
+
+LockOutcome ClientCore::revoke(const std::string& key, const std::string& ns,
+                               const CallContext& context) {
+  const std::string what = "revoke " + key;
+  HttpRequest request = post(lock_target(key, "/revoke", ns), {});
+  request.target = "/v1/admin" + request.target.substr(3);
+  if (!options.admin_token.empty()) {
+    request.headers.emplace_back("Authorization", "Bearer " + options.admin_token);
+  }
+  const Exchange exchange = call(request, context, what);
+  expect_status(exchange.response, 200, what);
+  return decode_outcome(parse_object(exchange.response.body, what));
+}
+
+}  // namespace dlock::client::detail

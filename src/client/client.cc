@@ -1,0 +1,65 @@
+#include "dlock/client.h"
+#include "client/client_core.h"
+
+namespace dlock::client {
+
+Client::Client(ClientOptions options)
+    : core_(std::make_unique<detail::ClientCore>(std::move(options), nullptr)) {}
+
+Client::Client(ClientOptions options, std::unique_ptr<detail::Transport> transport)
+    : core_(std::make_unique<detail::ClientCore>(std::move(options), std::move(transport))) {}
+
+Client::~Client() = default;
+
+const std::string& Client::server_url() const { return core_->options.server_url; }
+
+SessionInfo Client::open_session(const std::string& owner, std::chrono::milliseconds ttl,
+                                 Deadline deadline) {
+  return core_->open_session(owner.empty() ? default_owner() : owner, ttl,
+                             core_->context(deadline));
+}
+
+SessionInfo Client::keepalive(const std::string& session_id, Deadline deadline) {
+  return core_->keepalive(session_id, core_->context(deadline)).first;
+}
+
+void Client::close_session(const std::string& session_id, Deadline deadline) {
+  core_->close_session(session_id, core_->context(deadline));
+}
+
+std::optional<LockHandle> Client::acquire(const std::string& key, const std::string& session_id,
+                                          std::chrono::milliseconds ttl,
+                                          std::chrono::milliseconds wait, const std::string& ns,
+                                          Deadline deadline) {
+  auto grant = core_->acquire(key, session_id, ttl, wait, ns,
+                              core_->context(core_->deadline_from(deadline, wait)));
+  if (!grant) return std::nullopt;
+  return std::move(grant->handle);
+}
+
+ExtendResult Client::extend(const std::string& key, const std::string& session_id,
+                            FencingToken token, std::chrono::milliseconds ttl,
+                            const std::string& ns, Deadline deadline) {
+  return core_->extend(key, session_id, token, ttl, ns, core_->context(deadline));
+}
+
+void Client::release(const std::string& key, const std::string& session_id, FencingToken token,
+                     const std::string& ns, Deadline deadline) {
+  core_->release(key, session_id, token, ns, core_->context(deadline));
+}
+
+std::optional<LockInfo> Client::get(const std::string& key, const std::string& ns,
+                                    Deadline deadline) {
+  return core_->get(key, ns, core_->context(deadline));
+}
+
+std::vector<LockInfo> Client::list(const std::string& prefix, std::size_t limit,
+                                   const std::string& ns, Deadline deadline) {
+  return core_->list(prefix, limit, ns, core_->context(deadline));
+}
+
+LockOutcome Client::revoke(const std::string& key, const std::string& ns, Deadline deadline) {
+  return core_->revoke(key, ns, core_->context(deadline));
+}
+
+}  // namespace dlock::client

@@ -1,0 +1,92 @@
+#pragma once
+
+// What Client, Session and Lock share: the options, the transport, the retry loop and one
+// function per C3 route. Session and Lock call these with their own deadlines and stop tokens
+// so their background threads can be stopped mid-backoff.
+
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/retry.h"
+#include "client/transport.h"
+#include "dlock/client.h"
+
+namespace dlock::client::detail {
+
+struct CallContext {
+  // The call, retries included, gives up at this steady time.
+  SteadyClock::time_point deadline;
+  // Stops the wait between retries (a background thread shutting down).
+  std::stop_token stop;
+  // Added to request_timeout for each attempt: the server may legitimately hold a waiting
+  // acquire this long before it answers.
+  std::chrono::milliseconds attempt_slack{0};
+};
+
+// One answered exchange and when its request was sent (the basis of client deadlines).
+struct Exchange {
+  HttpResponse response;
+  SteadyClock::time_point sent_at;
+};
+
+// A granted acquire: the handle and the TTL the server granted.
+struct Grant {
+  LockHandle handle;
+  std::chrono::milliseconds ttl{0};
+};
+
+struct ClientCore {
+  ClientCore(ClientOptions options, TransportPtr transport);
+
+  ClientOptions options;
+  TransportPtr transport;
+  BackoffPolicy backoff;
+  RetryClock clock = RetryClock::real();
+
+  void log(std::string_view message) const;
+  // A deadline `budget` from now unless the caller gave one.
+  SteadyClock::time_point deadline_from(const Deadline& deadline,
+                                        std::chrono::milliseconds extra = {}) const;
+  CallContext context(const Deadline& deadline) const;
+
+  // Sends `request`, retrying transient failures (transport errors, 429/502/503/504) with
+  // backoff until context.deadline; returns the first other response, whatever its status.
+  // Once retries are exhausted throws UnavailableError, NotLeaderError or UnknownOutcomeError.
+  Exchange call(const HttpRequest& request, const CallContext& context, const std::string& what);
+
+  // The C3 routes. Each throws the mapped error for any unexpected status.
+  SessionInfo open_session(const std::string& owner, std::chrono::milliseconds ttl,
+                           const CallContext& context);
+  // Also returns when the successful keepalive was sent: the session's new client deadline is
+  // that time + the granted TTL.
+  std::pair<SessionInfo, SteadyClock::time_point> keepalive(const std::string& session_id,
+                                                            const CallContext& context);
+  void close_session(const std::string& session_id, const CallContext& context);
+  std::optional<Grant> acquire(const std::string& key, const std::string& session_id,
+                               std::chrono::milliseconds ttl, std::chrono::milliseconds wait,
+                               const std::string& ns, const CallContext& context);
+  ExtendResult extend(const std::string& key, const std::string& session_id, FencingToken token,
+                      std::chrono::milliseconds ttl, const std::string& ns,
+                      const CallContext& context);
+  void release(const std::string& key, const std::string& session_id, FencingToken token,
+               const std::string& ns, const CallContext& context);
+  std::optional<LockInfo> get(const std::string& key, const std::string& ns,
+                              const CallContext& context);
+  std::vector<LockInfo> list(const std::string& prefix, std::size_t limit, const std::string& ns,
+                             const CallContext& context);
+  LockOutcome revoke(const std::string& key, const std::string& ns, const CallContext& context);
+
+ private:
+  std::uint64_t random_bits();
+
+  std::mutex random_mutex_;
+  std::mt19937_64 random_{std::random_device{}()};
+};
+
+}  // namespace dlock::client::detail

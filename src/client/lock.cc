@@ -1,0 +1,173 @@
+#include <condition_variable>
+
+#include "client/session_state.h"
+#include "dlock/client.h"
+
+namespace dlock::client {
+namespace detail {
+namespace {
+
+bool wait_until(SteadyClock::time_point until, const std::stop_token& stop) {
+  std::mutex mutex;
+  std::condition_variable_any wakeup;
+  std::unique_lock lock(mutex);
+  wakeup.wait_until(lock, stop, until, [] { return false; });
+  return !stop.stop_requested();
+}
+
+void record_extension(LockState& state, const ExtendResult& result) {
+  std::lock_guard lock(state.mutex);
+  state.ttl = result.ttl;
+  state.client_deadline = result.client_deadline;
+  state.server_expiry = result.server_expiry;
+}
+
+// Extends every ttl/3. Like the session keepalive, a transient failure only becomes "lost"
+// once the client deadline has passed without a successful extend.
+void extend_loop(const std::stop_token& stop, LockState& state) {
+  ClientCore& core = *state.core;
+  SteadyClock::time_point next;
+  {
+    std::lock_guard lock(state.mutex);
+    next = state.client_deadline - state.ttl + state.ttl / 3;
+  }
+  while (wait_until(next, stop)) {
+    SteadyClock::time_point deadline;
+    std::chrono::milliseconds ttl;
+    {
+      std::lock_guard lock(state.mutex);
+      deadline = state.client_deadline;
+      ttl = state.ttl;
+    }
+    try {
+      const ExtendResult result = core.extend(state.key, state.session->id, state.token, ttl,
+                                              state.ns, CallContext{deadline, stop, {}});
+      record_extension(state, result);
+      next = result.client_deadline - result.ttl + result.ttl / 3;
+    } catch (const LockLostError& error) {
+      state.gone = true;
+      state.loss.mark(std::string("lock lost: ") + error.what(), state.on_lost);
+      return;
+    } catch (const SessionNotFoundError& error) {
+      state.gone = true;
+      state.loss.mark(std::string("session lost: ") + error.what(), state.on_lost);
+      return;
+    } catch (const std::exception& error) {
+      if (stop.stop_requested()) return;
+      if (SteadyClock::now() >= deadline) {
+        state.loss.mark(
+            "no successful extend before the lock's deadline: " + std::string(error.what()),
+            state.on_lost);
+        return;
+      }
+      core.log("extending " + state.key + " failed, retrying: " + error.what());
+      next = std::min(deadline, SteadyClock::now() + core.options.backoff_initial);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+std::optional<Lock> Session::acquire(const std::string& key, AcquireOptions options) {
+  detail::ClientCore& core = *state_->core;
+  auto grant = core.acquire(key, state_->id, options.ttl, options.wait, options.ns,
+                            core.context(core.deadline_from({}, options.wait)));
+  if (!grant) return std::nullopt;
+  const LockHandle* handle = &grant->handle;
+  auto state = std::make_unique<detail::LockState>();
+  state->core = &core;
+  state->session = state_;
+  state->key = key;
+  state->ns = options.ns;
+  state->token = handle->fencing_token;
+  state->on_lost = std::move(options.on_lost);
+  state->client_deadline = handle->client_deadline;
+  state->server_expiry = handle->server_expiry;
+  state->ttl = grant->ttl;
+  if (options.auto_extend) {
+    state->extender = std::jthread(
+        [raw = state.get()](std::stop_token stop) { detail::extend_loop(stop, *raw); });
+  }
+  return Lock(std::move(state));
+}
+
+Lock::Lock(std::unique_ptr<detail::LockState> state) : state_(std::move(state)) {}
+Lock::Lock(Lock&&) noexcept = default;
+
+Lock& Lock::operator=(Lock&& other) noexcept {
+  if (this != &other) {
+    Lock dying(std::move(*this));  // releases the old grant, logging failures
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+Lock::~Lock() {
+  if (!state_ || state_->released || state_->gone) return;
+  try {
+    release();
+  } catch (const std::exception& error) {
+    state_->core->log("releasing " + state_->key + " (token " + std::to_string(state_->token) +
+                      ") failed: " + error.what());
+  }
+}
+
+const std::string& Lock::key() const { return state_->key; }
+const std::string& Lock::ns() const { return state_->ns; }
+const std::string& Lock::session_id() const { return state_->session->id; }
+FencingToken Lock::token() const { return state_->token; }
+
+bool Lock::still_valid() const {
+  if (state_->released || state_->loss.lost() || state_->session->loss.lost()) return false;
+  std::lock_guard lock(state_->mutex);
+  return SteadyClock::now() < state_->client_deadline;
+}
+
+SteadyClock::time_point Lock::client_deadline() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->client_deadline;
+}
+
+WallClock::time_point Lock::server_expiry() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->server_expiry;
+}
+
+std::string Lock::lost_reason() const {
+  if (state_->loss.lost()) return state_->loss.reason();
+  if (state_->session->loss.lost()) return state_->session->loss.reason();
+  return {};
+}
+
+void Lock::extend(std::chrono::milliseconds ttl) {
+  detail::ClientCore& core = *state_->core;
+  std::chrono::milliseconds effective = ttl;
+  {
+    std::lock_guard lock(state_->mutex);
+    if (effective.count() <= 0) effective = state_->ttl;
+  }
+  try {
+    const ExtendResult result = core.extend(state_->key, state_->session->id, state_->token,
+                                            effective, state_->ns, core.context({}));
+    detail::record_extension(*state_, result);
+  } catch (const LockLostError& error) {
+    state_->gone = true;
+    state_->loss.mark(std::string("lock lost: ") + error.what(), state_->on_lost);
+    throw;
+  }
+}
+
+void Lock::release() {
+  if (state_->released.exchange(true)) return;
+  state_->extender.request_stop();
+  if (state_->extender.joinable()) state_->extender.join();
+  if (state_->gone) throw LockLostError("release " + state_->key + ": " + state_->loss.reason());
+  // The session's close already released every lock of the session.
+  if (state_->session->closed) return;
+  detail::ClientCore& core = *state_->core;
+  core.release(state_->key, state_->session->id, state_->token, state_->ns,
+               core.context(SteadyClock::now() + core.options.request_timeout));
+}
+
+}  // namespace dlock::client

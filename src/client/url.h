@@ -1,0 +1,31 @@
+#pragma once
+
+// Server URL parsing and the percent-encoding C3 prescribes: a key is one path segment
+// ("payouts/batch-17" travels as "payouts%2Fbatch-17").
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dlock::client::detail {
+
+struct ServerAddress {
+  std::string host;
+  std::string port;
+  // Path prefix without a trailing slash ("" or e.g. "/dlock"), prepended to every /v1 target.
+  std::string base_path;
+};
+
+// Accepts http://host[:port][/prefix]. Throws InvalidArgumentError(field "server") for
+// anything else (https is not supported: put a TLS-terminating proxy on loopback instead).
+ServerAddress parse_server_url(std::string_view url);
+
+// Encodes every byte outside RFC 3986 "unreserved" (A-Z a-z 0-9 - . _ ~), so '/', '?', '%',
+// '#', spaces and UTF-8 all survive as one path segment or one query value.
+std::string percent_encode(std::string_view text);
+
+// "?a=1&b=x%2Fy" from the non-empty values, or "" when all are empty.
+std::string query_string(const std::vector<std::pair<std::string, std::string>>& params);
+
+}  // namespace dlock::client::detail

@@ -1,0 +1,70 @@
+#pragma once
+
+// Just enough of dlockd's C3 surface for client tests, with switches to make each call fail
+// the way a test needs. Thread-safe: the switches are flipped by the test while the server
+// thread answers.
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "fake_server.h"
+
+namespace dlock::client::testing {
+
+class FakeLockApi {
+ public:
+  std::atomic<int> session_ttl_ms{1000};
+  std::atomic<int> lock_ttl_ms{1000};
+  std::atomic<std::uint64_t> token{42};
+  std::atomic<bool> held{false};                   // acquire -> 409 held
+  std::atomic<bool> acquire_unavailable{false};    // acquire -> 503 unavailable
+  std::atomic<bool> lock_lost{false};              // extend/release -> 409 lock_lost
+  std::atomic<bool> extend_unavailable{false};     // extend -> 503 unavailable
+  std::atomic<bool> session_gone{false};           // keepalive/acquire -> 404 session_not_found
+  std::atomic<bool> keepalive_unavailable{false};  // keepalive -> 503 unavailable
+
+  FakeResponse handle(const FakeRequest& request) {
+    const std::string& t = request.target;
+    const auto has = [&t](const char* part) { return t.find(part) != std::string::npos; };
+    if (request.method == "POST" && t == "/v1/sessions") {
+      return {201, R"({"session_id":"s-1","owner":"tester","ttl_ms":)" +
+                       std::to_string(session_ttl_ms.load()) +
+                       R"(,"expires_at":"2030-01-01T00:00:00Z"})"};
+    }
+    if (request.method == "POST" && has("/keepalive")) {
+      if (session_gone) return {404, error_body("session_not_found", "no such session")};
+      if (keepalive_unavailable) return {503, error_body("unavailable", "backend down")};
+      return {200, R"({"ttl_ms":)" + std::to_string(session_ttl_ms.load()) +
+                       R"(,"expires_at":"2030-01-01T00:00:00Z"})"};
+    }
+    if (request.method == "DELETE" && t.rfind("/v1/sessions/", 0) == 0) return {204, ""};
+    if (request.method == "POST" && has("/acquire")) {
+      if (session_gone) return {404, error_body("session_not_found", "no such session")};
+      if (acquire_unavailable) {
+        return {503, error_body("unavailable", "backend down"), {{"Retry-After", "0"}}};
+      }
+      if (held) return {409, error_body("held", "held by someone else")};
+      return {200, grant()};
+    }
+    if (request.method == "POST" && has("/extend")) {
+      if (lock_lost) return {409, error_body("lock_lost", "not the current grant")};
+      if (extend_unavailable) return {503, error_body("unavailable", "backend down")};
+      return {200, grant()};
+    }
+    if (request.method == "DELETE" && t.rfind("/v1/locks/", 0) == 0) {
+      if (lock_lost) return {409, error_body("lock_lost", "not the current grant")};
+      return {204, ""};
+    }
+    return {404, error_body("not_found", "no route " + request.method + " " + t)};
+  }
+
+ private:
+  std::string grant() const {
+    return R"({"key":"k","fencing_token":)" + std::to_string(token.load()) +
+           R"(,"owner":"tester","session_id":"s-1","ttl_ms":)" +
+           std::to_string(lock_ttl_ms.load()) + R"(,"expires_at":"2030-01-01T00:00:00Z"})";
+  }
+};
+
+}  // namespace dlock::client::testing
