@@ -13,14 +13,15 @@
 namespace dlock {
 
 enum class ErrorCode {
-  kInvalidArgument,  // the caller's input is wrong; retrying the same call cannot help
-  kSessionNotFound,  // the session does not exist or has expired
-  kLockLost,         // the named grant is no longer the current grant of the key
-  kContention,       // a retryable conflict inside the backend (serialization, deadlock)
-  kUnavailable,      // the backend could not answer (down, unreachable, timed out)
-  kNotLeader,        // the backend has no leader right now; a kind of unavailable
-  kUnknownOutcome,   // the request may or may not have been applied (connection lost)
-  kInternal,         // a bug or an impossible backend answer
+  kInvalidArgument,    // the caller's input is wrong; retrying the same call cannot help
+  kSessionNotFound,    // the session does not exist or has expired
+  kLockLost,           // the named grant is no longer the current grant of the key
+  kContention,         // a retryable conflict inside the backend (serialization, deadlock)
+  kUnavailable,        // the backend could not answer (down, unreachable, timed out)
+  kNotLeader,          // the backend has no leader right now; a kind of unavailable
+  kUnknownOutcome,     // the request may or may not have been applied (connection lost)
+  kResourceExhausted,  // a server limit (waiters, sessions) is reached; retry later
+  kInternal,           // a bug or an impossible backend answer
 };
 
 const char* to_string(ErrorCode code) noexcept;
@@ -32,7 +33,8 @@ class Error : public std::runtime_error {
   // Whether repeating the same call later may succeed.
   bool retryable() const noexcept {
     return code_ == ErrorCode::kContention || code_ == ErrorCode::kUnavailable ||
-           code_ == ErrorCode::kNotLeader || code_ == ErrorCode::kUnknownOutcome;
+           code_ == ErrorCode::kNotLeader || code_ == ErrorCode::kUnknownOutcome ||
+           code_ == ErrorCode::kResourceExhausted;
   }
 
  private:
@@ -87,6 +89,12 @@ class UnknownOutcomeError : public UnavailableError {
  public:
   explicit UnknownOutcomeError(const std::string& message)
       : UnavailableError(ErrorCode::kUnknownOutcome, message) {}
+};
+
+class ResourceExhaustedError : public Error {
+ public:
+  explicit ResourceExhaustedError(const std::string& message)
+      : Error(ErrorCode::kResourceExhausted, message) {}
 };
 
 class InternalError : public Error {

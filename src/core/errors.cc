@@ -18,6 +18,8 @@ const char* to_string(ErrorCode code) noexcept {
       return "not_leader";
     case ErrorCode::kUnknownOutcome:
       return "unknown_outcome";
+    case ErrorCode::kResourceExhausted:
+      return "resource_exhausted";
     case ErrorCode::kInternal:
       return "internal";
   }

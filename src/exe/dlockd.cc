@@ -1,0 +1,122 @@
+// dlockd: the dlock server. Configuration (C5), then the store, the lock service and the HTTP
+// front end; SIGTERM/SIGINT shut it down gracefully.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "core/lock_service.h"
+#include "server/api.h"
+#include "server/config.h"
+#include "server/http_server.h"
+#include "server/telemetry.h"
+#include "store/factory.h"
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace dlock;
+
+// sysexits(3)
+constexpr int kExitUsage = 64;
+constexpr int kExitUnavailable = 69;
+
+// Stops accepting, answers waiters 503, then waits (bounded) for in-flight requests.
+void drain(asio::io_context& io, server::HttpServer& http, core::LockService& service,
+           server::Api& api) {
+  api.set_ready(false);
+  http.stop_accepting();
+  service.shutdown();
+  auto timer = std::make_shared<asio::steady_timer>(io);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto poll = std::make_shared<std::function<void()>>();
+  *poll = [&io, &http, timer, deadline, poll] {
+    if (http.in_flight() == 0 || std::chrono::steady_clock::now() >= deadline) {
+      io.stop();
+      return;
+    }
+    timer->expires_after(std::chrono::milliseconds(20));
+    timer->async_wait([poll](auto) { (*poll)(); });
+  };
+  (*poll)();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  server::ServerConfig config;
+  try {
+    const auto parsed = server::load_config(std::vector<std::string>(argv + 1, argv + argc));
+    if (parsed.help) {
+      std::fputs(server::help_text().c_str(), stdout);
+      return 0;
+    }
+    config = parsed.config;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "dlockd: %s\n", error.what());
+    return kExitUsage;
+  }
+  server::set_log_level(config.log_level);
+
+  BackendPtr backend;
+  try {
+    backend = store::make_backend(config.store);
+  } catch (const InvalidArgumentError& error) {
+    std::fprintf(stderr, "dlockd: %s\n", error.what());
+    return kExitUsage;
+  } catch (const std::exception& error) {
+    server::log_event("error", "backend_unavailable",
+                      {{"backend", config.store.backend}, {"message", error.what()}});
+    return kExitUnavailable;
+  }
+
+  asio::io_context io;
+  server::Telemetry telemetry(std::string(backend->backend_id()));
+  core::ServiceOptions options;
+  options.workers = config.workers;
+  options.max_wait = config.max_wait;
+  options.max_waiters = config.max_waiters;
+  options.max_sessions = config.max_sessions;
+  int status = 0;
+  {
+    core::LockService service(*backend, io, options, telemetry);
+    server::Api api(service, telemetry, config);
+    std::unique_ptr<server::HttpServer> http;
+    try {
+      http = std::make_unique<server::HttpServer>(
+          io, config.listen, config.max_body_bytes,
+          [&api](server::Request&& request, server::Reply reply) {
+            api.handle(std::move(request), std::move(reply));
+          });
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "dlockd: %s\n", error.what());
+      return kExitUnavailable;
+    }
+    http->start();
+    const auto endpoint = http->local_endpoint();
+    const std::string address =
+        endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+    api.set_ready(true);
+    server::log_event("info", "listening",
+                      {{"address", address},
+                       {"backend", backend->backend_id()},
+                       {"admin_enabled", config.admin_enabled}});
+    if (!config.ready_file.empty()) {
+      const std::string temporary = config.ready_file + ".tmp";
+      std::ofstream(temporary) << address << "\n";
+      std::rename(temporary.c_str(), config.ready_file.c_str());
+    }
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code& error, int signal) {
+      if (error) return;
+      server::log_event("info", "shutdown", {{"signal", signal}});
+      drain(io, *http, service, api);
+    });
+    io.run();
+  }
+  backend.reset();
+  server::log_event("info", "stopped");
+  return status;
+}

@@ -1,0 +1,250 @@
+#include "server/config.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "dlock/client.h"
+#include "dlock/errors.h"
+
+namespace dlock::server {
+namespace {
+
+using Setter = std::function<void(ServerConfig&, const std::string&)>;
+
+struct Key {
+  const char* name;
+  const char* default_text;
+  const char* help;
+  Setter set;
+};
+
+std::chrono::milliseconds duration(const std::string& text, const char* key) {
+  return client::parse_duration(text, key);
+}
+
+std::size_t count(const std::string& text, const char* key) {
+  std::size_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value == 0) {
+    throw ConfigError(std::string(key) + ": '" + text + "' is not a positive integer");
+  }
+  return value;
+}
+
+bool boolean(const std::string& text, const char* key) {
+  if (text == "true" || text == "1" || text == "yes") return true;
+  if (text == "false" || text == "0" || text == "no") return false;
+  throw ConfigError(std::string(key) + ": '" + text + "' is not true or false");
+}
+
+const std::vector<Key>& keys() {
+  static const std::vector<Key> kKeys = {
+      {"lock.backend", "sqlite", "Store backend: sqlite (embedded), pg or etcd.",
+       [](ServerConfig& c, const std::string& v) {
+         if (v != "sqlite" && v != "pg" && v != "etcd") {
+           throw ConfigError("lock.backend: '" + v + "' is not one of sqlite, pg, etcd");
+         }
+         c.store.backend = v;
+       }},
+      {"server.listen", "127.0.0.1:7070", "HTTP listen address HOST:PORT (port 0 = any free).",
+       [](ServerConfig& c, const std::string& v) {
+         if (v.rfind(':') == std::string::npos) {
+           throw ConfigError("server.listen: '" + v + "' is not HOST:PORT");
+         }
+         c.listen = v;
+       }},
+      {"sqlite.path", "./dlock-data/dlock.db", "Database file of the embedded store.",
+       [](ServerConfig& c, const std::string& v) { c.store.sqlite_path = v; }},
+      {"pg.url", "", "PostgreSQL URL, e.g. postgresql://dlock@127.0.0.1:5432/dlock.",
+       [](ServerConfig& c, const std::string& v) { c.store.pg_url = v; }},
+      {"pg.pool.size", "8", "PostgreSQL connections per dlockd.",
+       [](ServerConfig& c, const std::string& v) { c.store.pool_size = count(v, "pg.pool.size"); }},
+      {"etcd.endpoints", "http://127.0.0.1:2379", "Comma-separated etcd endpoints.",
+       [](ServerConfig& c, const std::string& v) { c.store.etcd_endpoints = v; }},
+      {"backend.timeout", "5s", "Bound on every backend call.",
+       [](ServerConfig& c, const std::string& v) {
+         c.store.call_timeout = duration(v, "backend.timeout");
+       }},
+      {"lock.default.ttl", "30s", "Lock TTL when a request names none.",
+       [](ServerConfig& c, const std::string& v) {
+         c.default_lock_ttl = duration(v, "lock.default.ttl");
+       }},
+      {"lock.max.ttl", "1h", "Largest lock or session TTL accepted (smallest is 1s).",
+       [](ServerConfig& c, const std::string& v) {
+         c.store.limits.max_ttl = duration(v, "lock.max.ttl");
+       }},
+      {"lock.max.wait", "5m", "Largest wait_ms an acquire may ask for.",
+       [](ServerConfig& c, const std::string& v) { c.max_wait = duration(v, "lock.max.wait"); }},
+      {"session.default.ttl", "30s", "Session TTL when a request names none.",
+       [](ServerConfig& c, const std::string& v) {
+         c.default_session_ttl = duration(v, "session.default.ttl");
+       }},
+      {"server.max.waiters", "100000", "Acquire requests that may wait at once (then 429).",
+       [](ServerConfig& c, const std::string& v) {
+         c.max_waiters = count(v, "server.max.waiters");
+       }},
+      {"server.max.sessions", "100000", "Sessions this server may hold open (then 429).",
+       [](ServerConfig& c, const std::string& v) {
+         c.max_sessions = count(v, "server.max.sessions");
+       }},
+      {"server.max.body", "65536", "Largest request body in bytes (then 413).",
+       [](ServerConfig& c, const std::string& v) {
+         c.max_body_bytes = count(v, "server.max.body");
+       }},
+      {"server.workers", "16", "Threads that run blocking backend calls.",
+       [](ServerConfig& c, const std::string& v) { c.workers = count(v, "server.workers"); }},
+      {"admin.enabled", "false", "Serve the admin API (revoke); needs admin.token.",
+       [](ServerConfig& c, const std::string& v) {
+         c.admin_enabled = boolean(v, "admin.enabled");
+       }},
+      {"admin.token", "", "Bearer token the admin API requires.",
+       [](ServerConfig& c, const std::string& v) { c.admin_token = v; }},
+      {"log.level", "info", "debug, info, warn or error.",
+       [](ServerConfig& c, const std::string& v) {
+         if (v != "debug" && v != "info" && v != "warn" && v != "error") {
+           throw ConfigError("log.level: '" + v + "' is not debug, info, warn or error");
+         }
+         c.log_level = v;
+       }},
+      {"server.ready.file", "", "File to write the bound address to once listening.",
+       [](ServerConfig& c, const std::string& v) { c.ready_file = v; }},
+  };
+  return kKeys;
+}
+
+const Key* find_key(std::string_view name) {
+  for (const auto& key : keys()) {
+    if (name == key.name) return &key;
+  }
+  return nullptr;
+}
+
+std::string flag_of(std::string_view name) {
+  std::string flag = "--" + std::string(name);
+  std::replace(flag.begin(), flag.end(), '.', '-');
+  return flag;
+}
+
+std::string env_of(std::string_view name) {
+  std::string env = "DLOCK_" + std::string(name);
+  for (auto& c : env) c = c == '.' ? '_' : static_cast<char>(std::toupper(c));
+  return env;
+}
+
+void apply(ServerConfig& config, const Key& key, const std::string& value,
+           const std::string& source) {
+  try {
+    key.set(config, value);
+  } catch (const ConfigError& error) {
+    throw ConfigError(std::string(error.what()) + " (from " + source + ")");
+  } catch (const InvalidArgumentError& error) {
+    throw ConfigError(std::string(error.what()) + " (from " + source + ")");
+  }
+}
+
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+void apply_file(ServerConfig& config, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("--config: cannot read " + path);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    const auto equals = line.find('=');
+    const std::string where = path + ":" + std::to_string(number);
+    if (equals == std::string::npos) throw ConfigError(where + ": expected 'key = value'");
+    const std::string name = trim(line.substr(0, equals));
+    const Key* key = find_key(name);
+    if (key == nullptr) throw ConfigError(where + ": unknown key '" + name + "'");
+    apply(config, *key, trim(line.substr(equals + 1)), where);
+  }
+}
+
+}  // namespace
+
+ParsedCommandLine load_config(const std::vector<std::string>& args) {
+  ParsedCommandLine parsed;
+  std::vector<std::pair<const Key*, std::string>> flags;
+  std::string config_file;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (arg == "-h" || arg == "--help") {
+      parsed.help = true;
+      return parsed;
+    }
+    std::string value;
+    bool has_value = false;
+    if (const auto equals = arg.find('='); arg.rfind("--", 0) == 0 && equals != std::string::npos) {
+      value = arg.substr(equals + 1);
+      arg = arg.substr(0, equals);
+      has_value = true;
+    }
+    const Key* key = nullptr;
+    if (arg != "--config") {
+      for (const auto& candidate : keys()) {
+        if (flag_of(candidate.name) == arg) key = &candidate;
+      }
+      if (key == nullptr) throw ConfigError("unknown option '" + arg + "' (see --help)");
+    }
+    if (!has_value) {
+      if (i + 1 >= args.size()) throw ConfigError(arg + " needs a value");
+      value = args[++i];
+    }
+    if (key == nullptr) {
+      config_file = value;
+    } else {
+      flags.emplace_back(key, value);
+    }
+  }
+  if (!config_file.empty()) apply_file(parsed.config, config_file);
+  for (const auto& key : keys()) {
+    if (const char* value = std::getenv(env_of(key.name).c_str())) {
+      apply(parsed.config, key, value, "environment " + env_of(key.name));
+    }
+  }
+  for (const auto& [key, value] : flags) apply(parsed.config, *key, value, flag_of(key->name));
+  if (parsed.config.admin_enabled && parsed.config.admin_token.empty()) {
+    throw ConfigError(
+        "admin.enabled is true but admin.token is empty: refusing to serve an "
+        "unauthenticated admin API");
+  }
+  if (parsed.config.store.backend == "pg" && parsed.config.store.pg_url.empty()) {
+    throw ConfigError("pg.url is required when lock.backend is pg");
+  }
+  check_ttl(parsed.config.default_lock_ttl, parsed.config.store.limits, "lock.default.ttl");
+  check_ttl(parsed.config.default_session_ttl, parsed.config.store.limits, "session.default.ttl");
+  return parsed;
+}
+
+std::string help_text() {
+  std::ostringstream out;
+  out << "dlockd - the dlock lock server: sessions, locks with fencing tokens, HTTP/JSON API\n\n"
+         "USAGE\n  dlockd [--config FILE] [--KEY VALUE]...\n\n"
+         "Every setting below can come from, later winning: the --config FILE (lines\n"
+         "'key = value', '#' comments), the environment variable shown, or the flag.\n"
+         "Durations are written 500ms, 30s, 5m or 1h. An unknown key or a bad value stops\n"
+         "start-up with a message naming it.\n\nSETTINGS\n";
+  for (const auto& key : keys()) {
+    out << "  " << flag_of(key.name) << " VALUE\n      " << key.help << "\n      key " << key.name
+        << ", env " << env_of(key.name) << ", default "
+        << (*key.default_text ? key.default_text : "(none)") << "\n";
+  }
+  out << "\nEXAMPLES\n  dlockd                                   # embedded store in ./dlock-data\n"
+         "  dlockd --lock-backend pg --pg-url postgresql://dlock@db/dlock\n"
+         "  DLOCK_LOCK_BACKEND=etcd dlockd --etcd-endpoints http://10.0.0.1:2379\n\n"
+         "SIGNALS\n  SIGTERM, SIGINT: stop accepting, answer waiters 503, finish in-flight "
+         "requests, exit 0.\n";
+  return out.str();
+}
+
+}  // namespace dlock::server

@@ -1,0 +1,50 @@
+#pragma once
+
+// dlockd configuration (contract C5). Sources, later wins: the --config file ("key = value"
+// lines, # comments), the environment (DLOCK_ + key upper-cased, '.' -> '_'), then flags
+// (--key-with-dashes VALUE or --key-with-dashes=VALUE). An unknown key in the file or on the
+// command line, or a bad value anywhere, stops start-up with a message naming it.
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "store/factory.h"
+
+namespace dlock::server {
+
+struct ServerConfig {
+  store::StoreConfig store;
+  std::string listen = "127.0.0.1:7070";
+  std::chrono::milliseconds default_lock_ttl{30000};
+  std::chrono::milliseconds default_session_ttl{30000};
+  std::chrono::milliseconds max_wait{std::chrono::minutes(5)};
+  std::size_t max_waiters = 100000;
+  std::size_t max_sessions = 100000;
+  std::size_t max_body_bytes = 64 * 1024;
+  std::size_t workers = 16;
+  bool admin_enabled = false;
+  std::string admin_token;
+  std::string log_level = "info";
+  // Where to write the bound address once listening (tests and supervisors; port 0 works).
+  std::string ready_file;
+};
+
+// Thrown for a bad command line, file or value; what() names the key and the source.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ParsedCommandLine {
+  ServerConfig config;
+  bool help = false;
+};
+
+ParsedCommandLine load_config(const std::vector<std::string>& args);
+
+// The man-style --help text: every key with its flag, environment variable and default.
+std::string help_text();
+
+}  // namespace dlock::server

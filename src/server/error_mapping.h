@@ -1,0 +1,18 @@
+#pragma once
+
+// The one place where errors become HTTP (contract C3).
+
+#include <exception>
+#include <string>
+
+#include "server/http_server.h"
+
+namespace dlock::server {
+
+Response json_response(unsigned status, std::string body);
+Response error_response(unsigned status, const std::string& code, const std::string& message,
+                        const std::string& field = "");
+// Maps a dlock::Error (or anything else) to its status, code and Retry-After.
+Response error_response(const std::exception_ptr& error);
+
+}  // namespace dlock::server

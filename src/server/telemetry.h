@@ -1,0 +1,59 @@
+#pragma once
+
+// Metrics (Prometheus text via prometheus-cpp) and structured JSON log events for dlockd.
+// Metric names follow C4: dlock_lock_acquire_seconds{backend, outcome} and dlock_* companions.
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <boost/json/object.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/lock_service.h"
+
+namespace dlock::server {
+
+// One JSON object per line on stdout: {"ts", "level", "event", ...fields}.
+void log_event(std::string_view level, std::string_view event, boost::json::object fields = {});
+// "debug" | "info" | "warn" | "error"; events below it are dropped.
+void set_log_level(std::string_view level);
+
+class Telemetry final : public core::ServiceObserver {
+ public:
+  explicit Telemetry(std::string backend);
+
+  // The Prometheus text exposition of every metric.
+  std::string scrape() const;
+
+  void on_http_request(int status);
+
+  void on_acquire(std::string_view outcome, std::chrono::nanoseconds latency) override;
+  void on_grant(const LockHandle& handle) override;
+  void on_release(std::string_view key, FencingToken token) override;
+  void on_expiry(const LockInfo& info) override;
+  void on_session_lost(std::string_view session_id) override;
+  void on_backend_error(const Error& error) override;
+  void on_waiters(std::int64_t delta) override;
+  void on_sessions(std::int64_t delta) override;
+
+ private:
+  std::string backend_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Histogram* acquire_granted_;
+  prometheus::Histogram* acquire_held_;
+  prometheus::Histogram* acquire_error_;
+  prometheus::Family<prometheus::Counter>* http_requests_;
+  prometheus::Family<prometheus::Counter>* backend_errors_;
+  prometheus::Counter* grants_;
+  prometheus::Counter* releases_;
+  prometheus::Counter* expiries_;
+  prometheus::Counter* sessions_lost_;
+  prometheus::Gauge* waiters_;
+  prometheus::Gauge* sessions_;
+};
+
+}  // namespace dlock::server
