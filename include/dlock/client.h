@@ -14,7 +14,8 @@
 // Errors are the exceptions of dlock/errors.h. "Held" is always a value (an empty optional);
 // a server or backend that cannot answer is always an error (UnavailableError, NotLeaderError,
 // UnknownOutcomeError), never "held". Transient failures (connection refused or reset, 503,
-// 429) are retried with capped exponential backoff and jitter until the call's deadline.
+// 429) are retried with capped exponential backoff and jitter until the call's deadline; a
+// server that stays at a limit (429) then surfaces as ResourceExhaustedError.
 //
 // Lifetimes: a Client must outlive every Session and Lock made through it.
 

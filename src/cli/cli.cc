@@ -48,6 +48,9 @@ int report(const std::exception_ptr& failure, std::ostream& err) {
   } catch (const UnavailableError& error) {
     err << "dlock: unavailable: " << error.what() << '\n';
     return kExitUnavailable;
+  } catch (const ResourceExhaustedError& error) {
+    err << "dlock: server busy: " << error.what() << '\n';
+    return kExitUnavailable;
   } catch (const LockLostError& error) {
     err << "dlock: lock lost: " << error.what() << '\n';
     return kExitLockLost;

@@ -20,7 +20,7 @@ EXIT STATUS
   0   success
   1   other error (e.g. session not found, unexpected server answer)
   64  usage error (bad flag, argument or duration)
-  69  server or backend unavailable (after retrying)
+  69  server or backend unavailable, or at a limit (after retrying)
   75  lock not acquired: held by someone else after --wait
   76  lock lost (extend/release refused; for run: CMD was terminated)
   77  admin token refused

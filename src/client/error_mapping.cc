@@ -59,7 +59,11 @@ void throw_api_error(const ApiError& error, const std::string& what) {
   // For extend and release both mean "this grant is gone": the outcome the caller must act on.
   if (code == "lock_lost" || code == "lock_not_found") throw LockLostError(message);
   if (code == "not_leader") throw NotLeaderError(message);
-  if (code == "unavailable" || code == "too_many_requests" || is_transient_status(error.status)) {
+  // A server limit (waiters, sessions): the server is up, just full.
+  if (code == "too_many_requests" || (code.empty() && error.status == 429)) {
+    throw ResourceExhaustedError(message);
+  }
+  if (code == "unavailable" || is_transient_status(error.status)) {
     throw UnavailableError(message);
   }
   if (error.status >= 400 && error.status < 500 && code != "held") {

@@ -26,8 +26,9 @@ bool is_transient_status(int status);
 // Throws the exception for `error`: invalid_argument/payload_too_large -> InvalidArgumentError
 // (with the field), unauthorized/forbidden -> PermissionDeniedError, session_not_found ->
 // SessionNotFoundError, lock_lost/lock_not_found -> LockLostError, not_leader ->
-// NotLeaderError, unavailable/too_many_requests/502/504 -> UnavailableError, the rest ->
-// InternalError. `what` names the call for the message, e.g. "acquire payouts/batch-17".
+// NotLeaderError, too_many_requests -> ResourceExhaustedError, unavailable/502/504 ->
+// UnavailableError, the rest -> InternalError. `what` names the call for the message, e.g. "acquire
+// payouts/batch-17".
 [[noreturn]] void throw_api_error(const ApiError& error, const std::string& what);
 
 }  // namespace dlock::client::detail

@@ -53,7 +53,8 @@ TEST(ErrorMapping, EveryC3CodeMapsToItsException) {
   expect_throws<LockLostError>(404, error_body("lock_not_found", "m"));
   expect_throws<NotLeaderError>(503, error_body("not_leader", "m"));
   expect_throws<UnavailableError>(503, error_body("unavailable", "m"));
-  expect_throws<UnavailableError>(429, error_body("too_many_requests", "m"));
+  expect_throws<ResourceExhaustedError>(429, error_body("too_many_requests", "m"));
+  expect_throws<ResourceExhaustedError>(429, "");
   expect_throws<UnavailableError>(502, "bad gateway");
   expect_throws<UnavailableError>(504, "");
   expect_throws<InvalidArgumentError>(400, "not json", "request");
