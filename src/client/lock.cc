@@ -50,6 +50,7 @@ void extend_loop(const std::stop_token& stop, LockState& state) {
       return;
     } catch (const SessionNotFoundError& error) {
       state.gone = true;
+      state.session->gone = true;
       state.loss.mark(std::string("session lost: ") + error.what(), state.on_lost);
       return;
     } catch (const std::exception& error) {
@@ -104,7 +105,7 @@ Lock& Lock::operator=(Lock&& other) noexcept {
 }
 
 Lock::~Lock() {
-  if (!state_ || state_->released || state_->gone) return;
+  if (!state_ || state_->released || state_->gone || state_->session->gone) return;
   try {
     release();
   } catch (const std::exception& error) {
@@ -162,7 +163,9 @@ void Lock::release() {
   if (state_->released.exchange(true)) return;
   state_->extender.request_stop();
   if (state_->extender.joinable()) state_->extender.join();
-  if (state_->gone) throw LockLostError("release " + state_->key + ": " + state_->loss.reason());
+  if (state_->gone || state_->session->gone) {
+    throw LockLostError("release " + state_->key + ": " + lost_reason());
+  }
   // The session's close already released every lock of the session.
   if (state_->session->closed) return;
   detail::ClientCore& core = *state_->core;

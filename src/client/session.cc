@@ -55,6 +55,7 @@ void keepalive_loop(const std::stop_token& stop, SessionState& state) {
       state.deadline = sent_at + ttl;
       next = sent_at + ttl / 3;
     } catch (const SessionNotFoundError& error) {
+      state.gone = true;
       state.loss.mark("session expired on the server: " + std::string(error.what()), state.on_lost);
       return;
     } catch (const std::exception& error) {
@@ -141,7 +142,7 @@ void Session::close() {
   if (!state_ || state_->closed.exchange(true)) return;
   state_->keepalive.request_stop();
   if (state_->keepalive.joinable()) state_->keepalive.join();
-  if (state_->loss.lost() && state_->loss.reason().rfind("session expired", 0) == 0) return;
+  if (state_->gone) return;
   try {
     // Short budget: closing is a courtesy (the session expires by itself); do not hang exit.
     state_->core->close_session(

@@ -36,6 +36,8 @@ struct SessionState {
   std::function<void(const std::string&)> on_lost;
   LossFlag loss;
   std::atomic<bool> closed{false};
+  // Set when the server said the session does not exist: nothing left to close or release.
+  std::atomic<bool> gone{false};
 
   std::mutex mutex;
   // Send time of the last successful open/keepalive + TTL: the server cannot have expired the
