@@ -1,0 +1,430 @@
+// End to end through a real dlockd process, on every backend: the whole C3 table (every route
+// and error code), concurrency, waiting, hand-over, expiry and shutdown.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <barrier>
+#include <boost/json.hpp>
+#include <thread>
+
+#include "support/dlockd_process.h"
+#include "support/postgres_server.h"
+
+namespace dlock {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::DlockdOptions;
+using testing::DlockdProcess;
+using testing::HttpResult;
+namespace json = boost::json;
+
+testing::PostgresServer& postgres() {
+  static testing::PostgresServer server;
+  static const bool created = [] {
+    server.ensure_database("dlock_e2e");
+    return true;
+  }();
+  (void)created;
+  return server;
+}
+
+class ServerEndToEnd : public ::testing::TestWithParam<std::string> {
+ protected:
+  DlockdOptions options(std::vector<std::string> extra = {}) {
+    DlockdOptions result;
+    result.backend = GetParam();
+    if (GetParam() == "pg") result.pg_url = postgres().url("dlock_e2e");
+    result.extra_args = std::move(extra);
+    return result;
+  }
+
+  void SetUp() override { server_ = std::make_unique<DlockdProcess>(options(admin_args())); }
+
+  static std::vector<std::string> admin_args() {
+    return {"--admin-enabled", "true", "--admin-token", "t0ken"};
+  }
+
+  HttpResult call(const std::string& method, const std::string& target,
+                  const std::string& body = "",
+                  const std::map<std::string, std::string>& headers = {},
+                  DlockdProcess* server = nullptr) {
+    return testing::http_call((server ? server : server_.get())->address(), method, target, body,
+                              headers);
+  }
+
+  std::string open_session(const std::string& owner, int ttl_ms = 60000,
+                           DlockdProcess* server = nullptr) {
+    const auto result =
+        call("POST", "/v1/sessions",
+             json::serialize(json::object{{"owner", owner}, {"ttl_ms", ttl_ms}}), {}, server);
+    EXPECT_EQ(result.status, 201) << result.body;
+    return std::string(result.json.at("session_id").as_string());
+  }
+
+  // A key unique to this test and run, percent-encoded as one path segment.
+  std::string fresh_key() {
+    static std::atomic<int> counter{0};
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '-');  // "Name/pg" would be two segments
+    return name + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  }
+
+  HttpResult acquire(const std::string& key, const std::string& session, int ttl_ms = 30000,
+                     int wait_ms = 0, DlockdProcess* server = nullptr) {
+    return call("POST", "/v1/locks/" + key + "/acquire",
+                json::serialize(json::object{
+                    {"session_id", session}, {"ttl_ms", ttl_ms}, {"wait_ms", wait_ms}}),
+                {}, server);
+  }
+
+  static std::uint64_t token_of(const HttpResult& result) {
+    return result.json.at("fencing_token").to_number<std::uint64_t>();
+  }
+
+  // Waits until /metrics shows `value` for the dlock_waiters gauge.
+  bool wait_for_waiters(int value, DlockdProcess* server = nullptr) {
+    const std::string line =
+        "dlock_waiters{backend=\"" + GetParam() + "\"} " + std::to_string(value) + "\n";
+    return testing::wait_for(
+        [&] {
+          return call("GET", "/metrics", "", {}, server).body.find(line) != std::string::npos;
+        },
+        seconds(10));
+  }
+
+  std::unique_ptr<DlockdProcess> server_;
+};
+
+TEST_P(ServerEndToEnd, SessionLifecycle) {
+  const auto created = call("POST", "/v1/sessions", R"({"owner":"alice","ttl_ms":15000})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(created.headers.at("content-type"), "application/json");
+  EXPECT_EQ(created.json.at("owner").as_string(), "alice");
+  EXPECT_EQ(created.json.at("ttl_ms").as_int64(), 15000);
+  EXPECT_TRUE(created.json.at("expires_at").as_string().ends_with("Z"));
+  const std::string sid(created.json.at("session_id").as_string());
+  const auto kept = call("POST", "/v1/sessions/" + sid + "/keepalive");
+  EXPECT_EQ(kept.status, 200) << kept.body;
+  EXPECT_EQ(kept.json.at("ttl_ms").as_int64(), 15000);
+  EXPECT_EQ(call("DELETE", "/v1/sessions/" + sid).status, 204);
+  const auto again = call("DELETE", "/v1/sessions/" + sid);
+  EXPECT_EQ(again.status, 404);
+  EXPECT_EQ(again.error_code(), "session_not_found");
+  EXPECT_EQ(call("POST", "/v1/sessions/" + sid + "/keepalive").error_code(), "session_not_found");
+  // Default TTL from configuration (30 s).
+  const auto defaulted = call("POST", "/v1/sessions", R"({"owner":"bob"})");
+  EXPECT_EQ(defaulted.json.at("ttl_ms").as_int64(), 30000);
+}
+
+TEST_P(ServerEndToEnd, AcquireExtendReadListRelease) {
+  const auto sid = open_session("alice");
+  const auto key = "payouts%2F" + fresh_key();  // one percent-encoded segment with a '/'
+  const auto first = acquire(key, sid, 20000);
+  ASSERT_EQ(first.status, 200) << first.body;
+  const std::string plain_key(first.json.at("key").as_string());
+  EXPECT_EQ(plain_key.rfind("payouts/", 0), 0u);
+  EXPECT_EQ(first.json.at("owner").as_string(), "alice");
+  EXPECT_EQ(first.json.at("session_id").as_string(), sid);
+  EXPECT_EQ(first.json.at("ttl_ms").as_int64(), 20000);
+  const auto second = acquire(key, sid);
+  ASSERT_EQ(second.status, 200);
+  EXPECT_GT(token_of(second), token_of(first)) << "re-entrant acquire must mint a greater token";
+  const auto token = std::to_string(token_of(second));
+
+  const auto extended =
+      call("POST", "/v1/locks/" + key + "/extend",
+           R"({"session_id":")" + sid + R"(","fencing_token":)" + token + R"(,"ttl_ms":40000})");
+  ASSERT_EQ(extended.status, 200) << extended.body;
+  EXPECT_EQ(token_of(extended), token_of(second));
+  EXPECT_EQ(extended.json.at("ttl_ms").as_int64(), 40000);
+
+  const auto read = call("GET", "/v1/locks/" + key);
+  ASSERT_EQ(read.status, 200);
+  EXPECT_EQ(token_of(read), token_of(second));
+  EXPECT_TRUE(read.json.as_object().contains("acquired_at"));
+  const auto listed = call("GET", "/v1/locks?prefix=payouts%2F&limit=1000");
+  ASSERT_EQ(listed.status, 200);
+  bool found = false;
+  for (const auto& item : listed.json.at("locks").as_array()) {
+    found = found || item.at("key").as_string() == plain_key;
+  }
+  EXPECT_TRUE(found) << listed.body;
+
+  const auto stale = call("DELETE", "/v1/locks/" + key + "?session_id=" + sid +
+                                        "&fencing_token=" + std::to_string(token_of(first)));
+  EXPECT_EQ(stale.status, 409);
+  EXPECT_EQ(stale.error_code(), "lock_lost");
+  EXPECT_EQ(
+      call("DELETE", "/v1/locks/" + key + "?session_id=" + sid + "&fencing_token=" + token).status,
+      204);
+  EXPECT_EQ(call("GET", "/v1/locks/" + key).error_code(), "lock_not_found");
+  EXPECT_EQ(call("POST", "/v1/locks/" + key + "/extend",
+                 R"({"session_id":")" + sid + R"(","fencing_token":)" + token + "}")
+                .error_code(),
+            "lock_lost");
+}
+
+TEST_P(ServerEndToEnd, HeldIs409AndUnknownSessionIs404) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  ASSERT_EQ(acquire(key, alice).status, 200);
+  const auto held = acquire(key, bob);
+  EXPECT_EQ(held.status, 409);
+  EXPECT_EQ(held.error_code(), "held");
+  const auto unknown = acquire(fresh_key(), "0123456789abcdef");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(unknown.error_code(), "session_not_found");
+  // Namespaces scope keys: the same key in another namespace is free.
+  const auto other_ns = call("POST", "/v1/locks/" + key + "/acquire",
+                             R"({"session_id":")" + bob + R"(","ns":"tenant-2"})");
+  EXPECT_EQ(other_ns.status, 200) << other_ns.body;
+}
+
+TEST_P(ServerEndToEnd, BadInputIs400NamingTheField) {
+  const auto sid = open_session("alice");
+  const auto key = fresh_key();
+  struct Case {
+    std::string method, target, body, field;
+  };
+  const std::vector<Case> cases = {
+      {"POST", "/v1/sessions", "{not json", "body"},
+      {"POST", "/v1/sessions", "[1,2]", "body"},
+      {"POST", "/v1/sessions", "{}", "owner"},
+      {"POST", "/v1/sessions", R"({"owner":7})", "owner"},
+      {"POST", "/v1/sessions", R"({"owner":"a","ttl_ms":10})", "ttl_ms"},
+      {"POST", "/v1/sessions", R"({"owner":"a","ttl_ms":"5s"})", "ttl_ms"},
+      {"POST", "/v1/sessions", R"({"owner":"a","colour":"red"})", "colour"},
+      {"POST", "/v1/locks/" + key + "/acquire", "{}", "session_id"},
+      {"POST", "/v1/locks/" + key + "/acquire", R"({"session_id":")" + sid + R"(","ttl_ms":999})",
+       "ttl_ms"},
+      {"POST", "/v1/locks/" + key + "/acquire",
+       R"({"session_id":")" + sid + R"(","ttl_ms":99999999999})", "ttl_ms"},
+      {"POST", "/v1/locks/" + key + "/acquire",
+       R"({"session_id":")" + sid + R"(","wait_ms":999999999})", "wait_ms"},
+      {"POST", "/v1/locks/" + key + "/acquire", R"({"session_id":")" + sid + R"(","ns":"a b"})",
+       "ns"},
+      {"POST", "/v1/locks/" + key + "/acquire", R"({"session_id":"bad id!"})", "session_id"},
+      {"POST", "/v1/locks/" + key + "/extend", R"({"session_id":")" + sid + R"("})",
+       "fencing_token"},
+      {"POST", "/v1/locks/" + key + "/extend",
+       R"({"session_id":")" + sid + R"(","fencing_token":-3})", "fencing_token"},
+      {"DELETE", "/v1/locks/" + key + "?session_id=" + sid + "&fencing_token=abc", "",
+       "fencing_token"},
+      {"DELETE", "/v1/locks/" + key + "?fencing_token=1", "", "session_id"},
+      {"GET", "/v1/locks?limit=0", "", "limit"},
+      {"GET", "/v1/locks?limit=lots", "", "limit"},
+      {"GET", "/v1/locks/bad%zzkey", "", "path"},
+      {"GET", "/v1/locks/bad%01key", "", "key"},
+  };
+  for (const auto& c : cases) {
+    const auto result = call(c.method, c.target, c.body);
+    EXPECT_EQ(result.status, 400) << c.method << " " << c.target << " " << c.body << " -> "
+                                  << result.body;
+    EXPECT_EQ(result.error_code(), "invalid_argument") << result.body;
+    EXPECT_EQ(result.json.is_object() && result.json.as_object().contains("error")
+                  ? std::string(result.json.at("error").at("field").as_string())
+                  : "",
+              c.field)
+        << c.target << " " << c.body;
+  }
+  const auto large = call("POST", "/v1/sessions", std::string(70 * 1024, ' '));
+  EXPECT_EQ(large.status, 413);
+  EXPECT_EQ(large.error_code(), "payload_too_large");
+  EXPECT_EQ(call("GET", "/v1/nothing-here").status, 404);
+  EXPECT_EQ(call("PUT", "/v1/locks/" + key + "/acquire").status, 405);
+  // The server is still fine afterwards.
+  EXPECT_EQ(call("GET", "/healthz").status, 200);
+}
+
+TEST_P(ServerEndToEnd, AdminRevokeNeedsTheToken) {
+  const auto sid = open_session("alice");
+  const auto key = fresh_key();
+  const auto granted = acquire(key, sid);
+  ASSERT_EQ(granted.status, 200);
+  const auto target = "/v1/admin/locks/" + key + "/revoke";
+  EXPECT_EQ(call("POST", target).status, 401);
+  EXPECT_EQ(call("POST", target).error_code(), "unauthorized");
+  EXPECT_EQ(call("POST", target, "", {{"Authorization", "Bearer wrong"}}).status, 403);
+  const auto revoked = call("POST", target, "", {{"Authorization", "Bearer t0ken"}});
+  ASSERT_EQ(revoked.status, 200) << revoked.body;
+  EXPECT_TRUE(revoked.json.at("revoked").as_bool());
+  EXPECT_EQ(token_of(revoked), token_of(granted));
+  EXPECT_EQ(revoked.json.at("owner").as_string(), "alice");
+  EXPECT_EQ(call("GET", "/v1/locks/" + key).status, 404);
+  const auto nothing = call("POST", target, "", {{"Authorization", "Bearer t0ken"}});
+  EXPECT_FALSE(nothing.json.at("revoked").as_bool());
+
+  DlockdProcess no_admin(options());
+  EXPECT_EQ(call("POST", target, "", {{"Authorization", "Bearer t0ken"}}, &no_admin).status, 403);
+}
+
+TEST_P(ServerEndToEnd, ThirtyTwoClientsRaceOneKeyOneGrantPerRound) {
+  constexpr int kClients = 32;
+  constexpr int kRounds = 5;
+  std::vector<std::string> sessions;
+  for (int i = 0; i < kClients; ++i)
+    sessions.push_back(open_session("client-" + std::to_string(i)));
+  const auto key = fresh_key();
+  std::uint64_t last = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<HttpResult> results(kClients);
+    std::barrier start(kClients);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kClients; ++i) {
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        results[i] = acquire(key, sessions[i]);
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    int granted = -1;
+    for (int i = 0; i < kClients; ++i) {
+      if (results[i].status == 200) {
+        EXPECT_EQ(granted, -1) << "round " << round << ": two grants";
+        granted = i;
+      } else {
+        EXPECT_EQ(results[i].status, 409) << results[i].body;
+        EXPECT_EQ(results[i].error_code(), "held");
+      }
+    }
+    ASSERT_NE(granted, -1) << "round " << round << ": nobody got the lock";
+    const auto token = token_of(results[granted]);
+    EXPECT_GT(token, last);
+    last = token;
+    ASSERT_EQ(call("DELETE", "/v1/locks/" + key + "?session_id=" + sessions[granted] +
+                                 "&fencing_token=" + std::to_string(token))
+                  .status,
+              204);
+  }
+}
+
+TEST_P(ServerEndToEnd, WaiterIsGrantedOnReleaseWithAGreaterToken) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice);
+  ASSERT_EQ(held.status, 200);
+  HttpResult waited;
+  std::thread waiter([&] { waited = acquire(key, bob, 30000, 20000); });
+  ASSERT_TRUE(wait_for_waiters(1));
+  ASSERT_EQ(call("DELETE", "/v1/locks/" + key + "?session_id=" + alice +
+                               "&fencing_token=" + std::to_string(token_of(held)))
+                .status,
+            204);
+  waiter.join();
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  EXPECT_EQ(waited.json.at("session_id").as_string(), bob);
+  EXPECT_GT(token_of(waited), token_of(held));
+}
+
+TEST_P(ServerEndToEnd, WaiterIsGrantedAtHolderExpiry) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice, 1000);
+  ASSERT_EQ(held.status, 200);
+  const auto waited = acquire(key, bob, 30000, 20000);
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  EXPECT_GT(token_of(waited), token_of(held));
+}
+
+TEST_P(ServerEndToEnd, WaiterGivesUpAfterWaitMsWith409) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  ASSERT_EQ(acquire(key, alice).status, 200);
+  const auto waited = acquire(key, bob, 30000, 300);
+  EXPECT_EQ(waited.status, 409);
+  EXPECT_EQ(waited.error_code(), "held");
+  EXPECT_TRUE(wait_for_waiters(0));
+}
+
+TEST_P(ServerEndToEnd, SessionExpiryReleasesItsLocks) {
+  const auto alice = open_session("alice", 1000);  // never kept alive
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice, 60000);
+  ASSERT_EQ(held.status, 200);
+  const auto waited = acquire(key, bob, 30000, 20000);
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  EXPECT_GT(token_of(waited), token_of(held));
+  EXPECT_EQ(call("POST", "/v1/sessions/" + alice + "/keepalive").error_code(), "session_not_found");
+}
+
+TEST_P(ServerEndToEnd, TwoServersOnOneDatabaseHandOverToEachOthersWaiters) {
+  if (GetParam() == "sqlite") {
+    GTEST_SKIP() << "the embedded store is served by one dlockd";
+  }
+  DlockdProcess other(options());
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob", 60000, &other);
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice);
+  ASSERT_EQ(held.status, 200);
+  HttpResult waited;
+  std::thread waiter([&] { waited = acquire(key, bob, 30000, 20000, &other); });
+  ASSERT_TRUE(wait_for_waiters(1, &other));
+  ASSERT_EQ(call("DELETE", "/v1/locks/" + key + "?session_id=" + alice +
+                               "&fencing_token=" + std::to_string(token_of(held)))
+                .status,
+            204);
+  waiter.join();
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  EXPECT_GT(token_of(waited), token_of(held));
+}
+
+TEST_P(ServerEndToEnd, ShutdownAnswersWaitersWith503AndExitsCleanly) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  ASSERT_EQ(acquire(key, alice).status, 200);
+  HttpResult waited;
+  std::thread waiter([&] { waited = acquire(key, bob, 30000, 20000); });
+  ASSERT_TRUE(wait_for_waiters(1));
+  server_->process().signal(SIGTERM);
+  waiter.join();
+  EXPECT_EQ(waited.status, 503) << waited.body;
+  EXPECT_EQ(waited.error_code(), "unavailable");
+  EXPECT_EQ(waited.headers.count("retry-after"), 1u);
+  EXPECT_EQ(server_->process().wait(seconds(15)), 0);
+}
+
+TEST_P(ServerEndToEnd, KillNineLosesNoAcknowledgedGrant) {
+  const auto sid = open_session("alice");
+  const auto key = fresh_key();
+  const auto granted = acquire(key, sid, 60000);
+  ASSERT_EQ(granted.status, 200);
+  server_->process().kill_now();
+  DlockdProcess restarted(server_->options());
+  const auto read = call("GET", "/v1/locks/" + key, "", {}, &restarted);
+  ASSERT_EQ(read.status, 200) << read.body;
+  EXPECT_EQ(token_of(read), token_of(granted));
+  const auto again = acquire(key, sid, 30000, 0, &restarted);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_GT(token_of(again), token_of(granted));
+}
+
+TEST_P(ServerEndToEnd, MetricsAndHealth) {
+  const auto sid = open_session("alice");
+  ASSERT_EQ(acquire(fresh_key(), sid).status, 200);
+  const auto metrics = call("GET", "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("dlock_lock_acquire_seconds_bucket{backend=\"" + GetParam() +
+                              "\",outcome=\"granted\""),
+            std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("dlock_sessions{"), std::string::npos);
+  EXPECT_EQ(call("GET", "/healthz").status, 200);
+  EXPECT_EQ(call("GET", "/readyz").status, 200);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ServerEndToEnd, ::testing::Values("sqlite", "pg"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace dlock

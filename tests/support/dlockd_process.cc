@@ -1,0 +1,108 @@
+#include "support/dlockd_process.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json/parse.hpp>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace dlock::testing {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+DlockdProcess::DlockdProcess(DlockdOptions options) : options_(std::move(options)) {
+  dir_ = make_temp_dir("dlockd");
+  log_path_ = dir_ + "/dlockd.log";
+  if (options_.backend == "sqlite" && options_.sqlite_path.empty()) {
+    options_.sqlite_path = dir_ + "/dlock.db";
+  }
+  const std::string ready_file = dir_ + "/ready";
+  SubprocessOptions process;
+  process.argv = {DLOCK_DLOCKD_PATH, "--lock-backend", options_.backend,
+                  "--server-listen", "127.0.0.1:0",    "--server-ready-file",
+                  ready_file,        "--log-level",    "debug"};
+  if (!options_.sqlite_path.empty()) {
+    process.argv.insert(process.argv.end(), {"--sqlite-path", options_.sqlite_path});
+  }
+  if (!options_.pg_url.empty())
+    process.argv.insert(process.argv.end(), {"--pg-url", options_.pg_url});
+  process.argv.insert(process.argv.end(), options_.extra_args.begin(), options_.extra_args.end());
+  process.log_path = log_path_;
+  process_ = std::make_unique<Subprocess>(process);
+  const bool ready =
+      wait_for([&] { return !process_->running() || std::filesystem::exists(ready_file); },
+               std::chrono::seconds(30));
+  std::ifstream in(ready_file);
+  std::getline(in, address_);
+  if (!ready || address_.empty()) {
+    std::ifstream log(log_path_);
+    std::stringstream text;
+    text << log.rdbuf();
+    throw std::runtime_error("dlockd did not start: " + text.str());
+  }
+}
+
+DlockdProcess::~DlockdProcess() {
+  process_.reset();  // SIGKILL + reap if still running
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+std::string HttpResult::error_code() const {
+  if (!json.is_object()) return "";
+  const auto* error = json.as_object().if_contains("error");
+  if (error == nullptr || !error->is_object()) return "";
+  const auto* code = error->as_object().if_contains("code");
+  return code != nullptr && code->is_string() ? std::string(code->as_string()) : "";
+}
+
+HttpResult http_call(const std::string& address, const std::string& method,
+                     const std::string& target, const std::string& body,
+                     const std::map<std::string, std::string>& headers) {
+  const auto colon = address.rfind(':');
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  boost::system::error_code error;
+  socket.connect({asio::ip::make_address(address.substr(0, colon)),
+                  static_cast<unsigned short>(std::stoi(address.substr(colon + 1)))},
+                 error);
+  if (error) throw std::runtime_error("connect " + address + ": " + error.message());
+  http::request<http::string_body> request{http::string_to_verb(method), target, 11};
+  request.set(http::field::host, address);
+  if (!body.empty()) request.set(http::field::content_type, "application/json");
+  for (const auto& [name, value] : headers) request.set(name, value);
+  request.body() = body;
+  request.prepare_payload();
+  http::write(socket, request, error);
+  if (error) throw std::runtime_error("write: " + error.message());
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64 * 1024 * 1024);
+  http::read(socket, buffer, parser, error);
+  if (error) throw std::runtime_error("read: " + error.message());
+  const auto& response = parser.get();
+  HttpResult result;
+  result.status = response.result_int();
+  result.body = response.body();
+  for (const auto& field : response) {
+    std::string name(field.name_string());
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    result.headers[name] = std::string(field.value());
+  }
+  boost::system::error_code json_error;
+  if (!result.body.empty()) {
+    auto parsed = boost::json::parse(result.body, json_error);
+    if (!json_error) result.json = std::move(parsed);
+  }
+  return result;
+}
+
+}  // namespace dlock::testing
