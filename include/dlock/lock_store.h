@@ -111,11 +111,12 @@ class LockStore {
   virtual ReapReport reap_expired() = 0;
 
   // Calls `on_released` (from a store thread; it must not block) whenever the grant of `key`
-  // may have ended: delete_if_owner, revoke, handover, close_session or reap_expired through
-  // this store or, for backends with shared storage (pg, etcd), through any store on the same
-  // storage; for etcd also lease expiry. Spurious calls are allowed, missed releases are not:
-  // a release after watch_releases returns is always reported. Waiters use it instead of
-  // polling; they still retry try_insert, which alone decides.
+  // may have ended: delete_if_owner, revoke, a handover whose next session was dead,
+  // close_session or reap_expired through this store or, for backends with shared storage
+  // (pg, etcd), through any store on the same storage; for etcd also lease expiry. Spurious
+  // calls are allowed, missed releases are not: a release after watch_releases returns is
+  // always reported. Waiters use it instead of polling; they still retry try_insert, which
+  // alone decides.
   virtual ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                                 std::function<void()> on_released) = 0;
 

@@ -2,8 +2,9 @@
 
 // RAII over one libpq connection, with the project's error mapping (pg_connection.cc):
 //   40001 / 40P01 / 55P03 (serialization, deadlock, lock not available) -> ContentionError
-//   connection refused or lost before sending                           -> UnavailableError
-//   connection lost after sending (the statement may have committed)    -> UnknownOutcomeError
+//   cannot connect (refused, timed out)                                 -> UnavailableError
+//   connection found broken during a call (libpq cannot tell whether the
+//   statement reached the server, so it may have committed)             -> UnknownOutcomeError
 //   57014 statement timeout, 57P0x shutdown, 08xxx, 53xxx               -> UnavailableError
 //   DLS01 (the session trigger)                                         -> SessionNotFoundError
 
