@@ -1,0 +1,214 @@
+// The dlock CLI and the client library against a real dlockd (embedded sqlite store): dlock
+// run passes the token and CMD's status, exits 75 when the key stays held, and kills CMD (exit
+// 76) when an admin revokes the lock; every other subcommand round-trips through the server.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/json/parse.hpp>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/child_process.h"
+#include "cli/cli.h"
+#include "dlock/client.h"
+#include "support/dlockd_process.h"
+#include "support/subprocess.h"
+
+namespace dlock {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::DlockdOptions;
+using testing::DlockdProcess;
+
+constexpr const char* kAdminToken = "cli-e2e-token";
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+class CliEndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DlockdOptions options;
+    options.extra_args = {"--admin-enabled", "true", "--admin-token", kAdminToken};
+    server_ = std::make_unique<DlockdProcess>(options);
+    dir_ = testing::make_temp_dir("cli-e2e");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  struct Outcome {
+    int status;
+    std::string out;
+    std::string err;
+  };
+
+  // Runs a non-`run` subcommand in-process, exactly as main() would.
+  Outcome dlock(std::vector<std::string> args) {
+    args.insert(args.begin(), {"dlock", "--server", server_->url()});
+    std::vector<const char*> argv;
+    for (const std::string& arg : args) argv.push_back(arg.c_str());
+    std::ostringstream out, err;
+    const int status = cli::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+    return {status, out.str(), err.str()};
+  }
+
+  // `dlock run` as its own process: it owns signals and children.
+  std::unique_ptr<cli::ChildProcess> start_run(const std::string& key,
+                                               std::vector<std::string> flags,
+                                               const std::string& script) {
+    std::vector<std::string> argv = {DLOCK_BINARY, "--server", server_->url(), "run", key};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--", "sh", "-c", script});
+    sigset_t none;
+    sigemptyset(&none);
+    return std::make_unique<cli::ChildProcess>(argv, std::vector<std::string>{"DIR=" + dir_}, none);
+  }
+
+  static std::optional<int> wait_exit(cli::ChildProcess& process, milliseconds timeout) {
+    testing::wait_for([&] { return process.try_wait().has_value(); }, timeout);
+    return process.status();
+  }
+
+  client::ClientOptions client_options() const {
+    client::ClientOptions options;
+    options.server_url = server_->url();
+    options.admin_token = kAdminToken;
+    options.retry_budget = milliseconds(2000);
+    return options;
+  }
+
+  std::unique_ptr<DlockdProcess> server_;
+  std::string dir_;
+};
+
+TEST_F(CliEndToEnd, RunPassesTheTokenAndExitsWithTheCommandsStatus) {
+  const std::string script = R"(echo "$DLOCK_KEY $DLOCK_FENCING_TOKEN" > "$DIR/seen"; exit 5)";
+  auto first = start_run("payouts/batch-17", {"--ttl", "5s"}, script);
+  ASSERT_EQ(wait_exit(*first, milliseconds(20'000)), 5);
+  std::istringstream seen(read_file(std::filesystem::path(dir_) / "seen"));
+  std::string key;
+  FencingToken first_token = 0;
+  seen >> key >> first_token;
+  EXPECT_EQ(key, "payouts/batch-17");
+  EXPECT_GT(first_token, 0U);
+
+  // Released on exit: the key is free, and the next run gets a strictly greater token.
+  client::Client client(client_options());
+  EXPECT_FALSE(client.get("payouts/batch-17").has_value());
+  auto second = start_run("payouts/batch-17", {}, script);
+  ASSERT_EQ(wait_exit(*second, milliseconds(20'000)), 5);
+  std::istringstream seen_again(read_file(std::filesystem::path(dir_) / "seen"));
+  FencingToken second_token = 0;
+  seen_again >> key >> second_token;
+  EXPECT_GT(second_token, first_token);
+}
+
+TEST_F(CliEndToEnd, RunExits75WhenTheKeyStaysHeld) {
+  client::Client client(client_options());
+  client::Session holder(client, {"holder", milliseconds(10'000), {}});
+  auto lock = holder.acquire("reports/daily", {});
+  ASSERT_TRUE(lock.has_value());
+  auto run = start_run("reports/daily", {"--wait", "300ms"}, R"(touch "$DIR/ran")");
+  EXPECT_EQ(wait_exit(*run, milliseconds(20'000)), 75);
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(dir_) / "ran"));
+  EXPECT_TRUE(lock->still_valid());
+}
+
+TEST_F(CliEndToEnd, RunWaitsForTheHolderAndGetsAGreaterToken) {
+  client::Client client(client_options());
+  client::Session holder(client, {"holder", milliseconds(10'000), {}});
+  auto lock = holder.acquire("queue/head", {});
+  ASSERT_TRUE(lock.has_value());
+  auto run =
+      start_run("queue/head", {"--wait", "15s"}, R"(echo "$DLOCK_FENCING_TOKEN" > "$DIR/token")");
+  lock->release();
+  ASSERT_EQ(wait_exit(*run, milliseconds(20'000)), 0);
+  EXPECT_GT(std::stoull(read_file(std::filesystem::path(dir_) / "token")), lock->token());
+}
+
+TEST_F(CliEndToEnd, RevokedLockKillsTheCommandAndExits76) {
+  // CMD ignores SIGTERM, so dlock must escalate to SIGKILL after --kill-grace.
+  auto run = start_run("payouts/batch-18", {"--ttl", "3s", "--kill-grace", "500ms"},
+                       R"(trap "" TERM; echo $$ > "$DIR/pid"; while :; do sleep 0.05; done)");
+  const std::filesystem::path pid_file = std::filesystem::path(dir_) / "pid";
+  ASSERT_TRUE(
+      testing::wait_for([&] { return !read_file(pid_file).empty(); }, milliseconds(20'000)));
+  const pid_t command_pid = std::stoi(read_file(pid_file));
+
+  const Outcome revoked =
+      dlock({"--admin-token", kAdminToken, "--json", "revoke", "payouts/batch-18"});
+  ASSERT_EQ(revoked.status, 0) << revoked.err;
+  EXPECT_EQ(boost::json::parse(revoked.out).at("revoked").as_bool(), true);
+
+  // The next extend (every ttl/3 = 1 s) answers lock_lost.
+  EXPECT_EQ(wait_exit(*run, milliseconds(20'000)), 76);
+  EXPECT_EQ(::kill(command_pid, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST_F(CliEndToEnd, RevokeWithAWrongTokenExits77) {
+  const Outcome outcome = dlock({"--admin-token", "wrong", "revoke", "k"});
+  EXPECT_EQ(outcome.status, 77) << outcome.err;
+}
+
+TEST_F(CliEndToEnd, SessionAcquireExtendGetListReleaseClose) {
+  Outcome opened = dlock({"--json", "session", "open", "--ttl", "10s", "--owner", "e2e"});
+  ASSERT_EQ(opened.status, 0) << opened.err;
+  const std::string session_id(boost::json::parse(opened.out).at("session_id").as_string().c_str());
+
+  Outcome acquired =
+      dlock({"--json", "acquire", "jobs/a b", "--session", session_id, "--ttl", "5s"});
+  ASSERT_EQ(acquired.status, 0) << acquired.err;
+  const auto token =
+      boost::json::parse(acquired.out).at("fencing_token").to_number<std::uint64_t>();
+  const std::string token_text = std::to_string(token);
+
+  Outcome other = dlock({"session", "open"});
+  ASSERT_EQ(other.status, 0);
+  // Human output: "session <id>  owner ..."
+  const std::string other_id = other.out.substr(8, other.out.find(' ', 8) - 8);
+  EXPECT_EQ(dlock({"acquire", "jobs/a b", "--session", other_id, "--wait", "100ms"}).status, 75);
+
+  EXPECT_EQ(dlock({"extend", "jobs/a b", "--session", session_id, "--token", token_text}).status,
+            0);
+  Outcome got = dlock({"--json", "get", "jobs/a b"});
+  ASSERT_EQ(got.status, 0) << got.err;
+  const auto info = boost::json::parse(got.out);
+  EXPECT_TRUE(info.at("held").as_bool());
+  EXPECT_EQ(info.at("owner").as_string(), "e2e");
+  EXPECT_EQ(info.at("fencing_token").to_number<std::uint64_t>(), token);
+
+  Outcome listed = dlock({"list", "--prefix", "jobs/"});
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  EXPECT_NE(listed.out.find("jobs/a b\t" + token_text), std::string::npos) << listed.out;
+
+  // Releasing somebody else's grant is refused as lock lost.
+  EXPECT_EQ(dlock({"release", "jobs/a b", "--session", other_id, "--token", token_text}).status,
+            76);
+  EXPECT_EQ(dlock({"release", "jobs/a b", "--session", session_id, "--token", token_text}).status,
+            0);
+  EXPECT_NE(dlock({"get", "jobs/a b"}).out.find("is free"), std::string::npos);
+  EXPECT_EQ(dlock({"session", "keepalive", session_id}).status, 0);
+  EXPECT_EQ(dlock({"session", "close", session_id}).status, 0);
+  EXPECT_EQ(dlock({"session", "keepalive", session_id}).status, 1);
+}
+
+TEST_F(CliEndToEnd, UnreachableServerExits69) {
+  const std::string url = server_->url();
+  server_.reset();
+  std::vector<const char*> argv = {"dlock", "--server", url.c_str(), "--timeout",
+                                   "300ms", "get",      "k"};
+  std::ostringstream out, err;
+  EXPECT_EQ(cli::run_cli(static_cast<int>(argv.size()), argv.data(), out, err), 69) << err.str();
+}
+
+}  // namespace
+}  // namespace dlock
