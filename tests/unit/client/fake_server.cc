@@ -1,14 +1,11 @@
 #include "fake_server.h"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <memory>
 #include <thread>
 
 namespace dlock::client::testing {
@@ -18,43 +15,74 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+// Classic callback-style Beast (no coroutines: GCC 12 miscompiles Asio coroutines under TSan).
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, FakeServer::Handler& handler,
+             std::function<void(FakeRequest)> record)
+      : socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        handler_(handler),
+        record_(std::move(record)) {}
+
+  void read() {
+    request_ = {};
+    http::async_read(socket_, buffer_, request_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       if (!ec) self->answer();
+                     });
+  }
+
+ private:
+  void answer() {
+    FakeRequest recorded{std::string(request_.method_string()), std::string(request_.target()),
+                         request_.body(), std::string(request_[http::field::authorization])};
+    answer_ = handler_(recorded);
+    record_(std::move(recorded));
+    timer_.expires_after(answer_.delay);
+    timer_.async_wait([self = shared_from_this()](beast::error_code) { self->write(); });
+  }
+
+  void write() {
+    response_ = {static_cast<http::status>(answer_.status), 11};
+    response_.set(http::field::content_type, "application/json");
+    for (const auto& [name, value] : answer_.headers) response_.set(name, value);
+    response_.body() = answer_.body;
+    response_.keep_alive(request_.keep_alive());
+    response_.prepare_payload();
+    http::async_write(socket_, response_,
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        if (ec || !self->request_.keep_alive() || self->answer_.close_silently) {
+                          beast::error_code ignored;
+                          self->socket_.shutdown(tcp::socket::shutdown_both, ignored);
+                          return;
+                        }
+                        self->read();
+                      });
+  }
+
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  FakeServer::Handler& handler_;
+  std::function<void(FakeRequest)> record_;
+  beast::flat_buffer buffer_;
+  http::request<http::string_body> request_;
+  http::response<http::string_body> response_;
+  FakeResponse answer_;
+};
+
 struct FakeServer::Impl {
   explicit Impl(FakeServer& server) : owner(server) {}
 
-  asio::awaitable<void> serve(tcp::socket socket) {
-    beast::flat_buffer buffer;
-    for (;;) {
-      http::request<http::string_body> request;
-      auto [read_error, read_bytes] =
-          co_await http::async_read(socket, buffer, request, asio::as_tuple(asio::use_awaitable));
-      if (read_error) co_return;
-      FakeRequest recorded{std::string(request.method_string()), std::string(request.target()),
-                           request.body(), std::string(request[http::field::authorization])};
-      FakeResponse answer = owner.handler_(recorded);
-      owner.record(std::move(recorded));
-      if (answer.delay.count() > 0) {
-        asio::steady_timer timer(socket.get_executor(), answer.delay);
-        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-      }
-      http::response<http::string_body> response{static_cast<http::status>(answer.status), 11};
-      response.set(http::field::content_type, "application/json");
-      for (const auto& [name, value] : answer.headers) response.set(name, value);
-      response.body() = answer.body;
-      response.keep_alive(request.keep_alive());
-      response.prepare_payload();
-      auto [write_error, write_bytes] =
-          co_await http::async_write(socket, response, asio::as_tuple(asio::use_awaitable));
-      if (write_error || !request.keep_alive() || answer.close_silently) co_return;
-    }
-  }
-
-  asio::awaitable<void> accept_loop() {
-    for (;;) {
-      auto [error, socket] = co_await acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
-      if (error) co_return;
+  void accept() {
+    acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+      if (ec) return;
       ++owner.connections_;
-      asio::co_spawn(io, serve(std::move(socket)), asio::detached);
-    }
+      std::make_shared<Connection>(std::move(socket), owner.handler_, [this](FakeRequest r) {
+        owner.record(std::move(r));
+      })->read();
+      accept();
+    });
   }
 
   FakeServer& owner;
@@ -65,7 +93,7 @@ struct FakeServer::Impl {
 
 FakeServer::FakeServer(Handler handler)
     : handler_(std::move(handler)), impl_(std::make_unique<Impl>(*this)) {
-  asio::co_spawn(impl_->io, impl_->accept_loop(), asio::detached);
+  impl_->accept();
   impl_->thread = std::thread([this] { impl_->io.run(); });
 }
 
