@@ -163,16 +163,25 @@ void LockService::acquire(std::string key, std::string session_id, milliseconds 
             "wait_ms", "wait_ms must be at most " + std::to_string(options_.max_wait.count()));
       }
       const auto owner_id = owner_of(session_id);
-      if (wait.count() <= 0) {
-        {
-          // First come, first served: a no-wait attempt does not overtake queued waiters.
-          std::lock_guard lock(mutex_);
-          const auto queue = queues_.find(key);
-          if (queue != queues_.end() && !queue->second.waiters.empty()) {
-            measured({std::optional<LockHandle>{}, nullptr});
-            return;
-          }
+      bool queued = false;
+      {
+        std::lock_guard lock(mutex_);
+        const auto queue = queues_.find(key);
+        queued = queue != queues_.end() && !queue->second.waiters.empty();
+      }
+      if (queued) {
+        // First come, first served: nobody overtakes queued waiters, except the holder itself
+        // re-acquiring (re-entrant: it would otherwise wait for its own lock).
+        const auto holder = backend_.read(key);
+        if (holder && holder->session_id == session_id) {
+          measured({backend_.try_insert(key, owner_id, session_id, ttl), nullptr});
+          return;
         }
+        if (wait.count() <= 0) {
+          measured({std::optional<LockHandle>{}, nullptr});
+          return;
+        }
+      } else if (wait.count() <= 0) {
         measured({backend_.try_insert(key, owner_id, session_id, ttl), nullptr});
         return;
       }
@@ -180,7 +189,7 @@ void LockService::acquire(std::string key, std::string session_id, milliseconds 
       waiter->session_id = session_id;
       waiter->owner_id = owner_id;
       waiter->ttl = ttl;
-      waiter->done = std::move(measured);
+      waiter->done = measured;  // a copy: if enqueue refuses, `measured` still answers below
       enqueue(key, waiter, wait);
       pump(key);
     } catch (...) {
@@ -242,6 +251,16 @@ bool LockService::take_if_pending(const std::string& key, const WaiterPtr& waite
     std::erase(waiters, waiter);
   }
   return true;
+}
+
+void LockService::give_back(const LockHandle& orphan) {
+  try {
+    backend_.delete_if_owner(orphan.key, orphan.owner_id, orphan.session_id, orphan.fencing_token);
+    observer_.on_release(orphan.key, orphan.fencing_token);
+  } catch (...) {
+    // The grant then simply expires with its TTL; nobody holds a handle to it.
+    report(std::current_exception());
+  }
 }
 
 void LockService::finish(const WaiterPtr& waiter, Outcome<std::optional<LockHandle>> outcome) {

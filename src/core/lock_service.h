@@ -113,6 +113,8 @@ class LockService {
   void pump_locked_out(const std::string& key, const WaiterPtr& head);
   void schedule_pump(const std::string& key, std::chrono::milliseconds delay);
   void arm_expiry_timer(const std::string& key);
+  // Releases a grant made for a waiter that had already given up; never throws.
+  void give_back(const LockHandle& orphan);
   void finish(const WaiterPtr& waiter, Outcome<std::optional<LockHandle>> outcome);
   bool take_if_pending(const std::string& key, const WaiterPtr& waiter);
   void drop_queue_if_idle(const std::string& key);

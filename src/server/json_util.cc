@@ -57,7 +57,9 @@ std::optional<std::int64_t> BodyReader::integer(std::string_view field) const {
   }
   if (value->is_double()) {
     const double number = value->as_double();
-    if (number == static_cast<double>(static_cast<std::int64_t>(number))) {
+    // Range first: casting an out-of-range double to an integer is undefined behaviour.
+    if (number >= -9.0e18 && number <= 9.0e18 &&
+        number == static_cast<double>(static_cast<std::int64_t>(number))) {
       return static_cast<std::int64_t>(number);
     }
   }

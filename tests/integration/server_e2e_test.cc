@@ -322,6 +322,54 @@ TEST_P(ServerEndToEnd, WaiterIsGrantedOnReleaseWithAGreaterToken) {
   EXPECT_GT(token_of(waited), token_of(held));
 }
 
+TEST_P(ServerEndToEnd, HolderReacquiresWhileOthersWait) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice);
+  ASSERT_EQ(held.status, 200);
+  HttpResult waited;
+  std::thread waiter([&] { waited = acquire(key, bob, 30000, 20000); });
+  ASSERT_TRUE(wait_for_waiters(1));
+  // Re-entrant: the holder does not queue behind a waiter that waits for its own lock.
+  const auto again = acquire(key, alice);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_GT(token_of(again), token_of(held));
+  ASSERT_EQ(call("DELETE", "/v1/locks/" + key + "?session_id=" + alice +
+                               "&fencing_token=" + std::to_string(token_of(again)))
+                .status,
+            204);
+  waiter.join();
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  EXPECT_GT(token_of(waited), token_of(again));
+}
+
+TEST_P(ServerEndToEnd, WaiterCapAnswers429AndTheServerCarriesOn) {
+  DlockdProcess capped(options({"--server-max-waiters", "1"}));
+  const auto alice = open_session("alice", 60000, &capped);
+  const auto bob = open_session("bob", 60000, &capped);
+  const auto carol = open_session("carol", 60000, &capped);
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice, 30000, 0, &capped);
+  ASSERT_EQ(held.status, 200);
+  HttpResult waited;
+  std::thread waiter([&] { waited = acquire(key, bob, 30000, 20000, &capped); });
+  ASSERT_TRUE(wait_for_waiters(1, &capped));
+  const auto refused = acquire(key, carol, 30000, 5000, &capped);
+  EXPECT_EQ(refused.status, 429) << refused.body;
+  EXPECT_EQ(refused.error_code(), "too_many_requests");
+  EXPECT_EQ(refused.headers.count("retry-after"), 1u);
+  EXPECT_EQ(call("GET", "/healthz", "", {}, &capped).status, 200);
+  ASSERT_EQ(call("DELETE",
+                 "/v1/locks/" + key + "?session_id=" + alice +
+                     "&fencing_token=" + std::to_string(token_of(held)),
+                 "", {}, &capped)
+                .status,
+            204);
+  waiter.join();
+  EXPECT_EQ(waited.status, 200) << waited.body;
+}
+
 TEST_P(ServerEndToEnd, WaiterIsGrantedAtHolderExpiry) {
   const auto alice = open_session("alice");
   const auto bob = open_session("bob");
