@@ -72,16 +72,22 @@ std::optional<Grant> ClientCore::acquire(const std::string& key, const std::stri
   const std::string what = "acquire " + key;
   const SteadyClock::time_point wait_until = clock.now() + wait;
   for (int round = 0;; ++round) {
-    const auto asked_wait =
-        std::max(std::chrono::milliseconds(0),
-                 std::chrono::duration_cast<std::chrono::milliseconds>(wait_until - clock.now()));
-    boost::json::object body{{"session_id", session_id}};
-    if (ttl.count() > 0) body["ttl_ms"] = millis(ttl);
-    if (asked_wait.count() > 0) body["wait_ms"] = millis(asked_wait);
+    // Recomputed before every attempt, so retries after a 503 never wait past our deadline.
+    std::chrono::milliseconds asked_wait{0};
     CallContext attempt_context = context;
-    attempt_context.attempt_slack = asked_wait;
+    attempt_context.before_attempt = [&](HttpRequest& request) {
+      asked_wait =
+          std::max(std::chrono::milliseconds(0),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(wait_until - clock.now()));
+      boost::json::object body{{"session_id", session_id}};
+      if (ttl.count() > 0) body["ttl_ms"] = millis(ttl);
+      if (asked_wait.count() > 0) body["wait_ms"] = millis(asked_wait);
+      request.body = boost::json::serialize(body);
+      return asked_wait;
+    };
     const Exchange exchange =
-        call(post(lock_target(key, "/acquire", ns), body), attempt_context, what);
+        call(HttpRequest{Method::kPost, lock_target(key, "/acquire", ns), {}, {}}, attempt_context,
+             what);
     const HttpResponse& response = exchange.response;
     if (response.status == 200) {
       const boost::json::object object = parse_object(response.body, what);

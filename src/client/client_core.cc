@@ -71,7 +71,7 @@ SteadyClock::time_point ClientCore::deadline_from(const Deadline& deadline,
 }
 
 CallContext ClientCore::context(const Deadline& deadline) const {
-  return CallContext{deadline_from(deadline), {}, {}};
+  return CallContext{deadline_from(deadline), {}, {}, {}};
 }
 
 std::uint64_t ClientCore::random_bits() {
@@ -82,9 +82,12 @@ std::uint64_t ClientCore::random_bits() {
 Exchange ClientCore::call(const HttpRequest& request, const CallContext& context,
                           const std::string& what) {
   const SteadyClock::time_point started = clock.now();
-  const std::chrono::milliseconds attempt_limit = options.request_timeout + context.attempt_slack;
+  HttpRequest attempt_request = request;
   LastFailure failure;
   for (int attempt = 0;; ++attempt) {
+    const std::chrono::milliseconds slack =
+        context.before_attempt ? context.before_attempt(attempt_request) : context.attempt_slack;
+    const std::chrono::milliseconds attempt_limit = options.request_timeout + slack;
     const SteadyClock::time_point sent_at = clock.now();
     // Every call gets at least one real attempt, even with a deadline already due.
     const auto remaining = std::chrono::ceil<std::chrono::milliseconds>(context.deadline - sent_at);
@@ -92,7 +95,7 @@ Exchange ClientCore::call(const HttpRequest& request, const CallContext& context
                                     std::max(attempt_limit, std::chrono::milliseconds(1)));
     std::optional<std::chrono::milliseconds> retry_after;
     try {
-      HttpResponse response = transport->send(request, timeout);
+      HttpResponse response = transport->send(attempt_request, timeout);
       if (!is_transient_status(response.status)) return Exchange{std::move(response), sent_at};
       failure = LastFailure{};
       failure.api_error = parse_api_error(response);

@@ -5,6 +5,7 @@
 // so their background threads can be stopped mid-backoff.
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -27,6 +28,9 @@ struct CallContext {
   // Added to request_timeout for each attempt: the server may legitimately hold a waiting
   // acquire this long before it answers.
   std::chrono::milliseconds attempt_slack{0};
+  // When set, called before every attempt to refresh the request (a waiting acquire asks only
+  // for what is left of its wait); returns that attempt's slack, replacing attempt_slack.
+  std::function<std::chrono::milliseconds(HttpRequest& request)> before_attempt;
 };
 
 // One answered exchange and when its request was sent (the basis of client deadlines).

@@ -41,7 +41,7 @@ void extend_loop(const std::stop_token& stop, LockState& state) {
     }
     try {
       const ExtendResult result = core.extend(state.key, state.session->id, state.token, ttl,
-                                              state.ns, CallContext{deadline, stop, {}});
+                                              state.ns, CallContext{deadline, stop, {}, {}});
       record_extension(state, result);
       next = result.client_deadline - result.ttl + result.ttl / 3;
     } catch (const LockLostError& error) {

@@ -49,7 +49,7 @@ void keepalive_loop(const std::stop_token& stop, SessionState& state) {
       deadline = state.deadline;
     }
     try {
-      auto [info, sent_at] = core.keepalive(state.id, CallContext{deadline, stop, {}});
+      auto [info, sent_at] = core.keepalive(state.id, CallContext{deadline, stop, {}, {}});
       const auto ttl = info.ttl.count() > 0 ? info.ttl : state.ttl;
       std::lock_guard lock(state.mutex);
       state.deadline = sent_at + ttl;

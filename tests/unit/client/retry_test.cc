@@ -60,7 +60,7 @@ class RetryTest : public ::testing::Test {
     };
   }
 
-  CallContext context() { return CallContext{now_ + std::chrono::seconds(10), {}, {}}; }
+  CallContext context() { return CallContext{now_ + std::chrono::seconds(10), {}, {}, {}}; }
 
   static HttpResponse ok(int status, std::string body) {
     return HttpResponse{status, std::move(body), std::nullopt};
@@ -210,6 +210,19 @@ TEST_F(RetryTest, HeldBeforeOurWaitIsOverIsAskedAgain) {
   EXPECT_NE(transport_->requests.at(0).body.find(R"("wait_ms":10000)"), std::string::npos);
   EXPECT_NE(transport_->requests.at(1).body.find(R"("wait_ms":4000)"), std::string::npos)
       << transport_->requests.at(1).body;
+}
+
+TEST_F(RetryTest, RetriedWaitingAcquireAsksOnlyForTheRestOfItsWait) {
+  transport_->on_send = [this] { now_ += std::chrono::seconds(2); };
+  transport_->script = {ok(503, error_body("unavailable", "x")), ok(200, grant())};
+  CallContext generous = context();
+  generous.deadline = now_ + std::chrono::minutes(1);
+  ASSERT_TRUE(core_->acquire("k", "s", milliseconds(0), milliseconds(10'000), "", generous));
+  ASSERT_EQ(transport_->requests.size(), 2U);
+  const std::string expected = R"("wait_ms":)" + std::to_string(8000 - sleeps_.at(0).count()) + "}";
+  EXPECT_NE(transport_->requests.at(1).body.find(expected), std::string::npos)
+      << transport_->requests.at(1).body;
+  EXPECT_EQ(transport_->timeouts.at(1), milliseconds(2000 + 8000) - sleeps_.at(0));
 }
 
 TEST_F(RetryTest, HeldAfterTheWholeWaitIsHeld) {
