@@ -14,6 +14,11 @@
 #ifdef DLOCK_WITH_PG
 #include "store/pg/pg_store.h"
 #endif
+#ifdef DLOCK_WITH_ETCD
+#include "store/etcd/etcd_keys.h"
+#include "store/etcd/etcd_store.h"
+#include "support/etcd_server.h"
+#endif
 
 namespace dlock::testing {
 namespace {
@@ -100,10 +105,36 @@ class PgHarness final : public BackendHarness {
 };
 #endif
 
+#ifdef DLOCK_WITH_ETCD
+// A real single-member etcd for the whole binary. An outage is kill -9 of the member.
+class EtcdHarness final : public BackendHarness {
+ public:
+  BackendPtr make_backend(const TtlLimits& limits) override {
+    return store::etcd::make_etcd_store(
+        {cluster_.endpoints(), std::chrono::milliseconds(3000), limits, {}});
+  }
+
+  void begin_outage() override { cluster_.kill(0); }
+  void end_outage() override {
+    if (!cluster_.running(0)) cluster_.start(0);
+  }
+
+  void raw_delete(std::string_view key) override {
+    cluster_.raw().remove(store::etcd::format_lock_key(key));
+  }
+
+ private:
+  EtcdCluster cluster_{1};
+};
+#endif
+
 std::unique_ptr<BackendHarness> make_harness(std::string_view backend) {
   if (backend == "sqlite") return std::make_unique<SqliteHarness>();
 #ifdef DLOCK_WITH_PG
   if (backend == "pg") return std::make_unique<PgHarness>();
+#endif
+#ifdef DLOCK_WITH_ETCD
+  if (backend == "etcd") return std::make_unique<EtcdHarness>();
 #endif
   throw std::invalid_argument("no conformance harness for backend " + std::string(backend));
 }
@@ -114,6 +145,9 @@ std::vector<std::string> conformance_backends() {
   std::vector<std::string> backends = {"sqlite"};
 #ifdef DLOCK_WITH_PG
   backends.push_back("pg");
+#endif
+#ifdef DLOCK_WITH_ETCD
+  backends.push_back("etcd");
 #endif
   return backends;
 }

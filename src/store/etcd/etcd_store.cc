@@ -31,6 +31,12 @@ constexpr std::size_t kMaxRememberedKeys = 4096;
 // client is told to believe.
 std::int64_t lease_seconds(milliseconds ttl) { return (ttl.count() + 999) / 1000; }
 
+// The store's wall clock at the precision the records keep (microseconds), so a handle and the
+// record it was written to report the same instants.
+WallClock::time_point wall_now() {
+  return std::chrono::floor<std::chrono::microseconds>(WallClock::now());
+}
+
 std::int64_t to_revision(FencingToken token) { return static_cast<std::int64_t>(token); }
 
 LockLostError lost(std::string_view key, FencingToken token) {
@@ -117,7 +123,7 @@ class EtcdStore final : public Backend {
     const milliseconds believed = std::min(ttl, milliseconds(seconds(renewed_seconds)));
     LockHandle extended = handle;
     extended.client_deadline = sent_at + believed;
-    extended.server_expiry = WallClock::now() + believed;
+    extended.server_expiry = wall_now() + believed;
     return extended;
   }
 
@@ -148,7 +154,7 @@ class EtcdStore final : public Backend {
     if (!next_session) return release_instead_of_handover(from);
     const auto sent_at = SteadyClock::now();
     const auto grant = client_.lease_grant(lease_seconds(ttl));
-    const auto now = WallClock::now();
+    const auto now = wall_now();
     const std::string next_record = session_record_key(*next_session);
     etcdserverpb::TxnRequest request;
     *request.add_compare() = compare_mod_revision(etcd_key, to_revision(from.fencing_token));
@@ -221,7 +227,7 @@ class EtcdStore final : public Backend {
     put.set_lease(lease.id());
     client_.put(put);  // on failure the lease, holding nothing, expires by itself
     return SessionInfo{format_session_id(lease.id()), std::string(owner_id), ttl,
-                       WallClock::now() + seconds(lease.ttl())};
+                       wall_now() + seconds(lease.ttl())};
   }
 
   SessionInfo heartbeat(std::string_view session_id) override {
@@ -234,7 +240,7 @@ class EtcdStore final : public Backend {
     const std::int64_t renewed_seconds = client_.lease_keep_alive(*lease);
     if (renewed_seconds <= 0) throw session_not_found(session_id);
     return SessionInfo{std::string(session_id), record->owner_id(), milliseconds(record->ttl_ms()),
-                       WallClock::now() + seconds(renewed_seconds)};
+                       wall_now() + seconds(renewed_seconds)};
   }
 
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
@@ -246,7 +252,7 @@ class EtcdStore final : public Backend {
     const auto remaining = client_.lease_time_to_live(*lease, false);
     if (remaining.ttl() < 0) return std::nullopt;
     return SessionInfo{std::string(session_id), record->owner_id(), milliseconds(record->ttl_ms()),
-                       WallClock::now() + seconds(remaining.ttl())};
+                       wall_now() + seconds(remaining.ttl())};
   }
 
   std::vector<LockInfo> close_session(std::string_view session_id) override;
@@ -287,7 +293,7 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
   // The grant's lease starts counting before the grant exists, so it ends no earlier than
   // sent_at + ttl: the client deadline below can never outlive the key.
   const auto grant = client_.lease_grant(lease_seconds(ttl));
-  const auto now = WallClock::now();
+  const auto now = wall_now();
   const std::string value = encode_grant(owner_id, session_id, now, now + ttl);
   const std::string record_key = session_record_key(*parse_session_id(session_id));
   // The whole acquire: If(CreateRevision(key) == 0, session alive) Then(Put) Else(Get).

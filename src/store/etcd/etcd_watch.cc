@@ -116,7 +116,16 @@ ReleaseSubscriptionPtr WatchHub::subscribe(std::string etcd_key, std::int64_t st
 }
 
 void WatchHub::start_worker_locked() {
-  if (!worker_.joinable()) worker_ = std::thread([this] { run(); });
+  if (worker_.joinable()) return;
+  // gRPC 1.51 (Debian 12) shares one process-wide completion queue between every channel that
+  // uses the callback API and shuts it down when the last such channel goes; a new stream
+  // racing with that shutdown aborts the process (ref_counted.h "prior > 0", seen when stores
+  // come and go). Keeping the first watching channel forever keeps that queue alive.
+  // (Reachable from a static and never destroyed: no exit-time teardown racing gRPC's own.)
+  static std::once_flag keep_once;
+  [[maybe_unused]] static std::shared_ptr<grpc::Channel>* kept = nullptr;
+  std::call_once(keep_once, [this] { kept = new std::shared_ptr<grpc::Channel>(channel_); });
+  worker_ = std::thread([this] { run(); });
 }
 
 void WatchHub::send_create_locked(std::int64_t watch_id, const Watch& watch) {

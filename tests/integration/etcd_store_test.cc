@@ -1,0 +1,269 @@
+// The etcd store against a real single-member etcd: seed T-030's acceptance criteria 2-5 as
+// named tests, plus what only etcd has (the store's own watch stream, an etcd crash). The
+// conformance matrix covers the SPI itself.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/lock_store.h"
+#include "store/etcd/etcd_keys.h"
+#include "store/etcd/etcd_store.h"
+#include "support/etcd_server.h"
+#include "support/subprocess.h"
+
+namespace dlock {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using store::etcd::format_lock_key;
+
+class EtcdStoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { etcd_ = new testing::EtcdCluster(1); }
+  static void TearDownTestSuite() {
+    delete etcd_;
+    etcd_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (!etcd_->running(0)) etcd_->start(0);
+    store_ = make_store();
+  }
+
+  BackendPtr make_store(std::function<void(std::string_view)> after_grant = {}) {
+    return store::etcd::make_etcd_store(
+        {etcd_->endpoints(), milliseconds(2000), TtlLimits{}, std::move(after_grant)});
+  }
+
+  std::string fresh_key(const std::string& label) {
+    static std::atomic<int> counter{0};
+    return "etcd-test/" + label + "-" + std::to_string(counter++);
+  }
+
+  static testing::EtcdCluster* etcd_;
+  BackendPtr store_;
+};
+
+testing::EtcdCluster* EtcdStoreTest::etcd_ = nullptr;
+
+// T-030 criterion 2. Many rounds, because a read-then-write acquire loses only some races.
+TEST_F(EtcdStoreTest, ConcurrentAcquiresOfOneKeyYieldExactlyOneGrant) {
+  constexpr int kThreads = 6;
+  constexpr int kRounds = 60;
+  std::vector<SessionInfo> sessions;
+  for (int i = 0; i < kThreads; ++i) {
+    sessions.push_back(store_->open_session("racer-" + std::to_string(i), seconds(60)));
+  }
+  std::set<FencingToken> tokens;
+  for (int round = 0; round < kRounds; ++round) {
+    const auto key = fresh_key("race");
+    std::atomic<int> grants{0};
+    std::barrier start(kThreads);
+    std::vector<std::thread> threads;
+    std::vector<FencingToken> won(kThreads, 0);
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        const auto handle =
+            store_->try_insert(key, sessions[i].owner_id, sessions[i].session_id, seconds(30));
+        if (handle) {
+          ++grants;
+          won[i] = handle->fencing_token;
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    ASSERT_EQ(grants.load(), 1) << "round " << round << ": " << grants.load()
+                                << " racing acquires of one free key were granted";
+    for (const auto token : won) {
+      if (token != 0) {
+        EXPECT_TRUE(tokens.insert(token).second) << "token " << token << " reused";
+      }
+    }
+  }
+}
+
+// T-030 criterion 3: the token is the revision etcd reported for the granting Txn. Nothing else
+// writes to this etcd while the hook runs, so the store's revision right after the Txn answered
+// is that Txn's revision.
+TEST_F(EtcdStoreTest, TokenEqualsGrantingTxnHeaderRevisionAndIsNonZero) {
+  std::int64_t revision_after_grant = 0;
+  auto store =
+      make_store([&](std::string_view) { revision_after_grant = etcd_->raw().current_revision(); });
+  const auto session = store->open_session("alice", seconds(60));
+  const auto key = fresh_key("token");
+  const std::int64_t before = etcd_->raw().current_revision();
+  const auto handle = store->try_insert(key, "alice", session.session_id, seconds(30));
+  ASSERT_TRUE(handle.has_value());
+  EXPECT_GT(handle->fencing_token, 0u);
+  EXPECT_GT(static_cast<std::int64_t>(handle->fencing_token), before);
+  EXPECT_EQ(static_cast<std::int64_t>(handle->fencing_token), revision_after_grant);
+  const auto raw = etcd_->raw().get(format_lock_key(key));
+  ASSERT_TRUE(raw.has_value());
+  // One write created the key: its create and mod revisions are both the Txn's revision.
+  EXPECT_EQ(static_cast<std::int64_t>(handle->fencing_token), raw->mod_revision);
+  EXPECT_EQ(static_cast<std::int64_t>(handle->fencing_token), raw->create_revision);
+}
+
+// T-030 criterion 4.
+TEST_F(EtcdStoreTest, AcquireRawDeleteCyclesGiveStrictlyIncreasingTokens) {
+  const auto session = store_->open_session("alice", seconds(60));
+  const auto key = fresh_key("cycles");
+  std::vector<FencingToken> tokens;
+  for (int cycle = 0; cycle < 8; ++cycle) {
+    const auto handle = store_->try_insert(key, "alice", session.session_id, seconds(30));
+    ASSERT_TRUE(handle.has_value()) << "cycle " << cycle;
+    tokens.push_back(handle->fencing_token);
+    etcd_->raw().remove(format_lock_key(key));  // bypasses the store entirely
+  }
+  for (std::size_t i = 1; i < tokens.size(); ++i) {
+    EXPECT_GT(tokens[i], tokens[i - 1]) << "cycle " << i << " repeated or lowered the token";
+  }
+}
+
+// T-030 criterion 5: unrelated writes move the cluster revision; the handle's token must not
+// move with them. The first write lands between the granting Txn's answer and try_insert's
+// return, where a re-read of the token would see it.
+TEST_F(EtcdStoreTest, UnrelatedWriteAfterGrantDoesNotChangeTheToken) {
+  const std::string unrelated = "/unrelated/" + fresh_key("noise");
+  std::int64_t noise_revision = 0;
+  auto store =
+      make_store([&](std::string_view) { noise_revision = etcd_->raw().put(unrelated, "noise"); });
+  const auto session = store->open_session("alice", seconds(60));
+  const auto key = fresh_key("no-refresh");
+  const auto handle = store->try_insert(key, "alice", session.session_id, seconds(30));
+  ASSERT_TRUE(handle.has_value());
+  const FencingToken granted = handle->fencing_token;
+  EXPECT_LT(static_cast<std::int64_t>(granted), noise_revision)
+      << "the token was read after the unrelated write";
+  etcd_->raw().put(unrelated, "more noise");
+  EXPECT_EQ(handle->fencing_token, granted);
+  EXPECT_EQ(etcd_->raw().get(format_lock_key(key))->mod_revision,
+            static_cast<std::int64_t>(granted));
+  EXPECT_EQ(store->read(key)->fencing_token, granted);
+  EXPECT_EQ(store->extend(*handle, seconds(30)).fencing_token, granted);
+  EXPECT_TRUE(store->delete_if_owner(key, "alice", session.session_id, granted));
+}
+
+TEST_F(EtcdStoreTest, LockKeyLayoutAndValue) {
+  const auto session = store_->open_session("alice", seconds(60));
+  const auto handle =
+      store_->try_insert("payments/batch/17", "alice", session.session_id, seconds(30));
+  ASSERT_TRUE(handle.has_value());
+  const auto raw = etcd_->raw().get("/dlock/payments/lock/batch/17");
+  ASSERT_TRUE(raw.has_value());
+  EXPECT_NE(raw->lease, 0) << "a grant lives on a lease";
+  EXPECT_NE(raw->value.find("alice"), std::string::npos);
+  EXPECT_NE(raw->value.find(session.session_id), std::string::npos);
+  EXPECT_EQ(store::etcd::parse_lock_key("/dlock/payments/lock/batch/17"), "payments/batch/17");
+  EXPECT_THROW(store_->try_insert("no-namespace", "alice", session.session_id, seconds(30)),
+               InvalidArgumentError);
+}
+
+// A waiter's watch starts right after the revision its failed acquire saw: a release after that
+// is reported even if it happened before the watch existed, and nothing fires before it.
+TEST_F(EtcdStoreTest, WatchStartsAfterTheRevisionSeenHeld) {
+  const auto alice = store_->open_session("alice", seconds(60));
+  const auto bob = store_->open_session("bob", seconds(60));
+  const auto key = fresh_key("watch");
+  const auto held = store_->try_insert(key, "alice", alice.session_id, seconds(30));
+  ASSERT_TRUE(held.has_value());
+  ASSERT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)).has_value());
+  std::atomic<int> calls{0};
+  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  // A full round trip through etcd, then: no event, no call.
+  etcd_->raw().put("/unrelated/" + key, "x");
+  store_->read(key);
+  EXPECT_EQ(calls.load(), 0) << "spurious wake-up from a watch that knew its start revision";
+  ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, held->fencing_token));
+  EXPECT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)));
+
+  // Released before the subscription existed: replayed from the remembered revision.
+  const auto again = store_->try_insert(key, "alice", alice.session_id, seconds(30));
+  ASSERT_TRUE(again.has_value());
+  ASSERT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)).has_value());
+  ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, again->fencing_token));
+  std::atomic<int> late_calls{0};
+  auto late = store_->watch_releases(key, [&] { ++late_calls; });
+  EXPECT_TRUE(testing::wait_for([&] { return late_calls.load() >= 1; }, seconds(10)))
+      << "a release between the failed acquire and the watch was missed";
+}
+
+TEST_F(EtcdStoreTest, LeaseExpiryOfAGrantIsReportedAsARelease) {
+  const auto alice = store_->open_session("alice", seconds(60));
+  const auto bob = store_->open_session("bob", seconds(60));
+  const auto key = fresh_key("lease-expiry");
+  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, seconds(1)).has_value());
+  // A failed acquire first, so the watch starts at a known revision and cannot fire spuriously.
+  ASSERT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)).has_value());
+  std::atomic<int> calls{0};
+  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  EXPECT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)));
+  EXPECT_FALSE(store_->read(key).has_value()) << "woken before the grant's lease expired";
+}
+
+// Killing the only member: every call is an error, never "held", and the watch stream and
+// the channel come back by themselves when etcd does.
+TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {
+  const auto alice = store_->open_session("alice", seconds(60));
+  const auto bob = store_->open_session("bob", seconds(60));
+  const auto key = fresh_key("outage");
+  const auto handle = store_->try_insert(key, "alice", alice.session_id, seconds(30));
+  ASSERT_TRUE(handle.has_value());
+  std::atomic<int> calls{0};
+  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  etcd_->kill(0);
+  for (const auto& target : {key, fresh_key("outage-free")}) {
+    try {
+      const auto result = store_->try_insert(target, "bob", bob.session_id, seconds(30));
+      ADD_FAILURE() << "try_insert during an outage returned " << (result ? "a grant" : "held");
+    } catch (const UnavailableError& error) {
+      std::cout << "outage: try_insert(" << target << ") -> " << to_string(error.code()) << ": "
+                << error.what() << "\n";
+    }
+  }
+  EXPECT_THROW(store_->read(key), UnavailableError);
+  EXPECT_THROW(store_->extend(*handle, seconds(30)), UnavailableError);
+  EXPECT_THROW(store_->heartbeat(alice.session_id), UnavailableError);
+  EXPECT_THROW(store_->open_session("carol", seconds(60)), UnavailableError);
+  etcd_->start(0);
+  ASSERT_TRUE(testing::wait_for(
+      [&] {
+        try {
+          return store_->read(key).has_value();
+        } catch (const UnavailableError&) {
+          return false;
+        }
+      },
+      seconds(30), milliseconds(50)));
+  EXPECT_EQ(store_->read(key)->fencing_token, handle->fencing_token);
+  // The watch stream reconnected and resumed: a release now is reported.
+  const int before_release = calls.load();
+  ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, handle->fencing_token));
+  EXPECT_TRUE(testing::wait_for([&] { return calls.load() > before_release; }, seconds(15)));
+  const auto next = store_->try_insert(key, "bob", bob.session_id, seconds(30));
+  ASSERT_TRUE(next.has_value());
+  EXPECT_GT(next->fencing_token, handle->fencing_token);
+}
+
+TEST_F(EtcdStoreTest, EndpointListsBecomeOneChannelTarget) {
+  EXPECT_EQ(store::etcd::make_etcd_store(
+                {"http://127.0.0.1:1,http://127.0.0.1:2", seconds(1), TtlLimits{}, {}})
+                ->backend_id(),
+            "etcd");
+  EXPECT_THROW(store::etcd::make_etcd_store({"", seconds(1), TtlLimits{}, {}}),
+               InvalidArgumentError);
+  EXPECT_THROW(store::etcd::make_etcd_store({"http://127.0.0.1", seconds(1), TtlLimits{}, {}}),
+               InvalidArgumentError);
+}
+
+}  // namespace
+}  // namespace dlock

@@ -1,0 +1,96 @@
+#pragma once
+
+// Real etcd for tests: one member (the conformance matrix) or a three-member cluster (failover
+// tests), on free loopback ports, data in a fresh temp directory, every member a child process
+// the test can kill -9 and start again. Readiness is a real linearizable request answering,
+// never a fixed sleep. Everything is torn down (processes and files) on destruction.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/subprocess.h"
+
+namespace dlock::testing {
+
+// What the tests want to see of an etcd key.
+struct RawKeyValue {
+  std::string value;
+  std::int64_t create_revision = 0;
+  std::int64_t mod_revision = 0;
+  std::int64_t lease = 0;
+};
+
+// Direct access to etcd, bypassing every dlock store: the "raw" reads and writes of the tests.
+// One gRPC channel over the given endpoints; every call has a short deadline and throws
+// std::runtime_error when etcd does not answer.
+class EtcdRawClient {
+ public:
+  explicit EtcdRawClient(const std::string& endpoints);
+  EtcdRawClient(const EtcdRawClient&) = delete;
+  EtcdRawClient& operator=(const EtcdRawClient&) = delete;
+  ~EtcdRawClient();
+
+  // Each returns the revision in the response header.
+  std::int64_t put(const std::string& key, const std::string& value);
+  std::int64_t remove(const std::string& key);
+  std::int64_t current_revision();
+  std::optional<RawKeyValue> get(const std::string& key);
+  // Maintenance.Status of the member this client reaches: its own ID and the leader it sees
+  // (0 = none).
+  std::pair<std::uint64_t, std::uint64_t> member_and_leader();
+
+ private:
+  struct Stubs;
+  std::unique_ptr<Stubs> stubs_;
+};
+
+class EtcdCluster {
+ public:
+  // Starts `members` members and waits until the cluster has a leader and answers.
+  explicit EtcdCluster(int members = 1);
+  EtcdCluster(const EtcdCluster&) = delete;
+  EtcdCluster& operator=(const EtcdCluster&) = delete;
+  ~EtcdCluster();
+
+  int size() const { return static_cast<int>(members_.size()); }
+  // "http://127.0.0.1:p1,http://127.0.0.1:p2,..." (etcd.endpoints syntax).
+  std::string endpoints() const;
+  std::string endpoint(int member) const;
+
+  // SIGKILL: as abrupt as a crash. The member keeps its ports and data for start().
+  void kill(int member);
+  // Starts a stopped member again and waits until the cluster answers through it.
+  void start(int member);
+  bool running(int member);
+
+  // The index of the member every live member agrees leads, or std::nullopt.
+  std::optional<int> leader();
+  // Waits until a live member is leader and a linearizable read through `endpoints` succeeds.
+  void wait_ready(std::chrono::milliseconds timeout);
+
+  // A raw client over every member (fails over like the store does).
+  EtcdRawClient& raw() { return *raw_; }
+
+ private:
+  struct Member {
+    std::string name;
+    int client_port = 0;
+    int peer_port = 0;
+    std::string data_dir;
+    std::unique_ptr<Subprocess> process;
+    std::unique_ptr<EtcdRawClient> client;  // this member only
+  };
+
+  void launch(int member);
+
+  std::string root_dir_;
+  std::string initial_cluster_;
+  std::vector<Member> members_;
+  std::unique_ptr<EtcdRawClient> raw_;
+};
+
+}  // namespace dlock::testing
