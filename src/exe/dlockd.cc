@@ -23,25 +23,39 @@ using namespace dlock;
 constexpr int kExitUsage = 64;
 constexpr int kExitUnavailable = 69;
 
-// Stops accepting, answers waiters 503, then waits (bounded) for in-flight requests.
-void drain(asio::io_context& io, server::HttpServer& http, core::LockService& service,
-           server::Api& api) {
-  api.set_ready(false);
-  http.stop_accepting();
-  service.shutdown();
-  auto timer = std::make_shared<asio::steady_timer>(io);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  auto poll = std::make_shared<std::function<void()>>();
-  *poll = [&io, &http, timer, deadline, poll] {
-    if (http.in_flight() == 0 || std::chrono::steady_clock::now() >= deadline) {
-      io.stop();
+// Graceful shutdown: stop accepting, answer waiters 503, then wait (bounded) for in-flight
+// requests before stopping the loop. Lives on main's stack for the whole run.
+class Drainer {
+ public:
+  Drainer(asio::io_context& io, server::HttpServer& http, core::LockService& service,
+          server::Api& api)
+      : io_(io), http_(http), service_(service), api_(api), timer_(io) {}
+
+  void start() {
+    api_.set_ready(false);
+    http_.stop_accepting();
+    service_.shutdown();
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    poll();
+  }
+
+ private:
+  void poll() {
+    if (http_.in_flight() == 0 || std::chrono::steady_clock::now() >= deadline_) {
+      io_.stop();
       return;
     }
-    timer->expires_after(std::chrono::milliseconds(20));
-    timer->async_wait([poll](auto) { (*poll)(); });
-  };
-  (*poll)();
-}
+    timer_.expires_after(std::chrono::milliseconds(20));
+    timer_.async_wait([this](auto) { poll(); });
+  }
+
+  asio::io_context& io_;
+  server::HttpServer& http_;
+  core::LockService& service_;
+  server::Api& api_;
+  asio::steady_timer timer_;
+  std::chrono::steady_clock::time_point deadline_;
+};
 
 }  // namespace
 
@@ -108,11 +122,12 @@ int main(int argc, char** argv) {
       std::ofstream(temporary) << address << "\n";
       std::rename(temporary.c_str(), config.ready_file.c_str());
     }
+    Drainer drainer(io, *http, service, api);
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& error, int signal) {
       if (error) return;
       server::log_event("info", "shutdown", {{"signal", signal}});
-      drain(io, *http, service, api);
+      drainer.start();
     });
     io.run();
   }
