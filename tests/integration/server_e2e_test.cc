@@ -11,6 +11,9 @@
 
 #include "support/dlockd_process.h"
 #include "support/postgres_server.h"
+#ifdef DLOCK_WITH_ETCD
+#include "support/etcd_server.h"
+#endif
 
 namespace dlock {
 namespace {
@@ -32,6 +35,21 @@ testing::PostgresServer& postgres() {
   return server;
 }
 
+#ifdef DLOCK_WITH_ETCD
+testing::EtcdCluster& etcd() {
+  static testing::EtcdCluster cluster(1);
+  return cluster;
+}
+#endif
+
+std::vector<std::string> e2e_backends() {
+  std::vector<std::string> backends = {"sqlite", "pg"};
+#ifdef DLOCK_WITH_ETCD
+  backends.push_back("etcd");
+#endif
+  return backends;
+}
+
 class ServerEndToEnd : public ::testing::TestWithParam<std::string> {
  protected:
   DlockdOptions options(std::vector<std::string> extra = {}) {
@@ -39,6 +57,11 @@ class ServerEndToEnd : public ::testing::TestWithParam<std::string> {
     result.backend = GetParam();
     if (GetParam() == "pg") result.pg_url = postgres().url("dlock_e2e");
     result.extra_args = std::move(extra);
+#ifdef DLOCK_WITH_ETCD
+    if (GetParam() == "etcd") {
+      result.extra_args.insert(result.extra_args.end(), {"--etcd-endpoints", etcd().endpoints()});
+    }
+#endif
     return result;
   }
 
@@ -471,7 +494,7 @@ TEST_P(ServerEndToEnd, MetricsAndHealth) {
   EXPECT_EQ(call("GET", "/readyz").status, 200);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ServerEndToEnd, ::testing::Values("sqlite", "pg"),
+INSTANTIATE_TEST_SUITE_P(Backends, ServerEndToEnd, ::testing::ValuesIn(e2e_backends()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
