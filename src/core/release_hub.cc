@@ -52,9 +52,4 @@ void ReleaseHub::notify_all() {
   for (auto& callback : callbacks) callback();
 }
 
-bool ReleaseHub::has_subscribers() const {
-  std::lock_guard lock(mutex_);
-  return !subscribers_.empty();
-}
-
 }  // namespace dlock::core

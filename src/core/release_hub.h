@@ -26,8 +26,6 @@ class ReleaseHub {
   // Runs every callback: used after the feed may have missed events (a lost connection).
   void notify_all();
 
-  bool has_subscribers() const;
-
  private:
   friend class HubSubscription;
   void unsubscribe(const std::string& key, std::uint64_t id);

@@ -156,52 +156,6 @@ class SqliteStore final : public Backend {
     return next;
   }
 
-  std::optional<LockHandle> handover_locked(const LockHandle& from, std::string_view next_owner_id,
-                                            std::string_view next_session_id,
-                                            std::chrono::milliseconds ttl) {
-    core::check_owner(next_owner_id);
-    core::check_session_id(next_session_id);
-    check_ttl(ttl, limits_, "ttl_ms");
-    const auto sent_at = SteadyClock::now();
-    std::lock_guard lock(mutex_);
-    WriteTransaction transaction(db_);
-    const FencingToken token = take_token();
-    Statement update(db_.handle(),
-                     "UPDATE locks SET owner_id = ?5, session_id = ?6, fencing_token = ?7, "
-                     "acquired_at = " DLOCK_SQLITE_NOW ", expires_at = " DLOCK_SQLITE_NOW
-                     " + ?8 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-                     "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW
-                     " RETURNING expires_at");
-    update.bind(1, from.key).bind(2, from.owner_id).bind(3, from.session_id);
-    update.bind(4, static_cast<std::int64_t>(from.fencing_token));
-    update.bind(5, next_owner_id).bind(6, next_session_id);
-    update.bind(7, static_cast<std::int64_t>(token)).bind(8, std::int64_t{ttl.count()});
-    bool granted = false;
-    try {
-      granted = update.step();
-    } catch (const SessionNotFoundError&) {
-      // The next session died while it waited: release `from` and report no hand-over.
-      update.reset();
-      if (!delete_grant(from.key, from.owner_id, from.session_id, from.fencing_token)) {
-        throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
-      }
-      transaction.commit();
-      return std::nullopt;
-    }
-    if (!granted) {
-      throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
-    }
-    LockHandle handle{from.key,
-                      std::string(next_owner_id),
-                      std::string(next_session_id),
-                      token,
-                      sent_at + ttl,
-                      core::from_unix_micros(update.column_int64(0) * 1000)};
-    update.reset();
-    transaction.commit();
-    return handle;
-  }
-
   LockOutcome revoke(std::string_view key) override {
     core::check_key(key);
     LockOutcome outcome;
@@ -230,24 +184,6 @@ class SqliteStore final : public Backend {
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                         std::function<void()> on_released) override {
     return releases_.subscribe(key, std::move(on_released));
-  }
-
-  ReapReport reap_locked() {
-    std::lock_guard lock(mutex_);
-    WriteTransaction transaction(db_);
-    ReapReport report;
-    {
-      Statement locks(db_.handle(), std::string("DELETE FROM locks WHERE expires_at <= ") +
-                                        DLOCK_SQLITE_NOW + " OR NOT " + kLiveSessionClause +
-                                        " RETURNING " + kLockColumns);
-      while (locks.step()) report.expired_locks.push_back(lock_info_from(locks));
-      Statement sessions(db_.handle(),
-                         "DELETE FROM lock_session WHERE expires_at <= " DLOCK_SQLITE_NOW
-                         " RETURNING session_id");
-      while (sessions.step()) report.expired_sessions.push_back(sessions.column_text(0));
-    }
-    transaction.commit();
-    return report;
   }
 
   std::string_view backend_id() const override { return "sqlite"; }
@@ -296,6 +232,73 @@ class SqliteStore final : public Backend {
     return released;
   }
 
+ private:
+  // The bodies of handover, reap_expired and close_session, run under the mutex; their public
+  // wrappers notify waiters after the mutex is released.
+  std::optional<LockHandle> handover_locked(const LockHandle& from, std::string_view next_owner_id,
+                                            std::string_view next_session_id,
+                                            std::chrono::milliseconds ttl) {
+    core::check_owner(next_owner_id);
+    core::check_session_id(next_session_id);
+    check_ttl(ttl, limits_, "ttl_ms");
+    const auto sent_at = SteadyClock::now();
+    std::lock_guard lock(mutex_);
+    WriteTransaction transaction(db_);
+    const FencingToken token = take_token();
+    Statement update(db_.handle(),
+                     "UPDATE locks SET owner_id = ?5, session_id = ?6, fencing_token = ?7, "
+                     "acquired_at = " DLOCK_SQLITE_NOW ", expires_at = " DLOCK_SQLITE_NOW
+                     " + ?8 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+                     "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW
+                     " RETURNING expires_at");
+    update.bind(1, from.key).bind(2, from.owner_id).bind(3, from.session_id);
+    update.bind(4, static_cast<std::int64_t>(from.fencing_token));
+    update.bind(5, next_owner_id).bind(6, next_session_id);
+    update.bind(7, static_cast<std::int64_t>(token)).bind(8, std::int64_t{ttl.count()});
+    bool granted = false;
+    try {
+      granted = update.step();
+    } catch (const SessionNotFoundError&) {
+      // The next session died while it waited: release `from` and report no hand-over.
+      update.reset();
+      if (!delete_grant(from.key, from.owner_id, from.session_id, from.fencing_token)) {
+        throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
+      }
+      transaction.commit();
+      return std::nullopt;
+    }
+    if (!granted) {
+      throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
+    }
+    LockHandle handle{from.key,
+                      std::string(next_owner_id),
+                      std::string(next_session_id),
+                      token,
+                      sent_at + ttl,
+                      core::from_unix_micros(update.column_int64(0) * 1000)};
+    update.reset();
+    transaction.commit();
+    return handle;
+  }
+
+  ReapReport reap_locked() {
+    std::lock_guard lock(mutex_);
+    WriteTransaction transaction(db_);
+    ReapReport report;
+    {
+      Statement locks(db_.handle(), std::string("DELETE FROM locks WHERE expires_at <= ") +
+                                        DLOCK_SQLITE_NOW + " OR NOT " + kLiveSessionClause +
+                                        " RETURNING " + kLockColumns);
+      while (locks.step()) report.expired_locks.push_back(lock_info_from(locks));
+      Statement sessions(db_.handle(),
+                         "DELETE FROM lock_session WHERE expires_at <= " DLOCK_SQLITE_NOW
+                         " RETURNING session_id");
+      while (sessions.step()) report.expired_sessions.push_back(sessions.column_text(0));
+    }
+    transaction.commit();
+    return report;
+  }
+
   std::vector<LockInfo> close_locked(std::string_view session_id) {
     core::check_session_id(session_id);
     std::lock_guard lock(mutex_);
@@ -323,7 +326,6 @@ class SqliteStore final : public Backend {
     return released;
   }
 
- private:
   static const std::string& with_parent_directory(const std::string& path) {
     const std::filesystem::path file(path);
     std::error_code ignored;  // sqlite3_open reports a missing directory clearly enough
