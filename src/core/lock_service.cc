@@ -98,6 +98,7 @@ void LockService::open_session(std::string owner_id, milliseconds ttl, Callback<
   run<SessionInfo>(std::move(done), [this, owner_id = std::move(owner_id), ttl] {
     {
       std::lock_guard lock(mutex_);
+      if (local_sessions_.size() >= options_.max_sessions) prune_expired_sessions();
       if (local_sessions_.size() >= options_.max_sessions) {
         throw ResourceExhaustedError("too many open sessions (limit " +
                                      std::to_string(options_.max_sessions) + ")");
@@ -106,9 +107,21 @@ void LockService::open_session(std::string owner_id, milliseconds ttl, Callback<
     auto session = backend_.open_session(owner_id, ttl);
     remember_owner(session.session_id, session.owner_id);
     std::lock_guard lock(mutex_);
-    if (local_sessions_.insert(session.session_id).second) observer_.on_sessions(+1);
+    if (local_sessions_.insert_or_assign(session.session_id, session.expires_at).second) {
+      observer_.on_sessions(+1);
+    }
     return session;
   });
+}
+
+void LockService::prune_expired_sessions() {
+  // Sessions that expired without this server hearing of it (closed or reaped through another
+  // dlockd, or an etcd lease that lapsed) would otherwise count against the cap for ever. The
+  // grace period absorbs clock skew between this host and the backend.
+  const auto horizon = WallClock::now() - std::chrono::seconds(5);
+  const auto before = local_sessions_.size();
+  std::erase_if(local_sessions_, [&](const auto& entry) { return entry.second < horizon; });
+  observer_.on_sessions(-static_cast<std::int64_t>(before - local_sessions_.size()));
 }
 
 void LockService::forget_session(const std::string& session_id) {
@@ -120,7 +133,12 @@ void LockService::forget_session(const std::string& session_id) {
 void LockService::keepalive(std::string session_id, Callback<SessionInfo> done) {
   run<SessionInfo>(std::move(done), [this, session_id = std::move(session_id)] {
     try {
-      return backend_.heartbeat(session_id);
+      auto session = backend_.heartbeat(session_id);
+      std::lock_guard lock(mutex_);
+      if (const auto found = local_sessions_.find(session_id); found != local_sessions_.end()) {
+        found->second = session.expires_at;
+      }
+      return session;
     } catch (const SessionNotFoundError&) {
       forget_session(session_id);
       throw;

@@ -19,7 +19,6 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "dlock/lock_store.h"
@@ -105,6 +104,7 @@ class LockService {
   std::string owner_of(const std::string& session_id);
   void remember_owner(const std::string& session_id, const std::string& owner_id);
   void forget_session(const std::string& session_id);
+  void prune_expired_sessions();  // under mutex_
 
   void enqueue(const std::string& key, const WaiterPtr& waiter, std::chrono::milliseconds wait);
   bool has_waiters(const std::string& key) const;
@@ -133,7 +133,8 @@ class LockService {
   std::uint64_t next_waiter_id_ = 0;
   bool stopping_ = false;
   std::unordered_map<std::string, std::string> owners_;  // session id -> owner (immutable)
-  std::unordered_set<std::string> local_sessions_;       // opened here, for max_sessions
+  // Sessions opened here and their last known expiry, for max_sessions and the gauge.
+  std::unordered_map<std::string, WallClock::time_point> local_sessions_;
   std::unique_ptr<boost::asio::steady_timer> reap_timer_;
 };
 

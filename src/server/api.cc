@@ -73,6 +73,15 @@ std::uint64_t parse_token(const std::string& text) {
   return token;
 }
 
+// Compares without an early exit, so response timing does not reveal a prefix of the token.
+bool constant_time_equal(std::string_view given, std::string_view expected) {
+  unsigned char difference = given.size() == expected.size() ? 0 : 1;
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    difference |= static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
+  }
+  return difference == 0;
+}
+
 // "<ns>/<key>" is the store's key; the API shows the key without its namespace.
 std::string store_key(const std::string& ns, const std::string& key) { return ns + "/" + key; }
 std::string api_key(const std::string& stored) { return stored.substr(stored.find('/') + 1); }
@@ -298,7 +307,7 @@ void Api::revoke(const Request& request, const std::string& key_segment,
   if (authorization.empty()) {
     return reply(error_response(401, "unauthorized", "admin token required"));
   }
-  if (authorization != expected) {
+  if (!constant_time_equal(authorization, expected)) {
     return reply(error_response(403, "forbidden", "admin token rejected"));
   }
   check_text(key_segment, "key", kMaxKeyBytes);

@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include "server/error_mapping.h"
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -22,16 +24,6 @@ using tcp = asio::ip::tcp;
 
 // Idle keep-alive connections are closed after this long without a request.
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
-
-Response plain_error(http::status status, const char* code, const char* message) {
-  Response response{status, 11};
-  response.set(http::field::content_type, "application/json");
-  response.body() =
-      std::string("{\"error\":{\"code\":\"") + code + "\",\"message\":\"" + message + "\"}}";
-  response.keep_alive(false);
-  response.prepare_payload();
-  return response;
-}
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -60,8 +52,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void on_read(beast::error_code error) {
     if (error == http::error::body_limit) {
-      return write(plain_error(http::status::payload_too_large, "payload_too_large",
-                               "request body too large"));
+      auto response =
+          error_response(413, "payload_too_large",
+                         "request body larger than " + std::to_string(max_body_bytes_) + " bytes");
+      response.keep_alive(false);  // the rest of the body is still on the wire
+      return write(std::move(response));
     }
     if (error == http::error::end_of_stream || error == beast::error::timeout) {
       stream_.socket().shutdown(tcp::socket::shutdown_send, error);
@@ -70,8 +65,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (error) {
       // Any other parse error of the request itself (bad target, method, headers, chunking).
       if (error.category() == http::make_error_code(http::error::bad_target).category()) {
-        return write(
-            plain_error(http::status::bad_request, "invalid_argument", "malformed HTTP request"));
+        auto response = error_response(400, "invalid_argument",
+                                       "malformed HTTP request: " + error.message(), "request");
+        response.keep_alive(false);
+        return write(std::move(response));
       }
       return;  // connection reset and friends: nothing to answer
     }
