@@ -1,6 +1,5 @@
 // The explicit table of conformance harnesses, one per backend this binary was built with.
 
-#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include <filesystem>
@@ -10,9 +9,11 @@
 
 #include "store/sqlite/sqlite_store.h"
 #include "support/backend_harness.h"
-#include "support/postgres_server.h"
 #ifdef DLOCK_WITH_PG
+#include <libpq-fe.h>
+
 #include "store/pg/pg_store.h"
+#include "support/postgres_server.h"
 #endif
 #ifdef DLOCK_WITH_ETCD
 #include "store/etcd/etcd_keys.h"
