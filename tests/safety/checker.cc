@@ -1,0 +1,107 @@
+#include "safety/checker.h"
+
+#include <set>
+
+namespace dlock::safety {
+namespace {
+
+std::string describe(const Operation& op) {
+  return op.process + " " + op.kind + " " + op.key +
+         (op.payout.empty() ? "" : " payout " + op.payout) + " token " + std::to_string(op.token) +
+         " [" + std::to_string(op.start_ns) + ", " + std::to_string(op.end_ns) + "]";
+}
+
+std::map<std::string, std::vector<const Operation*>> ok_by_key(const History& history,
+                                                               const std::string& kind) {
+  std::map<std::string, std::vector<const Operation*>> result;
+  for (const auto& op : history.operations()) {
+    if (op.kind == kind && op.outcome == Outcome::kOk) result[op.key].push_back(&op);
+  }
+  return result;
+}
+
+void check_grants(const History& history, Report& report) {
+  for (const auto& [key, grants] : ok_by_key(history, "acquire")) {
+    std::set<std::uint64_t> seen;
+    for (const auto* grant : grants) {
+      if (!seen.insert(grant->token).second) {
+        report.violations.push_back("I1 token issued twice for " + key + ": " + describe(*grant));
+      }
+    }
+    for (const auto* earlier : grants) {
+      for (const auto* later : grants) {
+        if (earlier->end_ns < later->start_ns && earlier->token >= later->token) {
+          report.violations.push_back("I1 token did not increase: " + describe(*earlier) +
+                                      " then " + describe(*later));
+        }
+      }
+    }
+  }
+}
+
+void check_resource(const History& history, Report& report) {
+  for (const auto& [resource, accepts] : ok_by_key(history, "write")) {
+    for (const auto* earlier : accepts) {
+      for (const auto* later : accepts) {
+        if (earlier->end_ns < later->start_ns && later->token < earlier->token) {
+          report.violations.push_back("I2 stale token accepted: " + describe(*later) + " after " +
+                                      describe(*earlier));
+        }
+      }
+    }
+  }
+}
+
+void check_ledger(const History& history, const LedgerSnapshot& ledger, Report& report) {
+  for (const auto& payout : ledger.payouts) {
+    const auto found = ledger.tokens_by_payout.find(payout);
+    const std::size_t paid = found == ledger.tokens_by_payout.end() ? 0 : found->second.size();
+    if (paid != 1) {
+      std::string tokens;
+      if (paid > 0) {
+        for (auto token : found->second) tokens += " " + std::to_string(token);
+      }
+      report.violations.push_back("I3 payout " + payout + " paid " + std::to_string(paid) +
+                                  " times (tokens:" + tokens + ")");
+    }
+  }
+  for (const auto& op : history.operations()) {
+    if (op.kind != "write" || op.outcome != Outcome::kOk) continue;
+    const auto found = ledger.tokens_by_payout.find(op.payout);
+    bool present = false;
+    if (found != ledger.tokens_by_payout.end()) {
+      for (auto token : found->second) present = present || token == op.token;
+    }
+    if (!present) report.violations.push_back("I4 acknowledged write missing: " + describe(op));
+  }
+}
+
+}  // namespace
+
+bool Report::has(const std::string& invariant) const {
+  for (const auto& violation : violations) {
+    if (violation.rfind(invariant + " ", 0) == 0) return true;
+  }
+  return false;
+}
+
+Report check(const std::string& name, const History& history, const LedgerSnapshot* ledger) {
+  Report report;
+  report.name = name;
+  report.operations = history.operations().size();
+  report.faults = history.faults().size();
+  for (const auto& op : history.operations()) report.rejected_writes += op.rejected ? 1 : 0;
+  check_grants(history, report);
+  check_resource(history, report);
+  if (ledger != nullptr) check_ledger(history, *ledger, report);
+  return report;
+}
+
+void print(std::ostream& out, const Report& report) {
+  out << "SAFETY " << report.name << ": operations=" << report.operations
+      << " faults=" << report.faults << " rejected_stale_writes=" << report.rejected_writes
+      << " violations=" << report.violations.size() << "\n";
+  for (const auto& violation : report.violations) out << "  VIOLATION " << violation << "\n";
+}
+
+}  // namespace dlock::safety

@@ -1,0 +1,333 @@
+// Fencing under real faults (issue 5, docs/fencing.md): real dlockd and payout-executor
+// processes, a real PostgreSQL resource, faults injected with signals. Each scenario records a
+// history and the checker (checker.h) must find no violation -- and the negative control, the
+// pause scenario without the guard, must make the checker find one.
+//
+// DLOCK_SAFETY_LONG=1 repeats every fault cycle many times (minutes per scenario).
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <boost/json.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "safety/checker.h"
+#include "safety/cluster.h"
+#include "safety/history.h"
+#include "support/dlockd_process.h"
+#include "support/postgres_server.h"
+
+namespace dlock::safety {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+namespace json = boost::json;
+
+testing::PostgresServer& postgres() {
+  static testing::PostgresServer server;
+  return server;
+}
+
+bool long_mode() {
+  const char* value = std::getenv("DLOCK_SAFETY_LONG");
+  return value != nullptr && std::string(value) == "1";
+}
+
+// Fault cycles per scenario: 1 in CI, many in the long mode.
+int cycles(int short_count, int long_count) { return long_mode() ? long_count : short_count; }
+
+class FencingFaults : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (auto& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    static std::atomic<int> counter{0};
+    const std::string suffix = std::to_string(counter++);
+    const std::string resource_db = "pay_" + suffix;
+    postgres().ensure_database(resource_db);
+    resource_url_ = postgres().url(resource_db);
+    DlockdConfig config{.backend = GetParam(), .pg_url = ""};
+    if (GetParam() == "pg") {
+      postgres().ensure_database("locks_" + suffix);
+      config.pg_url = postgres().url("locks_" + suffix);
+    }
+    dir_ = testing::make_temp_dir("dlock-safety-logs");
+    name_ = GetParam() + "/" + name.substr(0, name.find('_'));
+    dlockd_ = std::make_unique<RestartableDlockd>(config);
+  }
+
+  void TearDown() override {
+    dlockd_.reset();
+    if (!HasFailure())
+      std::filesystem::remove_all(dir_);
+    else
+      std::cout << "logs kept in " << dir_ << "\n";
+  }
+
+  std::unique_ptr<ExecutorProcess> executor(const std::string& name, const std::string& batches,
+                                            int hold_ms, bool fencing = true) {
+    ExecutorOptions options;
+    options.name = name;
+    options.server_url = dlockd_->url();
+    options.pg_url = resource_url_;
+    options.batches = batches;
+    options.hold_extra_ms = hold_ms;
+    options.fencing = fencing;
+    return std::make_unique<ExecutorProcess>(dir_, options);
+  }
+
+  // Scenario (a): the holder is stopped with SIGSTOP between its validity check and its write,
+  // past its TTL; another executor takes the batch over and pays; then SIGCONT.
+  Report run_pause_scenario(bool fencing, int cycle_count) {
+    History history;
+    for (int cycle = 0; cycle < cycle_count; ++cycle) {
+      const std::string batch = "pause" + std::to_string(cycle);
+      seed_payouts(resource_url_, batch, 5);
+      auto slow = executor("slow" + std::to_string(cycle), batch, 1200, fencing);
+      // The second pay_begin comes after one committed write: the holder is now in its pause.
+      EXPECT_TRUE(testing::wait_for([&] { return slow->events("pay_begin") >= 2; }, seconds(30)))
+          << "the slow holder never started its second payment";
+      slow->process().signal(SIGSTOP);
+      history.note_fault("SIGSTOP " + slow->name());
+      std::this_thread::sleep_for(milliseconds(3000));  // past the 2 s lease: the point
+      auto fast = executor("fast" + std::to_string(cycle), batch, 0, fencing);
+      EXPECT_EQ(fast->process().wait(seconds(60)), 0) << "the new holder did not finish";
+      slow->process().signal(SIGCONT);
+      EXPECT_EQ(slow->process().wait(seconds(60)), 0) << "the stale holder did not finish";
+      history.load_executor_log(slow->log_path(), slow->name());
+      history.load_executor_log(fast->log_path(), fast->name());
+    }
+    const auto ledger = read_ledger(resource_url_);
+    return check(name_ + (fencing ? "" : "/no-fencing"), history, &ledger);
+  }
+
+  std::string resource_url_;
+  std::string dir_;
+  std::string name_;
+  std::unique_ptr<RestartableDlockd> dlockd_;
+};
+
+TEST_P(FencingFaults, A_PausedHolderPastTtlIsFencedOff) {
+  const auto report = run_pause_scenario(true, cycles(1, 15));
+  print(std::cout, report);
+  EXPECT_TRUE(report.ok());
+  // The scenario really produced a stale write, and the guard refused it (once per cycle).
+  EXPECT_EQ(report.rejected_writes, static_cast<std::size_t>(cycles(1, 15)));
+}
+
+// THE NEGATIVE CONTROL: the same pause without the guard must be caught by the checker.
+TEST_P(FencingFaults, NegativeControl_WithoutFencingTheCheckerFindsDoublePayout) {
+  const auto report = run_pause_scenario(false, 1);
+  print(std::cout, report);
+  EXPECT_FALSE(report.ok()) << "the checker missed the stale holder's write";
+  EXPECT_TRUE(report.has("I3")) << "expected a double payout";
+  EXPECT_TRUE(report.has("I2")) << "expected a stale token accepted";
+  EXPECT_EQ(report.rejected_writes, 0u);
+}
+
+// Scenario (b): dlockd is killed with -9 while executors compete, and restarted on the same
+// storage and address.
+TEST_P(FencingFaults, B_Kill9OfDlockdAndRestart) {
+  History history;
+  const std::string batches = "k0,k1,k2,k3";
+  seed_payouts(resource_url_, batches, 8);
+  std::vector<std::unique_ptr<ExecutorProcess>> executors;
+  for (const char* name : {"x1", "x2", "x3"}) executors.push_back(executor(name, batches, 60));
+  auto writes = [&] {
+    int total = 0;
+    for (auto& e : executors) total += e->events("write", "ok");
+    return total;
+  };
+  const int kill_cycles = cycles(2, 40);
+  for (int cycle = 0; cycle < kill_cycles; ++cycle) {
+    const int before = writes();
+    if (!testing::wait_for([&] { return writes() >= before + 3; }, seconds(30))) break;
+    dlockd_->kill9();
+    history.note_fault("kill -9 dlockd");
+    dlockd_->start();
+    if (long_mode() && writes() >= 4 * 8 - 4) {
+      seed_payouts(resource_url_, batches + ",more" + std::to_string(cycle), 8);  // keep going
+    }
+  }
+  for (auto& e : executors) EXPECT_EQ(e->process().wait(seconds(120)), 0) << e->name();
+  for (auto& e : executors) history.load_executor_log(e->log_path(), e->name());
+  const auto ledger = read_ledger(resource_url_);
+  const auto report = check(name_, history, &ledger);
+  print(std::cout, report);
+  EXPECT_EQ(report.faults, static_cast<std::size_t>(kill_cycles));
+  EXPECT_TRUE(report.ok());
+}
+
+std::string open_session(const std::string& address, int ttl_ms) {
+  const auto result =
+      testing::http_call(address, "POST", "/v1/sessions",
+                         json::serialize(json::object{{"owner", "safety"}, {"ttl_ms", ttl_ms}}));
+  if (result.status != 201) throw std::runtime_error("open session: " + result.body);
+  return std::string(result.json.at("session_id").as_string());
+}
+
+// One HTTP call against a lock, recorded as an operation of `process`.
+struct Recorder {
+  History& history;
+  std::string address;
+
+  testing::HttpResult call(const std::string& process, const std::string& session,
+                           const std::string& key, const std::string& kind,
+                           const std::string& method, const std::string& target,
+                           const std::string& body = "", std::uint64_t token = 0) {
+    Operation op;
+    op.process = process;
+    op.session = session;
+    op.key = key;
+    op.kind = kind;
+    op.start_ns = monotonic_ns();
+    testing::HttpResult result;
+    try {
+      result = testing::http_call(address, method, target, body);
+      op.outcome = result.status / 100 == 2 ? Outcome::kOk : Outcome::kFail;
+      op.detail = result.error_code();
+    } catch (const std::exception& error) {
+      op.outcome = Outcome::kUnknown;
+      op.detail = error.what();
+    }
+    op.end_ns = monotonic_ns();
+    op.token = token;
+    if (op.outcome == Outcome::kOk && result.json.is_object() &&
+        result.json.as_object().contains("fencing_token")) {
+      op.token = result.json.at("fencing_token").to_number<std::uint64_t>();
+    }
+    history.add(op);
+    return result;
+  }
+
+  testing::HttpResult acquire(const std::string& process, const std::string& session,
+                              const std::string& key, int ttl_ms, int wait_ms) {
+    return call(process, session, key, "acquire", "POST", "/v1/locks/" + key + "/acquire",
+                json::serialize(json::object{
+                    {"session_id", session}, {"ttl_ms", ttl_ms}, {"wait_ms", wait_ms}}));
+  }
+  testing::HttpResult extend(const std::string& process, const std::string& session,
+                             const std::string& key, std::uint64_t token) {
+    return call(process, session, key, "extend", "POST", "/v1/locks/" + key + "/extend",
+                json::serialize(json::object{
+                    {"session_id", session}, {"fencing_token", token}, {"ttl_ms", 1000}}),
+                token);
+  }
+  testing::HttpResult release(const std::string& process, const std::string& session,
+                              const std::string& key, std::uint64_t token) {
+    return call(
+        process, session, key, "release", "DELETE",
+        "/v1/locks/" + key + "?session_id=" + session + "&fencing_token=" + std::to_string(token),
+        "", token);
+  }
+};
+
+std::uint64_t token_of(const testing::HttpResult& result) {
+  return result.json.at("fencing_token").to_number<std::uint64_t>();
+}
+
+// Scenario (c): an expired holder's late extend and release are refused (409 lock_lost) and
+// leave the new holder alone. Control: the same calls before expiry succeed.
+TEST_P(FencingFaults, C_LateExtendAndReleaseFromExpiredHolderAreRefused) {
+  History history;
+  Recorder recorder{history, dlockd_->address()};
+  std::vector<std::string> violations;
+  for (int cycle = 0; cycle < cycles(2, 60); ++cycle) {
+    const std::string key = "late-" + std::to_string(cycle);
+    // Odd cycles: the old holder's whole session expired; even: only its lock did.
+    const bool session_dies = cycle % 2 == 1;
+    const auto old_session = open_session(dlockd_->address(), session_dies ? 1000 : 60000);
+    const auto new_session = open_session(dlockd_->address(), 60000);
+    const auto first = recorder.acquire("client-old", old_session, key, 1000, 0);
+    ASSERT_EQ(first.status, 200) << first.body;
+    const auto old_token = token_of(first);
+    // Control: while the grant lives, extend succeeds with the same token.
+    const auto live_extend = recorder.extend("client-old", old_session, key, old_token);
+    ASSERT_EQ(live_extend.status, 200) << "control: a live extend must succeed";
+    std::this_thread::sleep_for(milliseconds(1500));  // let the lease pass: the point
+    history.note_fault(session_dies ? "session expiry" : "lock expiry");
+    const auto taken = recorder.acquire("client-new", new_session, key, 30000, 5000);
+    ASSERT_EQ(taken.status, 200) << taken.body;
+    const auto new_token = token_of(taken);
+    const auto late_extend = recorder.extend("client-old", old_session, key, old_token);
+    const auto late_release = recorder.release("client-old", old_session, key, old_token);
+    for (const auto* late : {&late_extend, &late_release}) {
+      if (late->status / 100 == 2) violations.push_back("late call of an expired holder accepted");
+      if (!session_dies) {
+        EXPECT_EQ(late->status, 409) << late->body;
+        EXPECT_EQ(late->error_code(), "lock_lost");
+      } else {
+        EXPECT_TRUE(late->error_code() == "lock_lost" || late->error_code() == "session_not_found")
+            << late->body;
+      }
+    }
+    const auto read = testing::http_call(dlockd_->address(), "GET", "/v1/locks/" + key);
+    if (read.status != 200 || token_of(read) != new_token ||
+        read.json.at("session_id").as_string() != new_session) {
+      violations.push_back("the new holder was disturbed: " + read.body);
+    }
+    EXPECT_EQ(recorder.release("client-new", new_session, key, new_token).status, 204);
+  }
+  auto report = check(name_, history, nullptr);
+  for (auto& v : violations) report.violations.push_back("LATE " + v);
+  print(std::cout, report);
+  EXPECT_TRUE(report.ok());
+}
+
+// Scenario (d): a waiter whose session dies while it waits is not granted (etcd issue 11456).
+// Control: a waiter whose session lives is granted on the same hand-over.
+TEST_P(FencingFaults, D_WaiterWhoseSessionDiesIsNotGranted) {
+  History history;
+  Recorder recorder{history, dlockd_->address()};
+  std::vector<std::string> violations;
+  for (int cycle = 0; cycle < cycles(1, 60); ++cycle) {
+    for (const bool kill_waiter : {false, true}) {
+      const std::string key = "waiter-" + std::to_string(cycle) + (kill_waiter ? "-dead" : "-live");
+      const auto holder = open_session(dlockd_->address(), 60000);
+      const auto waiter = open_session(dlockd_->address(), 60000);
+      const auto held = recorder.acquire("client-holder", holder, key, 30000, 0);
+      ASSERT_EQ(held.status, 200) << held.body;
+      testing::HttpResult waited;
+      std::thread waiting(
+          [&] { waited = recorder.acquire("client-waiter", waiter, key, 30000, 8000); });
+      const std::string waiting_line = "dlock_waiters{backend=\"" + GetParam() + "\"} 1\n";
+      const bool queued = testing::wait_for(
+          [&] {
+            return testing::http_call(dlockd_->address(), "GET", "/metrics")
+                       .body.find(waiting_line) != std::string::npos;
+          },
+          seconds(10));
+      EXPECT_TRUE(queued) << "the waiter never queued";
+      if (kill_waiter) {
+        EXPECT_EQ(testing::http_call(dlockd_->address(), "DELETE", "/v1/sessions/" + waiter).status,
+                  204);
+        history.note_fault("waiter session closed while waiting");
+      }
+      EXPECT_EQ(recorder.release("client-holder", holder, key, token_of(held)).status, 204);
+      waiting.join();
+      const auto read = testing::http_call(dlockd_->address(), "GET", "/v1/locks/" + key);
+      if (kill_waiter) {
+        if (waited.status == 200) violations.push_back("dead waiter granted: " + waited.body);
+        if (read.status == 200) violations.push_back("dead waiter holds the key: " + read.body);
+      } else {
+        EXPECT_EQ(waited.status, 200) << "control: a live waiter must be granted: " << waited.body;
+        EXPECT_EQ(read.status, 200);
+      }
+    }
+  }
+  auto report = check(name_, history, nullptr);
+  for (auto& v : violations) report.violations.push_back("WAIT " + v);
+  print(std::cout, report);
+  EXPECT_TRUE(report.ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FencingFaults, ::testing::Values("sqlite", "pg"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace dlock::safety

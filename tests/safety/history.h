@@ -1,0 +1,58 @@
+#pragma once
+
+// The history of a safety run: every operation a process attempted against dlockd or the
+// fenced resource, with start and end on the machine-wide monotonic clock, and every fault the
+// test injected. The checker (checker.h) reads it; nothing here judges.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlock::safety {
+
+enum class Outcome {
+  kOk,       // acknowledged: a grant, a release, a committed write
+  kFail,     // definitely not applied (held, refused, rejected by the guard)
+  kUnknown,  // may or may not have been applied (connection lost after sending)
+};
+
+const char* to_string(Outcome outcome);
+
+struct Operation {
+  std::string process;  // e.g. "executor-A" or "client-B"
+  std::string session;
+  std::string key;   // the lock key; for a write, the fenced resource (the batch)
+  std::string kind;  // acquire | extend | release | write
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  Outcome outcome = Outcome::kFail;
+  std::uint64_t token = 0;
+  // write only: the payout written, and whether the guard refused it (then outcome kFail).
+  std::string payout;
+  bool rejected = false;
+  std::string detail;  // error message or server error code
+};
+
+// The machine-wide monotonic clock in nanoseconds (the executors log the same clock).
+std::int64_t monotonic_ns();
+
+class History {
+ public:
+  void add(Operation operation) { operations_.push_back(std::move(operation)); }
+  // Reads the JSON lines an executor (examples/payout-executor) wrote; other lines are skipped.
+  void load_executor_log(const std::string& path, const std::string& process);
+  void note_fault(const std::string& description) { faults_.push_back(description); }
+
+  const std::vector<Operation>& operations() const { return operations_; }
+  const std::vector<std::string>& faults() const { return faults_; }
+
+ private:
+  std::vector<Operation> operations_;
+  std::vector<std::string> faults_;
+};
+
+// Counts JSON lines of an executor log whose "event" is `event` (and, if given, "outcome").
+int count_events(const std::string& path, const std::string& event,
+                 const std::string& outcome = "");
+
+}  // namespace dlock::safety
