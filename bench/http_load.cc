@@ -1,0 +1,267 @@
+#include "http_load.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+
+namespace dlock::bench {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+std::string json_string_field(const std::string& body, const std::string& name) {
+  const std::string needle = "\"" + name + "\":\"";
+  const auto at = body.find(needle);
+  if (at == std::string::npos) return "";
+  const auto start = at + needle.size();
+  return body.substr(start, body.find('"', start) - start);
+}
+
+std::string json_number_field(const std::string& body, const std::string& name) {
+  const std::string needle = "\"" + name + "\":";
+  const auto at = body.find(needle);
+  if (at == std::string::npos) return "";
+  const auto start = at + needle.size();
+  auto end = start;
+  while (end < body.size() && body[end] >= '0' && body[end] <= '9') ++end;
+  return body.substr(start, end - start);
+}
+
+// One keep-alive connection: send a request, read the response, hand it to `done`.
+class Connection {
+ public:
+  using Done = std::function<void(int status, const std::string& body)>;
+
+  Connection(asio::io_context& io, const HttpTarget& target) : socket_(io) {
+    socket_.connect({asio::ip::make_address(target.host), target.port});
+    socket_.set_option(tcp::no_delay(true));
+    host_ = target.host + ":" + std::to_string(target.port);
+  }
+
+  void send(http::verb verb, std::string target, std::string body, Done done) {
+    request_ = {};
+    request_.method(verb);
+    request_.target(target);
+    request_.version(11);
+    request_.keep_alive(true);
+    request_.set(http::field::host, host_);
+    if (!body.empty()) request_.set(http::field::content_type, "application/json");
+    request_.body() = std::move(body);
+    request_.prepare_payload();
+    done_ = std::move(done);
+    http::async_write(socket_, request_, [this](beast::error_code ec, std::size_t) {
+      if (ec) return fail(ec);
+      response_ = {};
+      http::async_read(socket_, buffer_, response_, [this](beast::error_code ec2, std::size_t) {
+        if (ec2) return fail(ec2);
+        auto done = std::move(done_);
+        done(static_cast<int>(response_.result_int()), response_.body());
+      });
+    });
+  }
+
+  std::string session_id;
+  std::string owner;
+
+ private:
+  void fail(beast::error_code ec) {
+    auto done = std::move(done_);
+    if (done) done(-1, ec.message());
+  }
+
+  tcp::socket socket_;
+  std::string host_;
+  beast::flat_buffer buffer_;
+  http::request<http::string_body> request_;
+  http::response<http::string_body> response_;
+  Done done_;
+};
+
+std::vector<std::unique_ptr<Connection>> open_connections(asio::io_context& io,
+                                                          const HttpTarget& target, int count) {
+  std::vector<std::unique_ptr<Connection>> connections;
+  for (int i = 0; i < count; ++i) connections.push_back(std::make_unique<Connection>(io, target));
+  return connections;
+}
+
+// Opens one session per connection (before the clock starts).
+void open_sessions(asio::io_context& io, std::vector<std::unique_ptr<Connection>>& connections,
+                   const std::string& prefix) {
+  int index = 0;
+  for (auto& c : connections) {
+    c->owner = prefix + "-" + std::to_string(index++);
+    Connection* raw = c.get();
+    raw->send(http::verb::post, "/v1/sessions",
+              "{\"owner\":\"" + raw->owner + "\",\"ttl_ms\":600000}",
+              [raw](int status, const std::string& body) {
+                if (status != 201) throw std::runtime_error("open session: " + body);
+                raw->session_id = json_string_field(body, "session_id");
+              });
+  }
+  io.run();
+  io.restart();
+}
+
+}  // namespace
+
+Measurement http_pairs(const HttpTarget& target, const std::string& backend, int clients,
+                       std::chrono::milliseconds duration) {
+  asio::io_context io;
+  auto connections = open_connections(io, target, clients);
+  open_sessions(io, connections, "bench-pairs");
+  std::vector<ClientStats> stats(static_cast<std::size_t>(clients));
+  const auto start = Clock::now();
+  const auto deadline = start + duration;
+
+  std::function<void(int)> pair = [&](int i) {
+    if (Clock::now() >= deadline) return;
+    Connection* c = connections[static_cast<std::size_t>(i)].get();
+    auto& out = stats[static_cast<std::size_t>(i)];
+    const std::string key = "bench-http-" + std::to_string(i);
+    const auto t0 = Clock::now();
+    c->send(http::verb::post, "/v1/locks/" + key + "/acquire",
+            "{\"session_id\":\"" + c->session_id + "\",\"ttl_ms\":30000}",
+            [&, c, i, key, t0](int status, const std::string& body) {
+              const auto t1 = Clock::now();
+              if (status != 200) {
+                ++out.errors;
+                if (status < 0) return;
+                return pair(i);
+              }
+              const std::string token = json_number_field(body, "fencing_token");
+              c->send(
+                  http::verb::delete_,
+                  "/v1/locks/" + key + "?session_id=" + c->session_id + "&fencing_token=" + token,
+                  "", [&, i, t0, t1](int status2, const std::string&) {
+                    if (status2 != 204) ++out.errors;
+                    if (status2 < 0) return;
+                    ++out.ops;
+                    out.acquire_ms.push_back(ms_between(t0, t1));
+                    out.op_ms.push_back(ms_between(t0, Clock::now()));
+                    pair(i);
+                  });
+            });
+  };
+  for (int i = 0; i < clients; ++i) pair(i);
+  io.run();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return summarize(backend, "http", "pairs", clients, seconds, stats);
+}
+
+Measurement http_hot(const HttpTarget& target, const std::string& backend, int clients,
+                     std::chrono::milliseconds duration, std::vector<double>& handoff_ms,
+                     std::vector<double>& handoff_sent_ms) {
+  asio::io_context io;
+  auto connections = open_connections(io, target, clients);
+  open_sessions(io, connections, "bench-hot");
+  std::vector<ClientStats> stats(static_cast<std::size_t>(clients));
+  // Grants are exclusive, so the k-th grant received follows the (k-1)-th release.
+  std::vector<Clock::time_point> granted_at, release_sent_at, released_at;
+  const auto start = Clock::now();
+  const auto deadline = start + duration;
+  const std::string key = "bench-hot";
+
+  std::function<void(int)> attempt = [&](int i) {
+    if (Clock::now() >= deadline) return;
+    Connection* c = connections[static_cast<std::size_t>(i)].get();
+    auto& out = stats[static_cast<std::size_t>(i)];
+    const auto t0 = Clock::now();
+    ++out.attempts;
+    c->send(http::verb::post, "/v1/locks/" + key + "/acquire",
+            "{\"session_id\":\"" + c->session_id + "\",\"ttl_ms\":30000,\"wait_ms\":60000}",
+            [&, c, i, t0](int status, const std::string& body) {
+              const auto t1 = Clock::now();
+              if (status != 200) {
+                if (status != 409) ++out.errors;
+                if (status < 0) return;
+                return attempt(i);
+              }
+              const std::size_t index = granted_at.size();
+              granted_at.push_back(t1);
+              released_at.emplace_back();
+              release_sent_at.emplace_back();
+              ++out.ops;
+              out.op_ms.push_back(ms_between(t0, t1));
+              const std::string token = json_number_field(body, "fencing_token");
+              release_sent_at[index] = Clock::now();
+              c->send(
+                  http::verb::delete_,
+                  "/v1/locks/" + key + "?session_id=" + c->session_id + "&fencing_token=" + token,
+                  "", [&, i, index](int status2, const std::string&) {
+                    released_at[index] = Clock::now();
+                    if (status2 != 204) ++out.errors;
+                    if (status2 < 0) return;
+                    attempt(i);
+                  });
+            });
+  };
+  for (int i = 0; i < clients; ++i) attempt(i);
+  io.run();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (std::size_t k = 1; k < granted_at.size(); ++k) {
+    if (released_at[k - 1] != Clock::time_point{}) {
+      handoff_ms.push_back(ms_between(released_at[k - 1], granted_at[k]));
+      handoff_sent_ms.push_back(ms_between(release_sent_at[k - 1], granted_at[k]));
+    }
+  }
+  return summarize(backend, "http", "hot", clients, seconds, stats);
+}
+
+FillResult http_fill(const HttpTarget& target, int connections_count, std::uint64_t sessions,
+                     std::uint64_t locks) {
+  asio::io_context io;
+  auto connections = open_connections(io, target, connections_count);
+  FillResult result;
+  std::vector<std::string> session_ids;
+  std::uint64_t next = 0;
+  const auto start = Clock::now();
+  std::function<void(Connection*)> open_next = [&](Connection* c) {
+    if (next >= sessions) return;
+    const auto n = next++;
+    c->send(http::verb::post, "/v1/sessions",
+            "{\"owner\":\"bench-fill-" + std::to_string(n) + "\",\"ttl_ms\":3600000}",
+            [&, c](int status, const std::string& body) {
+              if (status != 201) ++result.errors;
+              if (status < 0) return;
+              if (status == 201) session_ids.push_back(json_string_field(body, "session_id"));
+              open_next(c);
+            });
+  };
+  for (auto& c : connections) open_next(c.get());
+  io.run();
+  io.restart();
+  result.sessions = session_ids.size();
+  if (session_ids.empty()) return result;
+  next = 0;
+  std::function<void(Connection*)> acquire_next = [&](Connection* c) {
+    if (next >= locks) return;
+    const auto n = next++;
+    const auto& sid = session_ids[n % session_ids.size()];
+    c->send(http::verb::post, "/v1/locks/bench-fill-" + std::to_string(n) + "/acquire",
+            "{\"session_id\":\"" + sid + "\",\"ttl_ms\":3600000}",
+            [&, c](int status, const std::string&) {
+              if (status == 200)
+                ++result.locks;
+              else
+                ++result.errors;
+              if (status < 0) return;
+              acquire_next(c);
+            });
+  };
+  for (auto& c : connections) acquire_next(c.get());
+  io.run();
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+}  // namespace dlock::bench

@@ -1,0 +1,42 @@
+#pragma once
+
+// Path 3: dlockd over HTTP/1.1 keep-alive. One io_context on one thread drives every
+// connection (callbacks, no thread per connection).
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+
+namespace dlock::bench {
+
+struct HttpTarget {
+  std::string host = "127.0.0.1";
+  unsigned short port = 0;
+};
+
+// Uncontended: connection i opens a session, then acquires and releases key "bench-http-<i>".
+Measurement http_pairs(const HttpTarget& target, const std::string& backend, int clients,
+                       std::chrono::milliseconds duration);
+
+// Hot key: every connection asks for one key with wait_ms and releases at once when granted.
+// `handoff_ms` gets, for each grant after the first, the time from the previous holder's
+// release acknowledgement to this grant's reception (negative when the grant arrived first),
+// and `handoff_sent_ms` the time from that release being *sent* to this grant's reception.
+Measurement http_hot(const HttpTarget& target, const std::string& backend, int clients,
+                     std::chrono::milliseconds duration, std::vector<double>& handoff_ms,
+                     std::vector<double>& handoff_sent_ms);
+
+struct FillResult {
+  std::uint64_t sessions = 0;
+  std::uint64_t locks = 0;
+  std::uint64_t errors = 0;
+  double seconds = 0;
+};
+// Opens `sessions` sessions (1 h TTL) and acquires `locks` distinct keys spread over them,
+// through `connections` connections; the locks stay held.
+FillResult http_fill(const HttpTarget& target, int connections, std::uint64_t sessions,
+                     std::uint64_t locks);
+
+}  // namespace dlock::bench

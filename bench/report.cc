@@ -1,0 +1,186 @@
+#include "report.h"
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+namespace dlock::bench {
+
+namespace {
+
+const Measurement* find(const std::vector<Measurement>& all, const std::string& backend,
+                        const std::string& path, const std::string& workload, int clients) {
+  for (const auto& m : all) {
+    if (m.backend == backend && m.path == path && m.workload == workload && m.clients == clients) {
+      return &m;
+    }
+  }
+  return nullptr;
+}
+
+std::string fixed(double v, int digits = 2) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, v);
+  return buffer;
+}
+
+boost::json::value number_or_null(std::optional<double> v) {
+  if (!v || !std::isfinite(*v)) return nullptr;
+  return std::round(*v * 1000.0) / 1000.0;
+}
+
+std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b || *b == 0) return std::nullopt;
+  return *a / *b;
+}
+
+}  // namespace
+
+void write_report(const std::string& dir, const RunInfo& info, const std::vector<Measurement>& all,
+                  const std::map<std::string, BackendExtras>& extras,
+                  const std::vector<std::string>& backends) {
+  const int cmax = info.clients.empty() ? 1 : info.clients.back();
+  const int cmin = info.clients.empty() ? 1 : info.clients.front();
+  std::ofstream md(dir + "/report.md");
+  if (!md) throw std::runtime_error("cannot write " + dir + "/report.md");
+  md << "# dlock-bench " << info.mode << " run, " << info.started_at << "\n\n"
+     << "Command: `" << info.command << "`  \n"
+     << "Each point ran " << info.duration_ms << " ms. Ratios are against path 1 (raw backend "
+     << "operation) measured in this run at the same client count; for the hot key, against "
+     << "the raw single-client acquire+release rate (the serial limit).\n\n"
+     << "## Uncontended acquire+release pairs (distinct keys)\n\n"
+     << "| backend | path | clients | pairs/s | p50 ms | p99 ms | acquire p50 ms | × raw pairs/s | "
+        "× raw p50 | errors |\n"
+     << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  std::ofstream dat(dir + "/pairs.dat");
+  for (const auto& b : backends) {
+    for (const char* path : {"raw", "anchor", "spi", "http"}) {
+      for (int c : info.clients) {
+        const auto* m = find(all, b, path, "pairs", c);
+        if (m == nullptr) continue;
+        const auto* raw = find(all, b, "raw", "pairs", c);
+        md << "| " << b << " | " << path << " | " << c << " | " << fixed(m->per_second(), 0)
+           << " | " << fixed(m->p50_ms, 3) << " | " << fixed(m->p99_ms, 3) << " | "
+           << fixed(m->acquire_p50_ms, 3) << " | "
+           << (raw ? fixed(m->per_second() / raw->per_second()) : "–") << " | "
+           << (raw && raw->p50_ms > 0 ? fixed(m->p50_ms / raw->p50_ms) : "–") << " | " << m->errors
+           << " |\n";
+        dat << b << "-" << path << " " << c << " " << m->per_second() << " " << m->p50_ms << " "
+            << m->p99_ms << "\n";
+      }
+    }
+  }
+  md << "\n## Hot key (all clients on one key)\n\n"
+     << "raw = every client retries the acquire statement in a loop (no queue); http = dlockd "
+        "with `wait_ms` (its FIFO queue). Latency is the wait for a grant.\n\n"
+     << "| backend | path | clients | grants/s | × serial limit | attempts/grant | grant wait "
+        "p50 ms | p99 ms | errors |\n"
+     << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const auto& b : backends) {
+    const auto* serial = find(all, b, "raw", "pairs", cmin);
+    for (const char* path : {"raw", "http"}) {
+      const auto* m = find(all, b, path, "hot", cmax);
+      if (m == nullptr) continue;
+      md << "| " << b << " | " << path << " | " << cmax << " | " << fixed(m->per_second(), 0)
+         << " | " << (serial ? fixed(m->per_second() / serial->per_second()) : "–") << " | "
+         << (m->ops ? fixed(static_cast<double>(m->attempts) / static_cast<double>(m->ops)) : "–")
+         << " | " << fixed(m->p50_ms, 3) << " | " << fixed(m->p99_ms, 3) << " | " << m->errors
+         << " |\n";
+    }
+  }
+
+  boost::json::object summary;
+  md << "\n## Per backend\n\n";
+  for (const auto& b : backends) {
+    const auto it = extras.find(b);
+    const BackendExtras empty;
+    const BackendExtras& x = it == extras.end() ? empty : it->second;
+    auto rate = [&](const char* path, const char* workload, int c) -> std::optional<double> {
+      const auto* m = find(all, b, path, workload, c);
+      if (m == nullptr || m->ops == 0) return std::nullopt;
+      return m->per_second();
+    };
+    auto p50 = [&](const char* path, int c) -> std::optional<double> {
+      const auto* m = find(all, b, path, "pairs", c);
+      if (m == nullptr || m->ops == 0) return std::nullopt;
+      return m->p50_ms;
+    };
+    std::optional<double> handoff_p50, handoff_p99;
+    if (!x.handoff_ms.empty()) {
+      handoff_p50 = percentile(x.handoff_ms, 0.5);
+      handoff_p99 = percentile(x.handoff_ms, 0.99);
+    }
+    std::optional<double> raw_acquire_p50;
+    if (const auto* raw = find(all, b, "raw", "pairs", cmin); raw && raw->ops) {
+      raw_acquire_p50 = raw->acquire_p50_ms;
+    }
+    auto notes = x.notes;
+    boost::json::object o;
+    o["clients_max"] = cmax;
+    o["http_over_raw_throughput_c64"] =
+        number_or_null(ratio(rate("http", "pairs", cmax), rate("raw", "pairs", cmax)));
+    o["http_over_raw_p50_c1"] = number_or_null(ratio(p50("http", cmin), p50("raw", cmin)));
+    o["http_p50_ms_c1"] = number_or_null(p50("http", cmin));
+    o["raw_p50_ms_c1"] = number_or_null(p50("raw", cmin));
+    o["raw_acquire_p50_ms_c1"] = number_or_null(raw_acquire_p50);
+    o["spi_over_raw_throughput_c64"] =
+        number_or_null(ratio(rate("spi", "pairs", cmax), rate("raw", "pairs", cmax)));
+    o["handoff_p50_ms"] = number_or_null(handoff_p50);
+    o["handoff_p99_ms"] = number_or_null(handoff_p99);
+    o["handoff_samples"] = x.handoff_ms.size();
+    std::optional<double> sent_p50;
+    if (!x.handoff_sent_ms.empty()) {
+      sent_p50 = percentile(x.handoff_sent_ms, 0.5);
+      o["handoff_from_release_sent_p99_ms"] = percentile(x.handoff_sent_ms, 0.99);
+    } else {
+      o["handoff_from_release_sent_p99_ms"] = nullptr;
+    }
+    o["handoff_from_release_sent_p50_ms"] = number_or_null(sent_p50);
+    o["handoff_from_release_sent_p50_over_raw_acquire_p50"] =
+        number_or_null(ratio(sent_p50, raw_acquire_p50));
+    o["handoff_p50_over_raw_acquire_p50"] = number_or_null(ratio(handoff_p50, raw_acquire_p50));
+    const auto anchor = rate("anchor", "pairs", cmax);
+    o["http_over_anchor_throughput_c64"] =
+        number_or_null(ratio(rate("http", "pairs", cmax), anchor));
+    if (!anchor && !notes.count("http_over_anchor_throughput_c64")) {
+      notes["http_over_anchor_throughput_c64"] = "no anchor path for this backend in this run";
+    }
+    o["hot_key_grants_per_s_c64"] = number_or_null(rate("http", "hot", cmax));
+    o["hot_key_over_serial_limit"] =
+        number_or_null(ratio(rate("http", "hot", cmax), rate("raw", "pairs", cmin)));
+    o["backend_writes_per_grant_hot"] = number_or_null(x.writes_per_grant_hot);
+    o["rss_mib_100k_locks"] =
+        number_or_null(x.rss_locks >= 100000 ? x.rss_mib : std::optional<double>{});
+    if (x.rss_locks < 100000 && !notes.count("rss_mib_100k_locks")) {
+      notes["rss_mib_100k_locks"] = "this mode held " + std::to_string(x.rss_locks) +
+                                    " locks, not 100k; see rss_mib_measured (run --full)";
+    }
+    o["rss_mib_measured"] = number_or_null(x.rss_mib);
+    o["rss_locks_held"] = x.rss_locks;
+    o["rss_sessions_open"] = x.rss_sessions;
+    o["idle_cpu_percent"] = number_or_null(x.idle_cpu_percent);
+    boost::json::object note_object;
+    for (const auto& [k, v] : notes) note_object[k] = v;
+    o["notes"] = note_object;
+    summary[b] = o;
+
+    md << "### " << b << "\n\n| key | value |\n| --- | --- |\n";
+    for (const auto& [k, v] : o) {
+      if (k == "notes") continue;
+      md << "| " << std::string(k) << " | "
+         << (v.is_double() ? fixed(v.as_double(), 3) : boost::json::serialize(v)) << " |\n";
+    }
+    for (const auto& [k, v] : notes) md << "\n- `" << k << "`: " << v;
+    md << "\n\n";
+  }
+  boost::json::object root;
+  root["mode"] = info.mode;
+  root["started_at"] = info.started_at;
+  root["duration_ms_per_point"] = info.duration_ms;
+  root["backends"] = summary;
+  std::ofstream(dir + "/summary.json") << boost::json::serialize(root) << "\n";
+}
+
+}  // namespace dlock::bench
