@@ -90,7 +90,11 @@ Report check(const std::string& name, const History& history, const LedgerSnapsh
   report.name = name;
   report.operations = history.operations().size();
   report.faults = history.faults().size();
-  for (const auto& op : history.operations()) report.rejected_writes += op.rejected ? 1 : 0;
+  for (const auto& op : history.operations()) {
+    report.rejected_writes += op.rejected ? 1 : 0;
+    report.failed += op.outcome == Outcome::kFail ? 1 : 0;
+    report.unknown += op.outcome == Outcome::kUnknown ? 1 : 0;
+  }
   check_grants(history, report);
   check_resource(history, report);
   if (ledger != nullptr) check_ledger(history, *ledger, report);
@@ -99,7 +103,8 @@ Report check(const std::string& name, const History& history, const LedgerSnapsh
 
 void print(std::ostream& out, const Report& report) {
   out << "SAFETY " << report.name << ": operations=" << report.operations
-      << " faults=" << report.faults << " rejected_stale_writes=" << report.rejected_writes
+      << " faults=" << report.faults << " failed_ops=" << report.failed
+      << " unknown_ops=" << report.unknown << " rejected_stale_writes=" << report.rejected_writes
       << " violations=" << report.violations.size() << "\n";
   for (const auto& violation : report.violations) out << "  VIOLATION " << violation << "\n";
 }

@@ -28,6 +28,8 @@ struct Report {
   std::string name;
   std::size_t operations = 0;
   std::size_t faults = 0;
+  std::size_t failed = 0;               // operations with outcome fail (held, refused, errors)
+  std::size_t unknown = 0;              // operations with outcome unknown
   std::size_t rejected_writes = 0;      // stale writes the guard refused
   std::vector<std::string> violations;  // each starts with its invariant, e.g. "I3 ..."
   bool ok() const { return violations.empty(); }
