@@ -127,6 +127,31 @@ Measurement pg_advisory_pairs(const std::string& url, int clients,
   return summarize("pg", "anchor", "pairs", clients, seconds, stats);
 }
 
+Measurement pg_advisory_hot(const std::string& url, int clients,
+                            std::chrono::milliseconds duration) {
+  std::vector<ClientStats> stats;
+  const double seconds = drive_threads(
+      clients, duration,
+      [&](int) {
+        auto conn = std::make_shared<PgConn>(url);
+        conn->prepare("lock", "SELECT pg_advisory_lock(6999999)", 0);
+        conn->prepare("unlock", "SELECT pg_advisory_unlock(6999999)", 0);
+        return [conn](ClientStats& out) {
+          const auto t0 = Clock::now();
+          ++out.attempts;
+          if (conn->exec("lock", {}) != 1) {
+            ++out.errors;
+            return;
+          }
+          ++out.ops;
+          out.op_ms.push_back(ms_between(t0, Clock::now()));
+          if (conn->exec("unlock", {}) != 1) ++out.errors;
+        };
+      },
+      stats);
+  return summarize("pg", "anchor", "hot", clients, seconds, stats);
+}
+
 Measurement pg_raw_hot(const std::string& url, const std::vector<RawSession>& sessions, int clients,
                        std::chrono::milliseconds duration) {
   std::vector<ClientStats> stats;

@@ -23,6 +23,9 @@ Measurement pg_raw_pairs(const std::string& url, const std::vector<RawSession>& 
 // pg_advisory_lock / pg_advisory_unlock on a per-client id, one connection per client.
 Measurement pg_advisory_pairs(const std::string& url, int clients,
                               std::chrono::milliseconds duration);
+// All clients block in pg_advisory_lock on one id and unlock when granted.
+Measurement pg_advisory_hot(const std::string& url, int clients,
+                            std::chrono::milliseconds duration);
 // Hot key, the naive recipe: every client retries the acquire statement in a loop (no wait
 // queue) and releases at once when granted; attempts/ops is the herd's writes per grant.
 Measurement pg_raw_hot(const std::string& url, const std::vector<RawSession>& sessions, int clients,

@@ -73,14 +73,15 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     }
   }
   md << "\n## Hot key (all clients on one key)\n\n"
-     << "raw = every client retries the acquire statement in a loop (no queue); http = dlockd "
-        "with `wait_ms` (its FIFO queue). Latency is the wait for a grant.\n\n"
+     << "raw = every client retries the acquire statement in a loop (no queue); anchor = every "
+        "client blocks in pg_advisory_lock / etcd v3lock Lock on one name; http = dlockd with "
+        "`wait_ms` (its FIFO queue). Latency is the wait for a grant.\n\n"
      << "| backend | path | clients | grants/s | × serial limit | attempts/grant | grant wait "
         "p50 ms | p99 ms | errors |\n"
      << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const auto& b : backends) {
     const auto* serial = find(all, b, "raw", "pairs", cmin);
-    for (const char* path : {"raw", "http"}) {
+    for (const char* path : {"raw", "anchor", "http"}) {
       const auto* m = find(all, b, path, "hot", cmax);
       if (m == nullptr) continue;
       md << "| " << b << " | " << path << " | " << cmax << " | " << fixed(m->per_second(), 0)
@@ -150,6 +151,9 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     o["hot_key_grants_per_s_c64"] = number_or_null(rate("http", "hot", cmax));
     o["hot_key_over_serial_limit"] =
         number_or_null(ratio(rate("http", "hot", cmax), rate("raw", "pairs", cmin)));
+    o["anchor_hot_grants_per_s_c64"] = number_or_null(rate("anchor", "hot", cmax));
+    o["hot_key_over_anchor_hot"] =
+        number_or_null(ratio(rate("http", "hot", cmax), rate("anchor", "hot", cmax)));
     o["backend_writes_per_grant_hot"] = number_or_null(x.writes_per_grant_hot);
     o["rss_mib_100k_locks"] =
         number_or_null(x.rss_locks >= 100000 ? x.rss_mib : std::optional<double>{});
