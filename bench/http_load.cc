@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -18,6 +19,12 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 namespace {
+
+// The first few unexpected answers, to stderr: a benchmark's errors must be explainable.
+void report_unexpected(const char* what, int status, const std::string& body) {
+  static int reported = 0;
+  if (reported++ < 5) std::fprintf(stderr, "[dlock-bench] %s: %d %s\n", what, status, body.c_str());
+}
 
 std::string json_string_field(const std::string& body, const std::string& name) {
   const std::string needle = "\"" + name + "\":\"";
@@ -87,10 +94,15 @@ class Connection {
   Done done_;
 };
 
+// Connection i goes to targets[i % targets.size()].
 std::vector<std::unique_ptr<Connection>> open_connections(asio::io_context& io,
-                                                          const HttpTarget& target, int count) {
+                                                          const std::vector<HttpTarget>& targets,
+                                                          int count) {
   std::vector<std::unique_ptr<Connection>> connections;
-  for (int i = 0; i < count; ++i) connections.push_back(std::make_unique<Connection>(io, target));
+  for (int i = 0; i < count; ++i) {
+    connections.push_back(
+        std::make_unique<Connection>(io, targets[static_cast<std::size_t>(i) % targets.size()]));
+  }
   return connections;
 }
 
@@ -117,7 +129,7 @@ void open_sessions(asio::io_context& io, std::vector<std::unique_ptr<Connection>
 Measurement http_pairs(const HttpTarget& target, const std::string& backend, int clients,
                        std::chrono::milliseconds duration) {
   asio::io_context io;
-  auto connections = open_connections(io, target, clients);
+  auto connections = open_connections(io, {target}, clients);
   open_sessions(io, connections, "bench-pairs");
   std::vector<ClientStats> stats(static_cast<std::size_t>(clients));
   const auto start = Clock::now();
@@ -135,6 +147,7 @@ Measurement http_pairs(const HttpTarget& target, const std::string& backend, int
               const auto t1 = Clock::now();
               if (status != 200) {
                 ++out.errors;
+                report_unexpected("acquire", status, body);
                 if (status < 0) return;
                 return pair(i);
               }
@@ -142,8 +155,11 @@ Measurement http_pairs(const HttpTarget& target, const std::string& backend, int
               c->send(
                   http::verb::delete_,
                   "/v1/locks/" + key + "?session_id=" + c->session_id + "&fencing_token=" + token,
-                  "", [&, i, t0, t1](int status2, const std::string&) {
-                    if (status2 != 204) ++out.errors;
+                  "", [&, i, t0, t1](int status2, const std::string& body2) {
+                    if (status2 != 204) {
+                      ++out.errors;
+                      report_unexpected("release", status2, body2);
+                    }
                     if (status2 < 0) return;
                     ++out.ops;
                     out.acquire_ms.push_back(ms_between(t0, t1));
@@ -158,11 +174,11 @@ Measurement http_pairs(const HttpTarget& target, const std::string& backend, int
   return summarize(backend, "http", "pairs", clients, seconds, stats);
 }
 
-Measurement http_hot(const HttpTarget& target, const std::string& backend, int clients,
-                     std::chrono::milliseconds duration, std::vector<double>& handoff_ms,
-                     std::vector<double>& handoff_sent_ms) {
+Measurement http_hot(const std::vector<HttpTarget>& targets, const std::string& backend,
+                     int clients, std::chrono::milliseconds duration,
+                     std::vector<double>& handoff_ms, std::vector<double>& handoff_sent_ms) {
   asio::io_context io;
-  auto connections = open_connections(io, target, clients);
+  auto connections = open_connections(io, targets, clients);
   open_sessions(io, connections, "bench-hot");
   std::vector<ClientStats> stats(static_cast<std::size_t>(clients));
   // Grants are exclusive, so the k-th grant received follows the (k-1)-th release.
@@ -182,7 +198,10 @@ Measurement http_hot(const HttpTarget& target, const std::string& backend, int c
             [&, c, i, t0](int status, const std::string& body) {
               const auto t1 = Clock::now();
               if (status != 200) {
-                if (status != 409) ++out.errors;
+                if (status != 409) {
+                  ++out.errors;
+                  report_unexpected("hot acquire", status, body);
+                }
                 if (status < 0) return;
                 return attempt(i);
               }
@@ -197,9 +216,12 @@ Measurement http_hot(const HttpTarget& target, const std::string& backend, int c
               c->send(
                   http::verb::delete_,
                   "/v1/locks/" + key + "?session_id=" + c->session_id + "&fencing_token=" + token,
-                  "", [&, i, index](int status2, const std::string&) {
+                  "", [&, i, index](int status2, const std::string& body2) {
                     released_at[index] = Clock::now();
-                    if (status2 != 204) ++out.errors;
+                    if (status2 != 204) {
+                      ++out.errors;
+                      report_unexpected("hot release", status2, body2);
+                    }
                     if (status2 < 0) return;
                     attempt(i);
                   });
@@ -214,13 +236,13 @@ Measurement http_hot(const HttpTarget& target, const std::string& backend, int c
       handoff_sent_ms.push_back(ms_between(release_sent_at[k - 1], granted_at[k]));
     }
   }
-  return summarize(backend, "http", "hot", clients, seconds, stats);
+  return summarize(backend, targets.size() > 1 ? "http2" : "http", "hot", clients, seconds, stats);
 }
 
 FillResult http_fill(const HttpTarget& target, int connections_count, std::uint64_t sessions,
                      std::uint64_t locks) {
   asio::io_context io;
-  auto connections = open_connections(io, target, connections_count);
+  auto connections = open_connections(io, {target}, connections_count);
   FillResult result;
   std::vector<std::string> session_ids;
   std::uint64_t next = 0;

@@ -24,9 +24,11 @@ Measurement http_pairs(const HttpTarget& target, const std::string& backend, int
 // `handoff_ms` gets, for each grant after the first, the time from the previous holder's
 // release acknowledgement to this grant's reception (negative when the grant arrived first),
 // and `handoff_sent_ms` the time from that release being *sent* to this grant's reception.
-Measurement http_hot(const HttpTarget& target, const std::string& backend, int clients,
-                     std::chrono::milliseconds duration, std::vector<double>& handoff_ms,
-                     std::vector<double>& handoff_sent_ms);
+// With several targets (dlockd sharing one backend) connection i uses target i % n and the
+// measurement's path is "http2".
+Measurement http_hot(const std::vector<HttpTarget>& targets, const std::string& backend,
+                     int clients, std::chrono::milliseconds duration,
+                     std::vector<double>& handoff_ms, std::vector<double>& handoff_sent_ms);
 
 struct FillResult {
   std::uint64_t sessions = 0;

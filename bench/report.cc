@@ -75,13 +75,14 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
   md << "\n## Hot key (all clients on one key)\n\n"
      << "raw = every client retries the acquire statement in a loop (no queue); anchor = every "
         "client blocks in pg_advisory_lock / etcd v3lock Lock on one name; http = dlockd with "
-        "`wait_ms` (its FIFO queue). Latency is the wait for a grant.\n\n"
+        "`wait_ms` (its FIFO queue); http2 = the same with the clients spread over two dlockd "
+        "sharing the backend. Latency is the wait for a grant.\n\n"
      << "| backend | path | clients | grants/s | × serial limit | attempts/grant | grant wait "
         "p50 ms | p99 ms | errors |\n"
      << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const auto& b : backends) {
     const auto* serial = find(all, b, "raw", "pairs", cmin);
-    for (const char* path : {"raw", "anchor", "http"}) {
+    for (const char* path : {"raw", "anchor", "http", "http2"}) {
       const auto* m = find(all, b, path, "hot", cmax);
       if (m == nullptr) continue;
       md << "| " << b << " | " << path << " | " << cmax << " | " << fixed(m->per_second(), 0)
@@ -131,6 +132,14 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     o["handoff_p50_ms"] = number_or_null(handoff_p50);
     o["handoff_p99_ms"] = number_or_null(handoff_p99);
     o["handoff_samples"] = x.handoff_ms.size();
+    if (!x.handoff_ms_two_servers.empty()) {
+      o["handoff_two_servers_p50_ms"] = percentile(x.handoff_ms_two_servers, 0.5);
+      o["handoff_two_servers_p99_ms"] = percentile(x.handoff_ms_two_servers, 0.99);
+    } else {
+      o["handoff_two_servers_p50_ms"] = nullptr;
+      o["handoff_two_servers_p99_ms"] = nullptr;
+    }
+    o["hot_key_grants_per_s_two_servers"] = number_or_null(rate("http2", "hot", cmax));
     std::optional<double> sent_p50;
     if (!x.handoff_sent_ms.empty()) {
       sent_p50 = percentile(x.handoff_sent_ms, 0.5);
@@ -154,6 +163,9 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     o["anchor_hot_grants_per_s_c64"] = number_or_null(rate("anchor", "hot", cmax));
     o["hot_key_over_anchor_hot"] =
         number_or_null(ratio(rate("http", "hot", cmax), rate("anchor", "hot", cmax)));
+    if (!rate("anchor", "hot", cmax) && !notes.count("hot_key_over_anchor_hot")) {
+      notes["hot_key_over_anchor_hot"] = "no anchor path for this backend in this run";
+    }
     o["backend_writes_per_grant_hot"] = number_or_null(x.writes_per_grant_hot);
     o["rss_mib_100k_locks"] =
         number_or_null(x.rss_locks >= 100000 ? x.rss_mib : std::optional<double>{});

@@ -15,6 +15,7 @@ namespace dlock::bench {
 struct BackendExtras {
   std::vector<double> handoff_ms;              // release 204 received -> next grant received
   std::vector<double> handoff_sent_ms;         // release sent -> next grant received
+  std::vector<double> handoff_ms_two_servers;  // as handoff_ms, waiters over two dlockd
   std::optional<double> writes_per_grant_hot;  // backend acquire attempts per hot-key grant
   std::optional<double> rss_mib;               // dlockd VmRSS after the fill
   std::uint64_t rss_locks = 0, rss_sessions = 0;
