@@ -115,16 +115,25 @@ ReleaseSubscriptionPtr WatchHub::subscribe(std::string etcd_key, std::int64_t st
   return std::make_unique<Subscription>(*this, watch_id);
 }
 
+}  // namespace dlock::store::etcd
+
+// Deliberately external (see start_worker_locked).
+std::shared_ptr<grpc::Channel>* g_kept_watch_channel = nullptr;
+
+namespace dlock::store::etcd {
+
 void WatchHub::start_worker_locked() {
   if (worker_.joinable()) return;
   // gRPC 1.51 (Debian 12) shares one process-wide completion queue between every channel that
   // uses the callback API and shuts it down when the last such channel goes; a new stream
   // racing with that shutdown aborts the process (ref_counted.h "prior > 0", seen when stores
   // come and go). Keeping the first watching channel forever keeps that queue alive.
-  // (Reachable from a static and never destroyed: no exit-time teardown racing gRPC's own.)
+  // (Reachable from an external global, never destroyed: no exit-time teardown racing gRPC's
+  // own, and LeakSanitizer sees it reachable. A function-local static that is only written
+  // would be optimised away and the channel reported as leaked.)
   static std::once_flag keep_once;
-  [[maybe_unused]] static std::shared_ptr<grpc::Channel>* kept = nullptr;
-  std::call_once(keep_once, [this] { kept = new std::shared_ptr<grpc::Channel>(channel_); });
+  std::call_once(keep_once,
+                 [this] { g_kept_watch_channel = new std::shared_ptr<grpc::Channel>(channel_); });
   worker_ = std::thread([this] { run(); });
 }
 
