@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 
 #include <atomic>
 #include <barrier>
@@ -478,6 +479,66 @@ TEST_P(ServerEndToEnd, KillNineLosesNoAcknowledgedGrant) {
   const auto again = acquire(key, sid, 30000, 0, &restarted);
   ASSERT_EQ(again.status, 200) << again.body;
   EXPECT_GT(token_of(again), token_of(granted));
+}
+
+// Takes the backend away under a running dlockd: a locked database file, a crashed
+// PostgreSQL, a killed etcd member. Undone on destruction.
+class BackendOutage {
+ public:
+  BackendOutage(const std::string& backend, const DlockdOptions& options) : backend_(backend) {
+    if (backend_ == "sqlite") {
+      sqlite3_open(options.sqlite_path.c_str(), &blocker_);
+      EXPECT_EQ(sqlite3_exec(blocker_, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+    } else if (backend_ == "pg") {
+      postgres().crash();
+#ifdef DLOCK_WITH_ETCD
+    } else if (backend_ == "etcd") {
+      etcd().kill(0);
+#endif
+    }
+  }
+  BackendOutage(const BackendOutage&) = delete;
+  BackendOutage& operator=(const BackendOutage&) = delete;
+  ~BackendOutage() {
+    if (blocker_ != nullptr) {
+      sqlite3_exec(blocker_, "ROLLBACK", nullptr, nullptr, nullptr);
+      sqlite3_close(blocker_);
+    } else if (backend_ == "pg") {
+      postgres().start();
+#ifdef DLOCK_WITH_ETCD
+    } else if (backend_ == "etcd") {
+      etcd().start(0);
+#endif
+    }
+  }
+
+ private:
+  std::string backend_;
+  sqlite3* blocker_ = nullptr;
+};
+
+TEST_P(ServerEndToEnd, BackendOutageIs503NeverHeld) {
+  DlockdProcess server(options({"--backend-timeout", "1s"}));
+  const auto alice = open_session("alice", 60000, &server);
+  const auto bob = open_session("bob", 60000, &server);
+  const auto key = fresh_key();
+  ASSERT_EQ(acquire(key, alice, 60000, 0, &server).status, 200);
+  {
+    BackendOutage outage(GetParam(), server.options());
+    // A held key and a free key alike: the answer is "unavailable", never "held".
+    for (const auto& target : {key, fresh_key()}) {
+      const auto result = acquire(target, bob, 30000, 0, &server);
+      EXPECT_EQ(result.status, 503) << target << ": " << result.body;
+      EXPECT_TRUE(result.error_code() == "unavailable" || result.error_code() == "not_leader")
+          << result.body;
+      EXPECT_EQ(result.headers.count("retry-after"), 1u);
+    }
+  }
+  // dlockd recovers by itself once the backend is back.
+  const auto free_key = fresh_key();
+  EXPECT_TRUE(
+      testing::wait_for([&] { return acquire(free_key, bob, 30000, 0, &server).status == 200; },
+                        seconds(60), milliseconds(200)));
 }
 
 TEST_P(ServerEndToEnd, MetricsAndHealth) {
