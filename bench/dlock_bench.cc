@@ -168,6 +168,9 @@ void run_backend(const Options& options, const std::string& name, const std::str
   auto record = [&](Measurement m) {
     log_measurement(m);
     all.push_back(std::move(m));
+#ifdef DLOCK_WITH_PG
+    if (name == "pg") pg_vacuum(url);  // the next path starts on tables without dead rows
+#endif
   };
 
   std::vector<RawSession> sessions;
@@ -262,6 +265,23 @@ void run_backend(const Options& options, const std::string& name, const std::str
                     extras.handoff_ms_two_servers, ignored));
   } else {
     extras.notes["handoff_two_servers_p50_ms"] = "sqlite: one dlockd per database file";
+  }
+
+  // Drift check: path 1 at the smallest client count again, now that everything else ran.
+  // Absolute times on a shared machine drift (fsync latency above all); a ratio between the
+  // two raw runs far from 1 says how far to trust this backend's ratios.
+  {
+    const int c = options.clients.front();
+    Measurement again;
+#ifdef DLOCK_WITH_PG
+    if (name == "pg") again = pg_raw_pairs(pg_url, sessions, c, duration);
+#endif
+#ifdef DLOCK_WITH_ETCD
+    if (name == "etcd") again = etcd_raw_pairs(url, c, duration);
+#endif
+    if (name == "sqlite") again = sqlite_raw_pairs(sqlite_path, sessions, c, duration);
+    again.path = "raw-again";
+    record(std::move(again));
   }
 
   // Scale: sessions and held locks in one dlockd.

@@ -180,6 +180,11 @@ Measurement pg_raw_hot(const std::string& url, const std::vector<RawSession>& se
   return summarize("pg", "raw", "hot", clients, seconds, stats);
 }
 
+void pg_vacuum(const std::string& url) {
+  PgConn conn(url);
+  for (const char* sql : {"VACUUM locks", "VACUUM lock_session"}) PQclear(PQexec(conn.conn, sql));
+}
+
 long long pg_token_sequence(const std::string& url) {
   PgConn conn(url);
   PGresult* r = PQexec(conn.conn, "SELECT last_value FROM fencing_token_seq");

@@ -30,6 +30,9 @@ Measurement pg_advisory_hot(const std::string& url, int clients,
 // queue) and releases at once when granted; attempts/ops is the herd's writes per grant.
 Measurement pg_raw_hot(const std::string& url, const std::vector<RawSession>& sessions, int clients,
                        std::chrono::milliseconds duration);
+// VACUUM of the lock tables between measurements, so that a path measured later does not pay
+// for the dead rows the earlier paths' insert/delete churn left behind.
+void pg_vacuum(const std::string& url);
 // The sequence's last_value (each pg acquire attempt takes at least one nextval).
 long long pg_token_sequence(const std::string& url);
 

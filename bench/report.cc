@@ -49,14 +49,16 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
      << "Command: `" << info.command << "`  \n"
      << "Each point ran " << info.duration_ms << " ms. Ratios are against path 1 (raw backend "
      << "operation) measured in this run at the same client count; for the hot key, against "
-     << "the raw single-client acquire+release rate (the serial limit).\n\n"
+     << "the raw single-client acquire+release rate (the serial limit). `raw-again` is path 1 "
+     << "measured once more at the end of the backend's runs: its ratio to `raw` shows how much "
+     << "the machine drifted during the run.\n\n"
      << "## Uncontended acquire+release pairs (distinct keys)\n\n"
      << "| backend | path | clients | pairs/s | p50 ms | p99 ms | acquire p50 ms | × raw pairs/s | "
         "× raw p50 | errors |\n"
      << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   std::ofstream dat(dir + "/pairs.dat");
   for (const auto& b : backends) {
-    for (const char* path : {"raw", "anchor", "spi", "http"}) {
+    for (const char* path : {"raw", "anchor", "spi", "http", "raw-again"}) {
       for (int c : info.clients) {
         const auto* m = find(all, b, path, "pairs", c);
         if (m == nullptr) continue;
@@ -127,6 +129,8 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     o["http_p50_ms_c1"] = number_or_null(p50("http", cmin));
     o["raw_p50_ms_c1"] = number_or_null(p50("raw", cmin));
     o["raw_acquire_p50_ms_c1"] = number_or_null(raw_acquire_p50);
+    o["raw_again_over_raw_throughput_c1"] =
+        number_or_null(ratio(rate("raw-again", "pairs", cmin), rate("raw", "pairs", cmin)));
     o["spi_over_raw_throughput_c64"] =
         number_or_null(ratio(rate("spi", "pairs", cmax), rate("raw", "pairs", cmax)));
     o["handoff_p50_ms"] = number_or_null(handoff_p50);
