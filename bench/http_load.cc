@@ -263,6 +263,7 @@ FillResult http_fill(const HttpTarget& target, int connections_count, std::uint6
   io.run();
   io.restart();
   result.sessions = session_ids.size();
+  result.session_ids = session_ids;
   if (session_ids.empty()) return result;
   next = 0;
   std::function<void(Connection*)> acquire_next = [&](Connection* c) {
@@ -284,6 +285,40 @@ FillResult http_fill(const HttpTarget& target, int connections_count, std::uint6
   io.run();
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
+}
+
+Measurement http_keepalives(const HttpTarget& target, const std::string& backend, int clients,
+                            const std::vector<std::string>& session_ids,
+                            std::chrono::milliseconds duration) {
+  asio::io_context io;
+  auto connections = open_connections(io, {target}, clients);
+  std::vector<ClientStats> stats(static_cast<std::size_t>(clients));
+  std::size_t next = 0;
+  const auto start = Clock::now();
+  const auto deadline = start + duration;
+  std::function<void(int)> renew = [&](int i) {
+    if (Clock::now() >= deadline || session_ids.empty()) return;
+    auto& out = stats[static_cast<std::size_t>(i)];
+    const auto& sid = session_ids[next++ % session_ids.size()];
+    const auto t0 = Clock::now();
+    connections[static_cast<std::size_t>(i)]->send(
+        http::verb::post, "/v1/sessions/" + sid + "/keepalive", "",
+        [&, i, t0](int status, const std::string& body) {
+          if (status != 200) {
+            ++out.errors;
+            report_unexpected("keepalive", status, body);
+            if (status < 0) return;
+          } else {
+            ++out.ops;
+            out.op_ms.push_back(ms_between(t0, Clock::now()));
+          }
+          renew(i);
+        });
+  };
+  for (int i = 0; i < clients; ++i) renew(i);
+  io.run();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return summarize(backend, "http", "keepalive", clients, seconds, stats);
 }
 
 }  // namespace dlock::bench

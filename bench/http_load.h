@@ -35,10 +35,16 @@ struct FillResult {
   std::uint64_t locks = 0;
   std::uint64_t errors = 0;
   double seconds = 0;
+  std::vector<std::string> session_ids;
 };
 // Opens `sessions` sessions (1 h TTL) and acquires `locks` distinct keys spread over them,
 // through `connections` connections; the locks stay held.
 FillResult http_fill(const HttpTarget& target, int connections, std::uint64_t sessions,
                      std::uint64_t locks);
+
+// Keepalive throughput: `clients` connections renew `session_ids` round robin for `duration`.
+Measurement http_keepalives(const HttpTarget& target, const std::string& backend, int clients,
+                            const std::vector<std::string>& session_ids,
+                            std::chrono::milliseconds duration);
 
 }  // namespace dlock::bench

@@ -170,6 +170,11 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     if (!rate("anchor", "hot", cmax) && !notes.count("hot_key_over_anchor_hot")) {
       notes["hot_key_over_anchor_hot"] = "no anchor path for this backend in this run";
     }
+    o["keepalives_per_s"] = number_or_null(rate("http", "keepalive", cmax));
+    if (const auto* k = find(all, b, "http", "keepalive", cmax); k && k->ops) {
+      o["keepalive_p50_ms"] = k->p50_ms;
+      o["keepalive_p99_ms"] = k->p99_ms;
+    }
     o["backend_writes_per_grant_hot"] = number_or_null(x.writes_per_grant_hot);
     o["rss_mib_100k_locks"] =
         number_or_null(x.rss_locks >= 100000 ? x.rss_mib : std::optional<double>{});
