@@ -10,9 +10,11 @@
 
 #include <atomic>
 #include <boost/json.hpp>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "safety/checker.h"
@@ -113,9 +115,13 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
                                 const std::string& fault_name, Inject inject) {
     History history;
     // Enough payouts for every fault cycle to land mid-run.
-    seed_payouts(resource_url_, batches, long_mode() ? 12 * fault_cycles / 4 + 8 : 8);
+    // The long mode pays slower and has more to pay, so that every cycle lands mid-run.
+    seed_payouts(resource_url_, batches, long_mode() ? 8 * fault_cycles : 8);
+    const int hold_ms = long_mode() ? 300 : 60;
     std::vector<std::unique_ptr<ExecutorProcess>> executors;
-    for (const char* name : {"x1", "x2", "x3"}) executors.push_back(executor(name, batches, 60));
+    for (const char* name : {"x1", "x2", "x3"}) {
+      executors.push_back(executor(name, batches, hold_ms));
+    }
     auto writes = [&] {
       int total = 0;
       for (auto& e : executors) total += e->events("write", "ok");
@@ -195,9 +201,11 @@ std::string open_session(const std::string& address, int ttl_ms) {
 }
 
 // One HTTP call against a lock, recorded as an operation of `process`.
-struct Recorder {
-  History& history;
-  std::string address;
+// Thread-safe: a waiting acquire runs on its own thread while the main thread records more.
+class Recorder {
+ public:
+  Recorder(History& history, std::string address)
+      : history_(history), address_(std::move(address)) {}
 
   testing::HttpResult call(const std::string& process, const std::string& session,
                            const std::string& key, const std::string& kind,
@@ -211,7 +219,7 @@ struct Recorder {
     op.start_ns = monotonic_ns();
     testing::HttpResult result;
     try {
-      result = testing::http_call(address, method, target, body);
+      result = testing::http_call(address_, method, target, body);
       op.outcome = result.status / 100 == 2 ? Outcome::kOk : Outcome::kFail;
       op.detail = result.error_code();
     } catch (const std::exception& error) {
@@ -224,7 +232,10 @@ struct Recorder {
         result.json.as_object().contains("fencing_token")) {
       op.token = result.json.at("fencing_token").to_number<std::uint64_t>();
     }
-    history.add(op);
+    {
+      std::lock_guard lock(mutex_);
+      history_.add(op);
+    }
     return result;
   }
 
@@ -248,6 +259,11 @@ struct Recorder {
         "/v1/locks/" + key + "?session_id=" + session + "&fencing_token=" + std::to_string(token),
         "", token);
   }
+
+ private:
+  History& history_;
+  std::string address_;
+  std::mutex mutex_;
 };
 
 std::uint64_t token_of(const testing::HttpResult& result) {
@@ -258,7 +274,7 @@ std::uint64_t token_of(const testing::HttpResult& result) {
 // leave the new holder alone. Control: the same calls before expiry succeed.
 TEST_P(FencingFaults, C_LateExtendAndReleaseFromExpiredHolderAreRefused) {
   History history;
-  Recorder recorder{history, dlockd_->address()};
+  Recorder recorder(history, dlockd_->address());
   std::vector<std::string> violations;
   for (int cycle = 0; cycle < cycles(2, 60); ++cycle) {
     const std::string key = "late-" + std::to_string(cycle);
@@ -306,7 +322,7 @@ TEST_P(FencingFaults, C_LateExtendAndReleaseFromExpiredHolderAreRefused) {
 // Control: a waiter whose session lives is granted on the same hand-over.
 TEST_P(FencingFaults, D_WaiterWhoseSessionDiesIsNotGranted) {
   History history;
-  Recorder recorder{history, dlockd_->address()};
+  Recorder recorder(history, dlockd_->address());
   std::vector<std::string> violations;
   for (int cycle = 0; cycle < cycles(1, 60); ++cycle) {
     for (const bool kill_waiter : {false, true}) {
