@@ -287,6 +287,21 @@ FillResult http_fill(const HttpTarget& target, int connections_count, std::uint6
   return result;
 }
 
+std::string http_get_text(const HttpTarget& target, const std::string& path) {
+  try {
+    asio::io_context io;
+    Connection c(io, target);
+    std::string text;
+    c.send(http::verb::get, path, "", [&](int status, const std::string& body) {
+      if (status == 200) text = body;
+    });
+    io.run();
+    return text;
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 Measurement http_keepalives(const HttpTarget& target, const std::string& backend, int clients,
                             const std::vector<std::string>& session_ids,
                             std::chrono::milliseconds duration) {

@@ -42,6 +42,9 @@ struct FillResult {
 FillResult http_fill(const HttpTarget& target, int connections, std::uint64_t sessions,
                      std::uint64_t locks);
 
+// GET `path` on a fresh connection (e.g. etcd's /metrics); "" when it cannot be fetched.
+std::string http_get_text(const HttpTarget& target, const std::string& path);
+
 // Keepalive throughput: `clients` connections renew `session_ids` round robin for `duration`.
 Measurement http_keepalives(const HttpTarget& target, const std::string& backend, int clients,
                             const std::vector<std::string>& session_ids,
