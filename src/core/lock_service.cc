@@ -192,6 +192,7 @@ void LockService::acquire(std::string key, std::string session_id, milliseconds 
         // re-acquiring (re-entrant: it would otherwise wait for its own lock).
         const auto holder = backend_.read(key);
         if (holder && holder->session_id == session_id) {
+          observer_.on_backend_attempt();
           measured({backend_.try_insert(key, owner_id, session_id, ttl), nullptr});
           return;
         }
@@ -200,6 +201,7 @@ void LockService::acquire(std::string key, std::string session_id, milliseconds 
           return;
         }
       } else if (wait.count() <= 0) {
+        observer_.on_backend_attempt();
         measured({backend_.try_insert(key, owner_id, session_id, ttl), nullptr});
         return;
       }
@@ -208,8 +210,9 @@ void LockService::acquire(std::string key, std::string session_id, milliseconds 
       waiter->owner_id = owner_id;
       waiter->ttl = ttl;
       waiter->done = measured;  // a copy: if enqueue refuses, `measured` still answers below
-      enqueue(key, waiter, wait);
-      pump(key);
+      // Only a new head makes an attempt: later arrivals wait their turn without touching the
+      // backend (64 waiters must not mean 64 failing writes).
+      if (enqueue(key, waiter, wait)) pump(key);
     } catch (...) {
       report(std::current_exception());
       measured({std::nullopt, std::current_exception()});
@@ -217,7 +220,7 @@ void LockService::acquire(std::string key, std::string session_id, milliseconds 
   });
 }
 
-void LockService::enqueue(const std::string& key, const WaiterPtr& waiter, milliseconds wait) {
+bool LockService::enqueue(const std::string& key, const WaiterPtr& waiter, milliseconds wait) {
   bool needs_subscription = false;
   {
     std::lock_guard lock(mutex_);
@@ -241,6 +244,7 @@ void LockService::enqueue(const std::string& key, const WaiterPtr& waiter, milli
   waiter->id = next_waiter_id_++;
   waiter->deadline = std::make_unique<asio::steady_timer>(io_);
   queue.waiters.push_back(waiter);
+  const bool is_head = queue.waiters.size() == 1;
   ++waiters_;
   observer_.on_waiters(+1);
   // At the deadline a still-queued waiter is answered "held".
@@ -254,6 +258,7 @@ void LockService::enqueue(const std::string& key, const WaiterPtr& waiter, milli
       }
     });
   });
+  return is_head;
 }
 
 bool LockService::take_if_pending(const std::string& key, const WaiterPtr& waiter) {
@@ -329,6 +334,7 @@ void LockService::pump_locked_out(const std::string& key, const WaiterPtr& head)
   std::optional<LockHandle> granted;
   std::exception_ptr refused;
   try {
+    observer_.on_backend_attempt();
     granted = backend_.try_insert(key, head->owner_id, head->session_id, head->ttl);
   } catch (const SessionNotFoundError&) {
     refused = std::current_exception();
@@ -453,6 +459,7 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
         // A waiter on this server: release and re-grant in one backend operation.
         std::optional<LockHandle> next;
         try {
+          observer_.on_backend_attempt();
           next = backend_.handover(from, head->owner_id, head->session_id, head->ttl);
         } catch (...) {
           {

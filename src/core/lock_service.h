@@ -48,6 +48,8 @@ class ServiceObserver {
   virtual void on_backend_error(const Error& error) = 0;
   virtual void on_waiters(std::int64_t delta) = 0;
   virtual void on_sessions(std::int64_t delta) = 0;
+  // One backend write that may grant a lock (try_insert or handover).
+  virtual void on_backend_attempt() = 0;
 };
 
 // Either a value or the exception a store call threw.
@@ -106,7 +108,8 @@ class LockService {
   void forget_session(const std::string& session_id);
   void prune_expired_sessions();  // under mutex_
 
-  void enqueue(const std::string& key, const WaiterPtr& waiter, std::chrono::milliseconds wait);
+  // Queues the waiter; true when it is now the head of its key's queue.
+  bool enqueue(const std::string& key, const WaiterPtr& waiter, std::chrono::milliseconds wait);
   bool has_waiters(const std::string& key) const;
   void wake_at_expiry(const std::string& key, WallClock::time_point expires_at);
   void pump(const std::string& key);

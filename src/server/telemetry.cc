@@ -81,6 +81,11 @@ Telemetry::Telemetry(std::string backend)
                         .Help("Sessions that expired without being closed")
                         .Register(*registry_)
                         .Add(labels);
+  backend_attempts_ = &prometheus::BuildCounter()
+                           .Name("dlock_backend_acquire_attempts_total")
+                           .Help("Backend writes that may grant a lock (acquire or hand-over)")
+                           .Register(*registry_)
+                           .Add(labels);
   waiters_ = &prometheus::BuildGauge()
                   .Name("dlock_waiters")
                   .Help("Acquire requests currently waiting on this server")
@@ -151,6 +156,8 @@ void Telemetry::on_backend_error(const Error& error) {
   log_event("warn", "backend_error",
             {{"code", to_string(error.code())}, {"message", error.what()}});
 }
+
+void Telemetry::on_backend_attempt() { backend_attempts_->Increment(); }
 
 void Telemetry::on_waiters(std::int64_t delta) { waiters_->Increment(static_cast<double>(delta)); }
 

@@ -39,6 +39,7 @@ class Telemetry final : public core::ServiceObserver {
   void on_backend_error(const Error& error) override;
   void on_waiters(std::int64_t delta) override;
   void on_sessions(std::int64_t delta) override;
+  void on_backend_attempt() override;
 
  private:
   std::string backend_;
@@ -52,6 +53,7 @@ class Telemetry final : public core::ServiceObserver {
   prometheus::Counter* releases_;
   prometheus::Counter* expiries_;
   prometheus::Counter* sessions_lost_;
+  prometheus::Counter* backend_attempts_;
   prometheus::Gauge* waiters_;
   prometheus::Gauge* sessions_;
 };
