@@ -137,8 +137,8 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     o["handoff_p99_ms"] = number_or_null(handoff_p99);
     o["handoff_samples"] = x.handoff_ms.size();
     if (!x.handoff_ms_two_servers.empty()) {
-      o["handoff_two_servers_p50_ms"] = percentile(x.handoff_ms_two_servers, 0.5);
-      o["handoff_two_servers_p99_ms"] = percentile(x.handoff_ms_two_servers, 0.99);
+      o["handoff_two_servers_p50_ms"] = number_or_null(percentile(x.handoff_ms_two_servers, 0.5));
+      o["handoff_two_servers_p99_ms"] = number_or_null(percentile(x.handoff_ms_two_servers, 0.99));
     } else {
       o["handoff_two_servers_p50_ms"] = nullptr;
       o["handoff_two_servers_p99_ms"] = nullptr;
@@ -147,7 +147,7 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     std::optional<double> sent_p50;
     if (!x.handoff_sent_ms.empty()) {
       sent_p50 = percentile(x.handoff_sent_ms, 0.5);
-      o["handoff_from_release_sent_p99_ms"] = percentile(x.handoff_sent_ms, 0.99);
+      o["handoff_from_release_sent_p99_ms"] = number_or_null(percentile(x.handoff_sent_ms, 0.99));
     } else {
       o["handoff_from_release_sent_p99_ms"] = nullptr;
     }
@@ -172,8 +172,8 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     }
     o["keepalives_per_s"] = number_or_null(rate("http", "keepalive", cmax));
     if (const auto* k = find(all, b, "http", "keepalive", cmax); k && k->ops) {
-      o["keepalive_p50_ms"] = k->p50_ms;
-      o["keepalive_p99_ms"] = k->p99_ms;
+      o["keepalive_p50_ms"] = number_or_null(k->p50_ms);
+      o["keepalive_p99_ms"] = number_or_null(k->p99_ms);
     }
     o["backend_writes_per_grant_hot"] = number_or_null(x.writes_per_grant_hot);
     o["rss_mib_100k_locks"] =
