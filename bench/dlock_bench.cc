@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -43,6 +44,8 @@ struct Options {
   std::string out;
   std::string dlockd = DLOCK_DLOCKD_PATH;
   int idle_ms = 2000;
+  // Backends whose scale figure uses 10k sessions and 100k locks whatever --fill-* say.
+  std::vector<std::string> big_fill_backends;
 };
 
 std::string now_utc() {
@@ -322,7 +325,10 @@ void run_backend(const Options& options, const std::string& name, const std::str
   }
 
   // Scale: sessions and held locks in one dlockd.
-  const auto fill = http_fill(dlockd.target(), cmax, options.fill_sessions, options.fill_locks);
+  const bool big = std::find(options.big_fill_backends.begin(), options.big_fill_backends.end(),
+                             name) != options.big_fill_backends.end();
+  const auto fill = http_fill(dlockd.target(), cmax, big ? 10000 : options.fill_sessions,
+                              big ? 100000 : options.fill_locks);
   std::this_thread::sleep_for(milliseconds(options.idle_ms / 4));
   extras.rss_locks = fill.locks;
   extras.rss_sessions = fill.sessions;
@@ -353,6 +359,9 @@ int run(int argc, char** argv) {
   app.add_option("--fill-locks", options.fill_locks, "Locks held for the RSS figure");
   app.add_option("--dlockd", options.dlockd, "dlockd binary");
   app.add_option("--idle-ms", options.idle_ms, "Idle time over which dlockd's CPU is measured");
+  app.add_option("--big-fill-backends", options.big_fill_backends,
+                 "Backends filled with 10k sessions and 100k locks for the RSS figure")
+      ->delimiter(',');
   app.add_option("--out", options.out, "Directory for report.md and summary.json")->required();
   CLI11_PARSE(app, argc, argv);
   std::sort(options.clients.begin(), options.clients.end());
