@@ -121,7 +121,9 @@ class Executor {
       : config_(config),
         log_(config.worker_id),
         client_(client_options(config, log_)),
-        conn_(connect(config.pg_url)) {}
+        conn_(connect(config.pg_url)) {
+    limit_idle_transactions();
+  }
 
   int run() {
     const auto give_up = Clock::now() + config_.give_up;
@@ -134,7 +136,7 @@ class Executor {
         }
       } catch (const std::exception& error) {
         log_.emit({{"event", "db_error"}, {"message", error.what()}});
-        PQreset(conn_.get());
+        reconnect();
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         continue;
       }
@@ -149,6 +151,18 @@ class Executor {
   }
 
  private:
+  // A holder paused inside its transaction keeps the resource's fencing row locked, which would
+  // stall every later holder; PostgreSQL ends such a session after a while instead (the paused
+  // holder's commit then fails, and nothing of it is applied).
+  void limit_idle_transactions() {
+    PQclear(PQexec(conn_.get(), "SET idle_in_transaction_session_timeout = '5s'"));
+  }
+
+  void reconnect() {
+    PQreset(conn_.get());
+    if (PQstatus(conn_.get()) == CONNECTION_OK) limit_idle_transactions();
+  }
+
   void work_on(const std::string& batch) {
     try {
       if (!session_ || session_->lost()) {
@@ -202,7 +216,7 @@ class Executor {
       payouts = pending_payouts(conn_.get(), batch);
     } catch (const std::exception& error) {
       log_.emit({{"event", "db_error"}, {"message", error.what()}});
-      PQreset(conn_.get());
+      reconnect();
       return;
     }
     for (const auto& payout : payouts) {
@@ -249,7 +263,7 @@ class Executor {
     } catch (const std::exception& error) {
       event["outcome"] = committing ? "unknown" : "fail";
       event["message"] = error.what();
-      if (PQstatus(conn_.get()) != CONNECTION_OK) PQreset(conn_.get());
+      if (PQstatus(conn_.get()) != CONNECTION_OK) reconnect();
     }
     event["end"] = now_ns();
     const bool ok = event["outcome"] == "ok";

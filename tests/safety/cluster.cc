@@ -79,7 +79,7 @@ ExecutorProcess::ExecutorProcess(const std::string& dir, ExecutorOptions options
                   "--wait-ms",
                   "1000",
                   "--give-up-s",
-                  "90"};
+                  std::to_string(options_.give_up_s)};
   if (!options_.fencing) process.argv.push_back("--no-fencing");
   process.log_path = log_path_;
   process_ = std::make_unique<testing::Subprocess>(process);

@@ -48,6 +48,7 @@ struct ExecutorOptions {
   int hold_extra_ms = 0;
   int ttl_ms = 2000;
   bool fencing = true;
+  int give_up_s = 90;
 };
 
 // One payout-executor process; its JSON log is a file in `dir`.

@@ -80,6 +80,7 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
     options.batches = batches;
     options.hold_extra_ms = hold_ms;
     options.fencing = fencing;
+    options.give_up_s = long_mode() ? 1800 : 90;
     return std::make_unique<ExecutorProcess>(dir_, options);
   }
 
@@ -116,7 +117,7 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
     History history;
     // Enough payouts for every fault cycle to land mid-run.
     // The long mode pays slower and has more to pay, so that every cycle lands mid-run.
-    seed_payouts(resource_url_, batches, long_mode() ? 8 * fault_cycles : 8);
+    seed_payouts(resource_url_, batches, long_mode() ? 4 * fault_cycles : 8);
     const int hold_ms = long_mode() ? 300 : 60;
     std::vector<std::unique_ptr<ExecutorProcess>> executors;
     for (const char* name : {"x1", "x2", "x3"}) {
@@ -133,7 +134,9 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
       inject();
       history.note_fault(fault_name);
     }
-    for (auto& e : executors) EXPECT_EQ(e->process().wait(seconds(180)), 0) << e->name();
+    for (auto& e : executors) {
+      EXPECT_EQ(e->process().wait(seconds(long_mode() ? 1800 : 120)), 0) << e->name();
+    }
     for (auto& e : executors) history.load_executor_log(e->log_path(), e->name());
     const auto ledger = read_ledger(resource_url_);
     return check(name_, history, &ledger);
