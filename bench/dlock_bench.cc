@@ -46,6 +46,7 @@ struct Options {
   int idle_ms = 2000;
   // Backends whose scale figure uses 10k sessions and 100k locks whatever --fill-* say.
   std::vector<std::string> big_fill_backends;
+  int waiters = 0;
 };
 
 std::string now_utc() {
@@ -118,6 +119,21 @@ double etcd_proposals(const std::string& endpoints) {
   const auto at = text.find(name);
   if (at == std::string::npos) return -1;
   return std::stod(text.substr(at + name.size()));
+}
+
+// The value of the first sample of `name` (any labels) in Prometheus text, or nullopt.
+std::optional<double> metric_value(const std::string& text, const std::string& name) {
+  std::size_t at = 0;
+  while ((at = text.find("\n" + name, at)) != std::string::npos) {
+    const auto start = at + 1 + name.size();
+    if (start < text.size() && (text[start] == ' ' || text[start] == '{')) {
+      const auto line_end = text.find('\n', start);
+      const auto line = text.substr(start, line_end - start);
+      return std::stod(line.substr(line.rfind(' ') + 1));
+    }
+    at = start;
+  }
+  return std::nullopt;
 }
 
 double rss_mib(pid_t pid) {
@@ -342,10 +358,24 @@ void run_backend(const Options& options, const std::string& name, const std::str
       std::to_string(fill.locks) + " locks in " + std::to_string(fill.seconds) + " s, " +
       std::to_string(fill.errors) + " errors, RSS " + std::to_string(*extras.rss_mib) + " MiB");
   record(http_keepalives(dlockd.target(), name, cmax, fill.session_ids, duration));
+  if (options.waiters > 0) {
+    const auto written = http_blocked_waiters(
+        dlockd.target(), fill.session_ids, options.waiters, milliseconds(2000), [&] {
+          extras.rss_mib_waiters = rss_mib(dlockd.pid());
+          extras.waiters_seen =
+              metric_value(http_get_text(dlockd.target(), "/metrics"), "dlock_waiters");
+        });
+    extras.blocked_waiters = written;
+    log(name + " waiters: " + std::to_string(written) + " sent, dlock_waiters " +
+        std::to_string(extras.waiters_seen.value_or(-1)) + ", RSS " +
+        std::to_string(extras.rss_mib_waiters.value_or(-1)) + " MiB");
+  } else {
+    extras.notes["rss_mib_with_blocked_waiters"] = "not measured in this mode (--waiters 0)";
+  }
   extras.notes["idle_cpu_percent"] =
       "dlockd CPU over --idle-ms idle-holding the filled sessions and locks, measured before "
       "the keepalive run (keepalives_per_s: the filled sessions renewed round robin over "
-      "clients_max connections); 10k blocked waiters not measured yet";
+      "clients_max connections)";
 }
 
 int run(int argc, char** argv) {
@@ -359,8 +389,9 @@ int run(int argc, char** argv) {
   app.add_option("--fill-locks", options.fill_locks, "Locks held for the RSS figure");
   app.add_option("--dlockd", options.dlockd, "dlockd binary");
   app.add_option("--idle-ms", options.idle_ms, "Idle time over which dlockd's CPU is measured");
+  app.add_option("--waiters", options.waiters, "Blocked waiters for the scale figure (0: none)");
   app.add_option("--big-fill-backends", options.big_fill_backends,
-                 "Backends filled with 10k sessions and 100k locks for the RSS figure")
+                 "Backends filled with 10k sessions, 100k locks and 10k waiters for the RSS figure")
       ->delimiter(',');
   app.add_option("--out", options.out, "Directory for report.md and summary.json")->required();
   CLI11_PARSE(app, argc, argv);

@@ -287,6 +287,46 @@ FillResult http_fill(const HttpTarget& target, int connections_count, std::uint6
   return result;
 }
 
+std::uint64_t http_blocked_waiters(const HttpTarget& target,
+                                   const std::vector<std::string>& session_ids, int waiters,
+                                   std::chrono::milliseconds settle,
+                                   const std::function<void()>& while_blocked) {
+  if (session_ids.size() < 2) return 0;
+  asio::io_context io;
+  const std::string key = "bench-waited";
+  Connection holder(io, target);
+  bool held = false;
+  holder.send(http::verb::post, "/v1/locks/" + key + "/acquire",
+              "{\"session_id\":\"" + session_ids[0] + "\",\"ttl_ms\":600000}",
+              [&](int status, const std::string&) { held = status == 200; });
+  io.run();
+  io.restart();
+  if (!held) return 0;
+  std::vector<std::unique_ptr<Connection>> connections;
+  std::uint64_t written = 0;
+  for (int i = 0; i < waiters; ++i) {
+    try {
+      connections.push_back(std::make_unique<Connection>(io, target));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[dlock-bench] waiter %d: %s\n", i, e.what());
+      break;
+    }
+    const auto& sid = session_ids[1 + static_cast<std::size_t>(i) % (session_ids.size() - 1)];
+    connections.back()->send(http::verb::post, "/v1/locks/" + key + "/acquire",
+                             "{\"session_id\":\"" + sid + "\",\"ttl_ms\":30000,\"wait_ms\":120000}",
+                             [](int, const std::string&) {});
+    ++written;
+  }
+  // Let the writes go out and dlockd queue them, then look, then drop everything.
+  asio::steady_timer timer(io, settle);
+  timer.async_wait([&](beast::error_code) {
+    while_blocked();
+    io.stop();
+  });
+  io.run();
+  return written;
+}
+
 std::string http_get_text(const HttpTarget& target, const std::string& path) {
   try {
     asio::io_context io;

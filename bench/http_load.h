@@ -4,6 +4,7 @@
 // connection (callbacks, no thread per connection).
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,15 @@ struct FillResult {
 // through `connections` connections; the locks stay held.
 FillResult http_fill(const HttpTarget& target, int connections, std::uint64_t sessions,
                      std::uint64_t locks);
+
+// Blocked waiters: a holder takes `key`, then `waiters` connections (sessions from
+// `session_ids`, round robin) each send an acquire with a long wait_ms and stay blocked.
+// `while_blocked` runs once every waiter's request has been written and `settle` has passed;
+// then every connection is closed. Returns how many requests were written.
+std::uint64_t http_blocked_waiters(const HttpTarget& target,
+                                   const std::vector<std::string>& session_ids, int waiters,
+                                   std::chrono::milliseconds settle,
+                                   const std::function<void()>& while_blocked);
 
 // GET `path` on a fresh connection (e.g. etcd's /metrics); "" when it cannot be fetched.
 std::string http_get_text(const HttpTarget& target, const std::string& path);

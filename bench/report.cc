@@ -186,6 +186,9 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     o["rss_locks_held"] = x.rss_locks;
     o["rss_sessions_open"] = x.rss_sessions;
     o["idle_cpu_percent"] = number_or_null(x.idle_cpu_percent);
+    o["blocked_waiters"] = x.blocked_waiters;
+    o["dlock_waiters_gauge"] = number_or_null(x.waiters_seen);
+    o["rss_mib_with_blocked_waiters"] = number_or_null(x.rss_mib_waiters);
     boost::json::object note_object;
     for (const auto& [k, v] : notes) note_object[k] = v;
     o["notes"] = note_object;

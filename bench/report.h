@@ -19,7 +19,11 @@ struct BackendExtras {
   std::optional<double> writes_per_grant_hot;  // backend acquire attempts per hot-key grant
   std::optional<double> rss_mib;               // dlockd VmRSS after the fill
   std::uint64_t rss_locks = 0, rss_sessions = 0;
-  std::optional<double> idle_cpu_percent;    // dlockd CPU while idle-holding them
+  std::optional<double> idle_cpu_percent;
+  std::optional<double> rss_mib_waiters;  // VmRSS with `blocked_waiters` acquires waiting
+  std::uint64_t blocked_waiters = 0;
+  std::optional<double> waiters_seen;  // dlockd's dlock_waiters gauge at that moment         //
+                                       // dlockd CPU while idle-holding them
   std::map<std::string, std::string> notes;  // summary key -> why it is null
 };
 
