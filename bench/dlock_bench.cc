@@ -198,7 +198,7 @@ void run_backend(const Options& options, const std::string& name, const std::str
   const milliseconds duration(options.duration_ms);
   const int cmax = options.clients.back();
   const std::string sqlite_path = work_dir + "/" + name + ".db";
-  const std::string& pg_url = url;
+  [[maybe_unused]] const std::string& pg_url = url;
   auto record = [&](Measurement m) {
     log_measurement(m);
     all.push_back(std::move(m));
@@ -413,13 +413,13 @@ int run(int argc, char** argv) {
   int status = 0;
   for (const auto& name : options.backends) {
     try {
-      std::string pg_url;
+      std::string backend_url;
 #ifdef DLOCK_WITH_ETCD
       std::unique_ptr<testing::EtcdCluster> etcd;
       if (name == "etcd") {
         log("starting etcd");
         etcd = std::make_unique<testing::EtcdCluster>(1);
-        pg_url = etcd->endpoints();
+        backend_url = etcd->endpoints();
       }
 #endif
 #ifdef DLOCK_WITH_PG
@@ -428,16 +428,16 @@ int run(int argc, char** argv) {
         log("starting PostgreSQL");
         pg = std::make_unique<testing::PostgresServer>();
         pg->ensure_database("dlock_bench");
-        pg_url = pg->url("dlock_bench");
+        backend_url = pg->url("dlock_bench");
       }
 #endif
-      if (pg_url.empty() && name != "sqlite") {
-        log(name + ": not supported by this bench yet, skipped");
-        extras[name].notes["all"] = "backend not measured by this version of dlock-bench";
+      if (backend_url.empty() && name != "sqlite") {
+        log(name + ": not built into this dlock-bench, skipped");
+        extras[name].notes["all"] = "backend not built into this dlock-bench (or unknown)";
         measured.push_back(name);
         continue;
       }
-      run_backend(options, name, pg_url, work_dir, all, extras[name]);
+      run_backend(options, name, backend_url, work_dir, all, extras[name]);
       measured.push_back(name);
     } catch (const std::exception& e) {
       log(name + " failed: " + e.what());
