@@ -36,6 +36,8 @@ void RestartableDlockd::start() {
                   address(),         "--log-level",    "debug"};
   if (config_.backend == "sqlite") {
     options.argv.insert(options.argv.end(), {"--sqlite-path", dir_ + "/dlock.db"});
+  } else if (config_.backend == "etcd") {
+    options.argv.insert(options.argv.end(), {"--etcd-endpoints", config_.etcd_endpoints});
   } else {
     options.argv.insert(options.argv.end(), {"--pg-url", config_.pg_url});
   }

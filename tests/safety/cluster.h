@@ -15,8 +15,9 @@
 namespace dlock::safety {
 
 struct DlockdConfig {
-  std::string backend;  // sqlite | pg
-  std::string pg_url;   // for backend pg
+  std::string backend;         // sqlite | pg | etcd
+  std::string pg_url;          // for backend pg
+  std::string etcd_endpoints;  // for backend etcd
 };
 
 class RestartableDlockd {

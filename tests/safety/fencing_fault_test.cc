@@ -22,6 +22,9 @@
 #include "safety/history.h"
 #include "support/dlockd_process.h"
 #include "support/postgres_server.h"
+#ifdef DLOCK_WITH_ETCD
+#include "support/etcd_server.h"
+#endif
 
 namespace dlock::safety {
 namespace {
@@ -53,11 +56,18 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
     const std::string resource_db = "pay_" + suffix;
     postgres().ensure_database(resource_db);
     resource_url_ = postgres().url(resource_db);
-    DlockdConfig config{.backend = GetParam(), .pg_url = ""};
+    DlockdConfig config{.backend = GetParam(), .pg_url = "", .etcd_endpoints = ""};
     if (GetParam() == "pg") {
       postgres().ensure_database("locks_" + suffix);
       config.pg_url = postgres().url("locks_" + suffix);
     }
+#ifdef DLOCK_WITH_ETCD
+    if (GetParam() == "etcd") {
+      // A fresh single-member cluster per scenario, as pg gets a fresh database.
+      etcd_ = std::make_unique<testing::EtcdCluster>(1);
+      config.etcd_endpoints = etcd_->endpoints();
+    }
+#endif
     dir_ = testing::make_temp_dir("dlock-safety-logs");
     name_ = GetParam() + "/" + name.substr(0, name.find('_'));
     dlockd_ = std::make_unique<RestartableDlockd>(config);
@@ -145,6 +155,9 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
   std::string resource_url_;
   std::string dir_;
   std::string name_;
+#ifdef DLOCK_WITH_ETCD
+  std::unique_ptr<testing::EtcdCluster> etcd_;  // declared first: outlives dlockd_
+#endif
   std::unique_ptr<RestartableDlockd> dlockd_;
 };
 
@@ -368,7 +381,15 @@ TEST_P(FencingFaults, D_WaiterWhoseSessionDiesIsNotGranted) {
   EXPECT_TRUE(report.ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, FencingFaults, ::testing::Values("sqlite", "pg"),
+std::vector<std::string> safety_backends() {
+  std::vector<std::string> backends = {"sqlite", "pg"};
+#ifdef DLOCK_WITH_ETCD
+  backends.push_back("etcd");
+#endif
+  return backends;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FencingFaults, ::testing::ValuesIn(safety_backends()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
