@@ -358,9 +358,10 @@ void run_backend(const Options& options, const std::string& name, const std::str
       std::to_string(fill.locks) + " locks in " + std::to_string(fill.seconds) + " s, " +
       std::to_string(fill.errors) + " errors, RSS " + std::to_string(*extras.rss_mib) + " MiB");
   record(http_keepalives(dlockd.target(), name, cmax, fill.session_ids, duration));
-  if (options.waiters > 0) {
-    const auto written = http_blocked_waiters(
-        dlockd.target(), fill.session_ids, options.waiters, milliseconds(2000), [&] {
+  const int waiters = big ? std::max(10000, options.waiters) : options.waiters;
+  if (waiters > 0) {
+    const auto written =
+        http_blocked_waiters(dlockd.target(), fill.session_ids, waiters, milliseconds(2000), [&] {
           extras.rss_mib_waiters = rss_mib(dlockd.pid());
           extras.waiters_seen =
               metric_value(http_get_text(dlockd.target(), "/metrics"), "dlock_waiters");
