@@ -263,16 +263,17 @@ bool LockService::enqueue(const std::string& key, const WaiterPtr& waiter, milli
 
 bool LockService::take_if_pending(const std::string& key, const WaiterPtr& waiter) {
   std::lock_guard lock(mutex_);
+  return take_locked(key, waiter);
+}
+
+bool LockService::take_locked(const std::string& key, const WaiterPtr& waiter) {
   if (waiter->finished) return false;
   waiter->finished = true;
   --waiters_;
   observer_.on_waiters(-1);
   if (waiter->deadline) waiter->deadline->cancel();
   const auto queue = queues_.find(key);
-  if (queue != queues_.end()) {
-    auto& waiters = queue->second.waiters;
-    std::erase(waiters, waiter);
-  }
+  if (queue != queues_.end()) std::erase(queue->second.waiters, waiter);
   return true;
 }
 
@@ -348,25 +349,29 @@ void LockService::pump_locked_out(const std::string& key, const WaiterPtr& head)
     return;
   }
   bool again = false;
+  bool delivered = false;
   {
     std::lock_guard lock(mutex_);
     auto& queue = queues_[key];
+    // Take the head out before clearing `busy`: otherwise another pump could find the same head
+    // still queued and grant it again (a re-entrant acquire with a newer token), leaving the
+    // waiter with a superseded token.
+    if (granted || refused) delivered = take_locked(key, head);
     queue.busy = false;
     again = queue.again;
     queue.again = false;
   }
   if (granted) {
-    if (take_if_pending(key, head)) {
+    if (delivered) {
       const auto expiry = granted->server_expiry;
       finish(head, {std::move(granted), nullptr});
       wake_at_expiry(key, expiry);  // the next waiter waits for this grant to end
     } else {
-      // The waiter gave up while its grant was in flight: give the lock back at once.
-      backend_.delete_if_owner(key, granted->owner_id, granted->session_id, granted->fencing_token);
+      give_back(*granted);  // the waiter gave up while its grant was in flight
       pump(key);
     }
   } else if (refused) {
-    if (take_if_pending(key, head)) finish(head, {std::nullopt, refused});
+    if (delivered) finish(head, {std::nullopt, refused});
     pump(key);
   } else if (again) {
     pump(key);
@@ -469,24 +474,27 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
           pump(key);
           throw;
         }
+        bool delivered = false;
         {
+          // As in pump_locked_out: the head leaves the queue before `busy` is cleared.
           std::lock_guard lock(mutex_);
+          delivered = take_locked(key, head);
           queues_[key].busy = false;
         }
         observer_.on_release(key, token);
         if (!next) {
           // The waiter's session died while it waited: the lock was simply released.
-          if (take_if_pending(key, head)) {
+          if (delivered) {
             finish(head, {std::nullopt, std::make_exception_ptr(SessionNotFoundError(
                                             "session expired while waiting"))});
           }
           pump(key);
-        } else if (take_if_pending(key, head)) {
+        } else if (delivered) {
           const auto expiry = next->server_expiry;
           finish(head, {std::move(next), nullptr});
           wake_at_expiry(key, expiry);
         } else {
-          backend_.delete_if_owner(key, next->owner_id, next->session_id, next->fencing_token);
+          give_back(*next);
           pump(key);
         }
         return true;

@@ -119,7 +119,9 @@ class LockService {
   // Releases a grant made for a waiter that had already given up; never throws.
   void give_back(const LockHandle& orphan);
   void finish(const WaiterPtr& waiter, Outcome<std::optional<LockHandle>> outcome);
+  // Answers-to-be: removes a still-pending waiter from its queue; false if already answered.
   bool take_if_pending(const std::string& key, const WaiterPtr& waiter);
+  bool take_locked(const std::string& key, const WaiterPtr& waiter);  // under mutex_
   void drop_queue_if_idle(const std::string& key);
   void reap();
   void report(const std::exception_ptr& error);

@@ -416,14 +416,17 @@ TEST_P(ServerEndToEnd, HotKeyWaitersDoNotHerdTheBackend) {
   ASSERT_GE(before, 0);
   // Each waiter releases as soon as it is granted, handing the lock down the queue.
   std::vector<std::uint64_t> tokens(kWaiters, 0);
+  std::vector<int> release_status(kWaiters, 0);
   std::vector<std::thread> threads;
   for (int i = 0; i < kWaiters; ++i) {
     threads.emplace_back([&, i] {
       const auto granted = acquire(key, sessions[i], 30000, 30000);
       if (granted.status != 200) return;
       tokens[i] = token_of(granted);
-      call("DELETE", "/v1/locks/" + key + "?session_id=" + sessions[i] +
-                         "&fencing_token=" + std::to_string(tokens[i]));
+      // The granted token must be the live grant: releasing it works.
+      release_status[i] = call("DELETE", "/v1/locks/" + key + "?session_id=" + sessions[i] +
+                                             "&fencing_token=" + std::to_string(tokens[i]))
+                              .status;
     });
   }
   ASSERT_TRUE(wait_for_waiters(kWaiters));
@@ -435,6 +438,9 @@ TEST_P(ServerEndToEnd, HotKeyWaitersDoNotHerdTheBackend) {
   std::set<std::uint64_t> distinct(tokens.begin(), tokens.end());
   EXPECT_EQ(distinct.size(), static_cast<std::size_t>(kWaiters)) << "every waiter granted once";
   EXPECT_EQ(distinct.count(0), 0u);
+  for (int i = 0; i < kWaiters; ++i) {
+    EXPECT_EQ(release_status[i], 204) << "waiter " << i << " was answered a superseded token";
+  }
   const double attempts =
       metric(call("GET", "/metrics").body, "dlock_backend_acquire_attempts_total") - before;
   // One attempt by the first head while held, then one hand-over per release: about one
