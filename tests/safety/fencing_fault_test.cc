@@ -63,8 +63,9 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
     }
 #ifdef DLOCK_WITH_ETCD
     if (GetParam() == "etcd") {
-      // A fresh single-member cluster per scenario, as pg gets a fresh database.
-      etcd_ = std::make_unique<testing::EtcdCluster>(1);
+      // A fresh cluster per scenario, as pg gets a fresh database: three members for the
+      // leader-kill scenario (f), one otherwise.
+      etcd_ = std::make_unique<testing::EtcdCluster>(name.rfind("F_", 0) == 0 ? 3 : 1);
       config.etcd_endpoints = etcd_->endpoints();
     }
 #endif
@@ -193,6 +194,29 @@ TEST_P(FencingFaults, B_Kill9OfDlockdAndRestart) {
   print(std::cout, report);
   EXPECT_EQ(report.faults, static_cast<std::size_t>(kill_cycles));
   EXPECT_TRUE(report.ok());
+}
+
+// Scenario (f), etcd only: the leader of a three-member etcd cluster is killed with -9 while
+// executors compete; the cluster elects a new leader, dlockd fails over to a live member, and the
+// killed member comes back as a follower.
+TEST_P(FencingFaults, F_Kill9OfTheEtcdLeader) {
+#ifdef DLOCK_WITH_ETCD
+  if (GetParam() != "etcd") GTEST_SKIP() << "a three-member cluster is an etcd deployment";
+  const int kill_cycles = cycles(2, 20);
+  const auto report =
+      run_competing_scenario("f0,f1,f2,f3", kill_cycles, "kill -9 etcd leader", [&] {
+        const auto leader = etcd_->leader();
+        ASSERT_TRUE(leader.has_value()) << "no etcd leader before the fault";
+        etcd_->kill(*leader);
+        etcd_->wait_ready(seconds(30));
+        etcd_->start(*leader);
+      });
+  print(std::cout, report);
+  EXPECT_EQ(report.faults, static_cast<std::size_t>(kill_cycles));
+  EXPECT_TRUE(report.ok());
+#else
+  GTEST_SKIP() << "built without the etcd store";
+#endif
 }
 
 // Scenario (e): PostgreSQL -- the resource, and with the pg backend also dlockd's store -- is
