@@ -9,7 +9,6 @@ namespace asio = boost::asio;
 using std::chrono::milliseconds;
 
 struct LockService::Waiter {
-  std::uint64_t id = 0;
   std::string session_id;
   std::string owner_id;
   milliseconds ttl{0};
@@ -241,7 +240,6 @@ bool LockService::enqueue(const std::string& key, const WaiterPtr& waiter, milli
   std::lock_guard lock(mutex_);
   auto& queue = queues_[key];
   if (!queue.subscription) queue.subscription = std::move(subscription);
-  waiter->id = next_waiter_id_++;
   waiter->deadline = std::make_unique<asio::steady_timer>(io_);
   queue.waiters.push_back(waiter);
   const bool is_head = queue.waiters.size() == 1;
@@ -543,11 +541,6 @@ void LockService::reap() {
       if (!stopping_) reap();
     });
   });
-}
-
-std::size_t LockService::waiter_count() const {
-  std::lock_guard lock(mutex_);
-  return waiters_;
 }
 
 void LockService::shutdown() {

@@ -89,7 +89,6 @@ class LockService {
   void revoke(std::string key, Callback<LockOutcome> done);
 
   std::string_view backend_id() const { return backend_.backend_id(); }
-  std::size_t waiter_count() const;
 
   // Answers every waiter with UnavailableError("shutting down") and stops the reaper. Calls
   // already running finish; the worker pool is joined by the destructor.
@@ -135,7 +134,6 @@ class LockService {
   mutable std::mutex mutex_;  // guards everything below
   std::map<std::string, KeyQueue, std::less<>> queues_;
   std::size_t waiters_ = 0;
-  std::uint64_t next_waiter_id_ = 0;
   bool stopping_ = false;
   std::unordered_map<std::string, std::string> owners_;  // session id -> owner (immutable)
   // Sessions opened here and their last known expiry, for max_sessions and the gauge.

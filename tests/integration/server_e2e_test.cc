@@ -106,6 +106,14 @@ class ServerEndToEnd : public ::testing::TestWithParam<std::string> {
                 {}, server);
   }
 
+  HttpResult release(const std::string& key, const std::string& session, std::uint64_t token,
+                     DlockdProcess* server = nullptr) {
+    return call(
+        "DELETE",
+        "/v1/locks/" + key + "?session_id=" + session + "&fencing_token=" + std::to_string(token),
+        "", {}, server);
+  }
+
   static std::uint64_t token_of(const HttpResult& result) {
     return result.json.at("fencing_token").to_number<std::uint64_t>();
   }
@@ -179,8 +187,7 @@ TEST_P(ServerEndToEnd, AcquireExtendReadListRelease) {
   }
   EXPECT_TRUE(found) << listed.body;
 
-  const auto stale = call("DELETE", "/v1/locks/" + key + "?session_id=" + sid +
-                                        "&fencing_token=" + std::to_string(token_of(first)));
+  const auto stale = release(key, sid, token_of(first));
   EXPECT_EQ(stale.status, 409);
   EXPECT_EQ(stale.error_code(), "lock_lost");
   EXPECT_EQ(
@@ -321,10 +328,7 @@ TEST_P(ServerEndToEnd, ThirtyTwoClientsRaceOneKeyOneGrantPerRound) {
     const auto token = token_of(results[granted]);
     EXPECT_GT(token, last);
     last = token;
-    ASSERT_EQ(call("DELETE", "/v1/locks/" + key + "?session_id=" + sessions[granted] +
-                                 "&fencing_token=" + std::to_string(token))
-                  .status,
-              204);
+    ASSERT_EQ(release(key, sessions[granted], token).status, 204);
   }
 }
 
@@ -337,10 +341,7 @@ TEST_P(ServerEndToEnd, WaiterIsGrantedOnReleaseWithAGreaterToken) {
   HttpResult waited;
   std::thread waiter([&] { waited = acquire(key, bob, 30000, 20000); });
   ASSERT_TRUE(wait_for_waiters(1));
-  ASSERT_EQ(call("DELETE", "/v1/locks/" + key + "?session_id=" + alice +
-                               "&fencing_token=" + std::to_string(token_of(held)))
-                .status,
-            204);
+  ASSERT_EQ(release(key, alice, token_of(held)).status, 204);
   waiter.join();
   ASSERT_EQ(waited.status, 200) << waited.body;
   EXPECT_EQ(waited.json.at("session_id").as_string(), bob);
@@ -360,10 +361,7 @@ TEST_P(ServerEndToEnd, HolderReacquiresWhileOthersWait) {
   const auto again = acquire(key, alice);
   ASSERT_EQ(again.status, 200) << again.body;
   EXPECT_GT(token_of(again), token_of(held));
-  ASSERT_EQ(call("DELETE", "/v1/locks/" + key + "?session_id=" + alice +
-                               "&fencing_token=" + std::to_string(token_of(again)))
-                .status,
-            204);
+  ASSERT_EQ(release(key, alice, token_of(again)).status, 204);
   waiter.join();
   ASSERT_EQ(waited.status, 200) << waited.body;
   EXPECT_GT(token_of(waited), token_of(again));
@@ -385,12 +383,7 @@ TEST_P(ServerEndToEnd, WaiterCapAnswers429AndTheServerCarriesOn) {
   EXPECT_EQ(refused.error_code(), "too_many_requests");
   EXPECT_EQ(refused.headers.count("retry-after"), 1u);
   EXPECT_EQ(call("GET", "/healthz", "", {}, &capped).status, 200);
-  ASSERT_EQ(call("DELETE",
-                 "/v1/locks/" + key + "?session_id=" + alice +
-                     "&fencing_token=" + std::to_string(token_of(held)),
-                 "", {}, &capped)
-                .status,
-            204);
+  ASSERT_EQ(release(key, alice, token_of(held), &capped).status, 204);
   waiter.join();
   EXPECT_EQ(waited.status, 200) << waited.body;
 }
@@ -424,16 +417,11 @@ TEST_P(ServerEndToEnd, HotKeyWaitersDoNotHerdTheBackend) {
       if (granted.status != 200) return;
       tokens[i] = token_of(granted);
       // The granted token must be the live grant: releasing it works.
-      release_status[i] = call("DELETE", "/v1/locks/" + key + "?session_id=" + sessions[i] +
-                                             "&fencing_token=" + std::to_string(tokens[i]))
-                              .status;
+      release_status[i] = release(key, sessions[i], tokens[i]).status;
     });
   }
   ASSERT_TRUE(wait_for_waiters(kWaiters));
-  ASSERT_EQ(call("DELETE", "/v1/locks/" + key + "?session_id=" + alice +
-                               "&fencing_token=" + std::to_string(token_of(held)))
-                .status,
-            204);
+  ASSERT_EQ(release(key, alice, token_of(held)).status, 204);
   for (auto& thread : threads) thread.join();
   std::set<std::uint64_t> distinct(tokens.begin(), tokens.end());
   EXPECT_EQ(distinct.size(), static_cast<std::size_t>(kWaiters)) << "every waiter granted once";
@@ -496,10 +484,7 @@ TEST_P(ServerEndToEnd, TwoServersOnOneDatabaseHandOverToEachOthersWaiters) {
   HttpResult waited;
   std::thread waiter([&] { waited = acquire(key, bob, 30000, 20000, &other); });
   ASSERT_TRUE(wait_for_waiters(1, &other));
-  ASSERT_EQ(call("DELETE", "/v1/locks/" + key + "?session_id=" + alice +
-                               "&fencing_token=" + std::to_string(token_of(held)))
-                .status,
-            204);
+  ASSERT_EQ(release(key, alice, token_of(held)).status, 204);
   waiter.join();
   ASSERT_EQ(waited.status, 200) << waited.body;
   EXPECT_GT(token_of(waited), token_of(held));
