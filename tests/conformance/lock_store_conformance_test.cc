@@ -225,6 +225,7 @@ TEST_P(LockStoreConformance, ReleaseOnlyByCurrentGrant) {
   EXPECT_FALSE(store_->delete_if_owner(key, "alice", alice.session_id, handle.fencing_token + 1));
   EXPECT_FALSE(store_->delete_if_owner(key, "bob", bob.session_id, handle.fencing_token));
   EXPECT_FALSE(store_->delete_if_owner(key, "alice", bob.session_id, handle.fencing_token));
+  EXPECT_FALSE(store_->delete_if_owner(key, "bob", alice.session_id, handle.fencing_token));
   ASSERT_TRUE(store_->read(key).has_value()) << "a wrong release touched the holder";
   EXPECT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, handle.fencing_token));
   EXPECT_FALSE(store_->read(key).has_value());

@@ -210,6 +210,51 @@ TEST_F(EtcdStoreTest, LeaseExpiryOfAGrantIsReportedAsARelease) {
   EXPECT_FALSE(store_->read(key).has_value()) << "woken before the grant's lease expired";
 }
 
+// A released grant's lease goes back to the store's pool and carries the next grant of the same
+// TTL, renewed first: the new lock lives its whole TTL from its own grant, not what was left of
+// the lease. (Without the renewal this lock's key would vanish 3 s after its grant.)
+TEST_F(EtcdStoreTest, ReusedGrantLeaseIsRenewedForTheNextGrant) {
+  const auto alice = store_->open_session("alice", seconds(60));
+  const auto first_key = fresh_key("pooled-a");
+  const auto first = store_->try_insert(first_key, "alice", alice.session_id, seconds(4));
+  ASSERT_TRUE(first.has_value());
+  const auto first_raw = etcd_->raw().get(format_lock_key(first_key));
+  ASSERT_TRUE(first_raw.has_value());
+  ASSERT_TRUE(store_->delete_if_owner(first_key, "alice", alice.session_id, first->fencing_token));
+
+  std::this_thread::sleep_for(seconds(1));
+  const auto second_key = fresh_key("pooled-b");
+  const auto second = store_->try_insert(second_key, "alice", alice.session_id, seconds(4));
+  ASSERT_TRUE(second.has_value());
+  const auto granted_at = std::chrono::steady_clock::now();
+  const auto second_raw = etcd_->raw().get(format_lock_key(second_key));
+  ASSERT_TRUE(second_raw.has_value());
+  ASSERT_EQ(second_raw->lease, first_raw->lease) << "the released grant's lease was not reused";
+
+  std::this_thread::sleep_until(granted_at + milliseconds(3500));
+  const auto still = store_->read(second_key);
+  ASSERT_TRUE(still.has_value()) << "the reused lease expired before the new grant's TTL";
+  EXPECT_EQ(still->fencing_token, second->fencing_token);
+  // And it still ends by itself, within its TTL plus etcd's rounding.
+  EXPECT_TRUE(testing::wait_for([&] { return !store_->read(second_key).has_value(); }, seconds(4)));
+}
+
+// A revoked grant's lease still carries the session's index entry, so it must be revoked, never
+// pooled: otherwise the next grant would ride on a lease holding another grant's entry.
+TEST_F(EtcdStoreTest, RevokedGrantLeaseIsNotReused) {
+  const auto alice = store_->open_session("alice", seconds(60));
+  const auto revoked_key = fresh_key("revoked");
+  ASSERT_TRUE(store_->try_insert(revoked_key, "alice", alice.session_id, seconds(30)).has_value());
+  const auto revoked_raw = etcd_->raw().get(format_lock_key(revoked_key));
+  ASSERT_TRUE(revoked_raw.has_value());
+  ASSERT_TRUE(store_->revoke(revoked_key).revoked);
+  const auto next_key = fresh_key("after-revoke");
+  ASSERT_TRUE(store_->try_insert(next_key, "alice", alice.session_id, seconds(30)).has_value());
+  const auto next_raw = etcd_->raw().get(format_lock_key(next_key));
+  ASSERT_TRUE(next_raw.has_value());
+  EXPECT_NE(next_raw->lease, revoked_raw->lease);
+}
+
 // Killing the only member: every call is an error, never "held", and the watch stream and
 // the channel come back by themselves when etcd does.
 TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {

@@ -336,6 +336,15 @@ etcdserverpb::Compare compare_exists(const std::string& key) {
   return compare;
 }
 
+etcdserverpb::Compare compare_value(const std::string& key, const std::string& value) {
+  etcdserverpb::Compare compare;
+  compare.set_key(key);
+  compare.set_target(etcdserverpb::Compare::VALUE);
+  compare.set_result(etcdserverpb::Compare::EQUAL);
+  compare.set_value(value);
+  return compare;
+}
+
 etcdserverpb::RequestOp put_op(const std::string& key, const std::string& value,
                                std::int64_t lease_id) {
   etcdserverpb::RequestOp op;
@@ -355,6 +364,12 @@ etcdserverpb::RequestOp get_op(const std::string& key) {
 etcdserverpb::RequestOp delete_op(const std::string& key) {
   etcdserverpb::RequestOp op;
   op.mutable_request_delete_range()->set_key(key);
+  return op;
+}
+
+etcdserverpb::RequestOp delete_op_with_prev(const std::string& key) {
+  etcdserverpb::RequestOp op = delete_op(key);
+  op.mutable_request_delete_range()->set_prev_kv(true);
   return op;
 }
 

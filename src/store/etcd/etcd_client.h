@@ -76,10 +76,14 @@ etcdserverpb::Compare compare_mod_revision(const std::string& key, std::int64_t 
 etcdserverpb::Compare compare_lease(const std::string& key, std::int64_t lease_id);
 // CreateRevision(key) > 0: the key exists.
 etcdserverpb::Compare compare_exists(const std::string& key);
+// Value(key) == value (false when the key does not exist).
+etcdserverpb::Compare compare_value(const std::string& key, const std::string& value);
 etcdserverpb::RequestOp put_op(const std::string& key, const std::string& value,
                                std::int64_t lease_id);
 etcdserverpb::RequestOp get_op(const std::string& key);
 etcdserverpb::RequestOp delete_op(const std::string& key);
+// A delete whose response carries the deleted key-value (its lease, its value).
+etcdserverpb::RequestOp delete_op_with_prev(const std::string& key);
 etcdserverpb::RangeRequest range_request(const std::string& key);
 // Every key starting with `prefix`.
 etcdserverpb::RangeRequest prefix_request(const std::string& prefix);

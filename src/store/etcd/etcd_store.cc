@@ -26,6 +26,8 @@ using std::chrono::seconds;
 constexpr std::size_t kMaxOpsPerTxn = 64;
 // Bound on the remembered "held at revision" entries (see remember_held).
 constexpr std::size_t kMaxRememberedKeys = 4096;
+// Bound on the empty grant leases kept for reuse (see LeasePool).
+constexpr std::size_t kMaxPooledLeases = 1024;
 
 // etcd leases count whole seconds; rounding up keeps the lease at least as long as the TTL the
 // client is told to believe.
@@ -47,6 +49,64 @@ LockLostError lost(std::string_view key, FencingToken token) {
 SessionNotFoundError session_not_found(std::string_view session_id) {
   return SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
 }
+
+// The lock TTL a grant record was written with (its expiry minus its grant time), in the lease
+// seconds of that grant.
+std::int64_t lease_seconds_of(const GrantRecord& record) {
+  const std::int64_t ttl_us = record.server_expiry_us() - record.acquired_at_us();
+  return ttl_us <= 0 ? 0 : lease_seconds(milliseconds((ttl_us + 999) / 1000));
+}
+
+// Grant leases that hold nothing any more (their grant was released, superseded or never made),
+// kept by TTL for the next grant instead of being revoked. Reusing one costs a keep-alive, which
+// etcd's leader answers without a Raft proposal, where a LeaseGrant and a LeaseRevoke are one
+// each: an acquire+release pair costs two Raft writes (the two Txns), as the raw path does.
+// A pooled lease is only ever handed out after a keep-alive confirmed it alive with at least the
+// TTL asked for; one that sat in the pool for half its TTL is dropped unasked (it expires by
+// itself, holding nothing).
+class LeasePool {
+ public:
+  struct Entry {
+    std::int64_t lease_id;
+    SteadyClock::time_point pooled_at;
+  };
+
+  // False when the pool is full: the caller revokes the lease instead.
+  bool give(std::int64_t ttl_seconds, std::int64_t lease_id) {
+    std::lock_guard lock(mutex_);
+    if (size_ >= kMaxPooledLeases) return false;
+    free_[ttl_seconds].push_back(Entry{lease_id, SteadyClock::now()});
+    ++size_;
+    return true;
+  }
+
+  std::optional<std::int64_t> take(std::int64_t ttl_seconds) {
+    std::lock_guard lock(mutex_);
+    const auto found = free_.find(ttl_seconds);
+    if (found == free_.end()) return std::nullopt;
+    auto& entries = found->second;
+    const auto fresh_after = SteadyClock::now() - milliseconds(ttl_seconds * 1000 / 2);
+    while (!entries.empty()) {
+      const Entry entry = entries.back();
+      entries.pop_back();
+      --size_;
+      if (entry.pooled_at >= fresh_after) return entry.lease_id;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::int64_t, std::vector<Entry>> free_;
+  std::size_t size_ = 0;
+};
+
+// A lease for a new grant and the instant its TTL started counting at the latest: the key it
+// carries lives at least until then + the TTL.
+struct GrantLease {
+  std::int64_t id;
+  SteadyClock::time_point counting_from;
+};
 
 // Every grant has a lease of its own (TTL = the lock's TTL), so a lock expires by itself like
 // in the relational stores; its session is checked in the granting Txn and its death is handled
@@ -130,17 +190,24 @@ class EtcdStore final : public Backend {
   bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
                        FencingToken fencing_token) override {
     core::check_key(key);
+    core::check_owner(owner_id);
+    core::check_session_id(session_id);
     const std::string etcd_key = format_lock_key(key);
-    const auto grant_lease = live_grant_lease(etcd_key, owner_id, session_id, fencing_token);
-    if (!grant_lease) return false;
-    // The read above checked owner and session (a Compare cannot look inside a value); the
-    // revision compare makes the delete apply to exactly that grant.
+    const std::string index_key = session_lock_key(session_id, key);
+    // One Txn. The lock key's revision is the token, so it names exactly that grant; the
+    // session's index entry was written by the same Txn (same revision) and holds the owner, so
+    // session and owner are checked by Compare without reading the value first.
     etcdserverpb::TxnRequest request;
     *request.add_compare() = compare_mod_revision(etcd_key, to_revision(fencing_token));
-    *request.add_success() = delete_op(etcd_key);
-    *request.add_success() = delete_op(session_lock_key(session_id, key));
-    if (!client_.txn(request, CallKind::kWrite).succeeded()) return false;
-    discard_lease(*grant_lease);
+    *request.add_compare() = compare_mod_revision(index_key, to_revision(fencing_token));
+    *request.add_compare() = compare_value(index_key, std::string(owner_id));
+    *request.add_success() = delete_op_with_prev(etcd_key);
+    *request.add_success() = delete_op(index_key);
+    const auto response = client_.txn(request, CallKind::kWrite);
+    if (!response.succeeded()) return false;
+    for (const auto& kv : response.responses(0).response_delete_range().prev_kvs()) {
+      recycle_lease(kv);  // it held this lock key and this index entry, both gone
+    }
     return true;
   }
 
@@ -152,8 +219,7 @@ class EtcdStore final : public Backend {
     const std::string etcd_key = format_lock_key(from.key);
     const auto next_session = parse_session_id(next_session_id);
     if (!next_session) return release_instead_of_handover(from);
-    const auto sent_at = SteadyClock::now();
-    const auto grant = client_.lease_grant(lease_seconds(ttl));
+    const GrantLease grant = lease_for(ttl);
     const auto now = wall_now();
     const std::string next_record = session_record_key(*next_session);
     etcdserverpb::TxnRequest request;
@@ -161,8 +227,9 @@ class EtcdStore final : public Backend {
     *request.add_compare() = compare_exists(next_record);
     *request.add_success() = get_op(etcd_key);  // the outgoing grant, for its lease
     *request.add_success() =
-        put_op(etcd_key, encode_grant(next_owner_id, next_session_id, now, now + ttl), grant.id());
-    *request.add_success() = put_op(session_lock_key(next_session_id, from.key), "", grant.id());
+        put_op(etcd_key, encode_grant(next_owner_id, next_session_id, now, now + ttl), grant.id);
+    *request.add_success() =
+        put_op(session_lock_key(next_session_id, from.key), std::string(next_owner_id), grant.id);
     if (from.session_id != next_session_id) {
       *request.add_success() = delete_op(session_lock_key(from.session_id, from.key));
     }
@@ -170,12 +237,13 @@ class EtcdStore final : public Backend {
     const auto response = client_.txn(request, CallKind::kWrite);
     if (response.succeeded()) {
       const FencingToken token = static_cast<FencingToken>(response.header().revision());
-      for (const auto& kv : response.responses(0).response_range().kvs()) discard_lease(kv.lease());
-      return LockHandle{
-          from.key, std::string(next_owner_id), std::string(next_session_id), token, sent_at + ttl,
-          now + ttl};
+      // The outgoing grant's lease held its lock key (now on the new lease) and its index entry
+      // (deleted, or rewritten on the new lease for the same session): nothing any more.
+      for (const auto& kv : response.responses(0).response_range().kvs()) recycle_lease(kv);
+      return LockHandle{from.key, std::string(next_owner_id), std::string(next_session_id),
+                        token,    grant.counting_from + ttl,  now + ttl};
     }
-    discard_lease(grant.id());
+    recycle_lease(grant.id, lease_seconds(ttl));
     const auto& current = response.responses(0).response_range();
     if (current.kvs_size() == 0 ||
         current.kvs(0).mod_revision() != to_revision(from.fencing_token)) {
@@ -196,7 +264,7 @@ class EtcdStore final : public Backend {
       outcome.revoked = true;
       outcome.fencing_token = static_cast<FencingToken>(kv.mod_revision());
       outcome.owner_id = decode_grant(kv).owner_id();
-      discard_lease(kv.lease());  // takes the grant's session index entry with it
+      revoke_lease(kv.lease());  // takes the grant's session index entry with it
     }
     return outcome;
   }
@@ -274,14 +342,21 @@ class EtcdStore final : public Backend {
   std::optional<SessionRecord> session_record(std::int64_t lease);
   std::vector<mvccpb::KeyValue> read_keys(const std::vector<std::string>& etcd_keys);
   void remember_held(const std::string& etcd_key, std::int64_t revision);
-  // Best effort: a lease that holds nothing any more expires by itself after its TTL anyway.
-  void discard_lease(std::int64_t lease_id);
+  // A lease for a grant of `ttl`: a pooled one renewed by a keep-alive, else a new one.
+  GrantLease lease_for(milliseconds ttl);
+  // Leases that hold nothing any more go back to the pool (or are revoked when it is full).
+  // `released` is the lock key as its grant ended; its lease must hold nothing else.
+  void recycle_lease(const mvccpb::KeyValue& released);
+  void recycle_lease(std::int64_t lease_id, std::int64_t ttl_seconds);
+  // Best effort: a lease that is not revoked expires by itself after its TTL anyway.
+  void revoke_lease(std::int64_t lease_id);
 
   const TtlLimits limits_;
   const std::function<void(std::string_view)> after_grant_for_test_;
   EtcdClient client_;
   std::mutex held_mutex_;
   std::map<std::string, std::int64_t, std::less<>> held_at_;
+  LeasePool leases_;
   // Declared last: destroyed first, so no watch callback outlives the rest of the store.
   std::unique_ptr<WatchHub> watches_;
 };
@@ -289,10 +364,10 @@ class EtcdStore final : public Backend {
 std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::string& etcd_key,
                                              std::string_view owner_id, std::string_view session_id,
                                              milliseconds ttl) {
-  const auto sent_at = SteadyClock::now();
   // The grant's lease starts counting before the grant exists, so it ends no earlier than
-  // sent_at + ttl: the client deadline below can never outlive the key.
-  const auto grant = client_.lease_grant(lease_seconds(ttl));
+  // counting_from + ttl: the client deadline below can never outlive the key.
+  const GrantLease grant = lease_for(ttl);
+  const auto sent_at = grant.counting_from;
   const auto now = wall_now();
   const std::string value = encode_grant(owner_id, session_id, now, now + ttl);
   const std::string record_key = session_record_key(*parse_session_id(session_id));
@@ -300,8 +375,10 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
   etcdserverpb::TxnRequest request;
   *request.add_compare() = compare_create_revision(etcd_key, 0);
   *request.add_compare() = compare_exists(record_key);
-  *request.add_success() = put_op(etcd_key, value, grant.id());
-  *request.add_success() = put_op(session_lock_key(session_id, key), "", grant.id());
+  *request.add_success() = put_op(etcd_key, value, grant.id);
+  // The index entry holds the owner, so a release can check it with a Compare.
+  *request.add_success() =
+      put_op(session_lock_key(session_id, key), std::string(owner_id), grant.id);
   *request.add_failure() = get_op(etcd_key);
   *request.add_failure() = get_op(record_key);
   const auto response = client_.txn(request, CallKind::kWrite);
@@ -315,7 +392,7 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
   }
   const auto& holder = response.responses(0).response_range();
   if (response.responses(1).response_range().kvs_size() == 0) {
-    discard_lease(grant.id());
+    recycle_lease(grant.id, lease_seconds(ttl));
     throw session_not_found(session_id);
   }
   if (holder.kvs_size() == 0) {
@@ -323,10 +400,10 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
   }
   const GrantRecord record = decode_grant(holder.kvs(0));
   if (record.owner_id() == owner_id && record.session_id() == session_id) {
-    return reacquire(key, etcd_key, owner_id, session_id, holder.kvs(0), grant.id(), value, sent_at,
+    return reacquire(key, etcd_key, owner_id, session_id, holder.kvs(0), grant.id, value, sent_at,
                      ttl, now);
   }
-  discard_lease(grant.id());
+  recycle_lease(grant.id, lease_seconds(ttl));
   remember_held(etcd_key, response.header().revision());
   return std::nullopt;  // held by a live grant of another session: a decision
 }
@@ -344,15 +421,16 @@ std::optional<LockHandle> EtcdStore::reacquire(std::string_view key, const std::
   *request.add_compare() = compare_mod_revision(etcd_key, holder.mod_revision());
   *request.add_compare() = compare_exists(session_record_key(*parse_session_id(session_id)));
   *request.add_success() = put_op(etcd_key, value, grant_lease);
-  *request.add_success() = put_op(session_lock_key(session_id, key), "", grant_lease);
+  *request.add_success() =
+      put_op(session_lock_key(session_id, key), std::string(owner_id), grant_lease);
   const auto response = client_.txn(request, CallKind::kWrite);
   if (!response.succeeded()) {
-    discard_lease(grant_lease);
+    recycle_lease(grant_lease, lease_seconds(ttl));
     throw ContentionError("lock " + std::string(key) +
                           " changed during a re-entrant acquire; retry");
   }
   const FencingToken token = static_cast<FencingToken>(response.header().revision());
-  discard_lease(holder.lease());  // the superseded grant's lease now holds nothing
+  recycle_lease(holder);  // the superseded grant's key and index entry are on the new lease
   return LockHandle{std::string(key),        std::string(owner_id),
                     std::string(session_id), token,
                     sent_at + ttl,           now + ttl};
@@ -395,7 +473,7 @@ ReapReport EtcdStore::reap_expired() {
       *remove.add_success() = delete_op(kv.key());
       if (!client_.txn(remove, CallKind::kWrite).succeeded()) continue;
       report.expired_locks.push_back(lock_info(kv));
-      discard_lease(kv.lease());
+      revoke_lease(kv.lease());  // takes the grant's index entry with it
     }
   }
   return report;
@@ -480,7 +558,43 @@ void EtcdStore::remember_held(const std::string& etcd_key, std::int64_t revision
   remembered = std::max(remembered, revision);
 }
 
-void EtcdStore::discard_lease(std::int64_t lease_id) {
+GrantLease EtcdStore::lease_for(milliseconds ttl) {
+  const std::int64_t wanted = lease_seconds(ttl);
+  while (const auto pooled = leases_.take(wanted)) {
+    const auto counting_from = SteadyClock::now();
+    std::int64_t renewed = 0;
+    try {
+      renewed = client_.lease_keep_alive(*pooled);
+    } catch (const SessionNotFoundError&) {
+      renewed = 0;  // expired meanwhile
+    }
+    // etcd raises a TTL below its minimum (2 s with default timings), as for a new lease.
+    if (renewed >= wanted && renewed <= std::max<std::int64_t>(wanted, 2)) {
+      return GrantLease{*pooled, counting_from};
+    }
+    if (renewed > 0) revoke_lease(*pooled);  // not the TTL this grant needs
+  }
+  const auto counting_from = SteadyClock::now();
+  return GrantLease{client_.lease_grant(wanted).id(), counting_from};
+}
+
+void EtcdStore::recycle_lease(const mvccpb::KeyValue& released) {
+  if (released.lease() == 0) return;
+  std::int64_t ttl_seconds = 0;
+  try {
+    ttl_seconds = lease_seconds_of(decode_grant(released));
+  } catch (const Error&) {
+  }
+  recycle_lease(released.lease(), ttl_seconds);
+}
+
+void EtcdStore::recycle_lease(std::int64_t lease_id, std::int64_t ttl_seconds) {
+  if (lease_id == 0) return;
+  if (ttl_seconds > 0 && leases_.give(ttl_seconds, lease_id)) return;
+  revoke_lease(lease_id);
+}
+
+void EtcdStore::revoke_lease(std::int64_t lease_id) {
   if (lease_id == 0) return;
   try {
     client_.lease_revoke(lease_id);

@@ -109,4 +109,108 @@ void WriteTransaction::commit() {
   done_ = true;
 }
 
+Statement& StatementCache::get(const std::string& sql) {
+  auto& slot = statements_[sql];
+  if (!slot) slot = std::make_unique<Statement>(db_.handle(), sql);
+  slot->reset();
+  return *slot;
+}
+
+namespace {
+
+// Bound on the writes of one group, so one transaction (and the wait of its last writer) stays
+// short.
+constexpr std::size_t kMaxGroup = 256;
+
+void exec_quietly(sqlite3* db, const char* sql) {
+  sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+}
+
+}  // namespace
+
+struct GroupCommit::Writer {
+  const std::function<bool()>* work;
+  std::exception_ptr error;
+  bool done = false;
+};
+
+GroupCommit::GroupCommit(Database& db, std::mutex& db_mutex) : db_(db), db_mutex_(db_mutex) {}
+
+void GroupCommit::write(const std::function<bool()>& work) {
+  Writer self{&work, nullptr, false};
+  std::unique_lock lock(queue_mutex_);
+  queue_.push_back(&self);
+  queue_changed_.wait(lock, [&] { return self.done || queue_.front() == &self; });
+  if (!self.done) {
+    // At the front: this writer runs the group, itself first.
+    std::vector<Writer*> group;
+    for (auto* writer : queue_) {
+      group.push_back(writer);
+      if (group.size() == kMaxGroup) break;
+    }
+    lock.unlock();
+    run_group(group);
+    lock.lock();
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      queue_.front()->done = true;
+      queue_.pop_front();
+    }
+    queue_changed_.notify_all();
+  }
+  if (self.error) std::rethrow_exception(self.error);
+}
+
+void GroupCommit::run_group(const std::vector<Writer*>& group) {
+  std::lock_guard db_lock(db_mutex_);
+  sqlite3* db = db_.handle();
+  auto fail_all = [&](std::exception_ptr error) {
+    for (auto* writer : group) writer->error = error;
+  };
+  try {
+    db_.exec("BEGIN IMMEDIATE");
+  } catch (...) {
+    fail_all(std::current_exception());
+    return;
+  }
+  const bool alone = group.size() == 1;
+  for (auto* writer : group) {
+    bool keep = false;
+    try {
+      if (!alone) db_.exec("SAVEPOINT dlock_write");
+      keep = (*writer->work)();
+    } catch (...) {
+      writer->error = std::current_exception();
+    }
+    if (sqlite3_get_autocommit(db) != 0) {
+      // SQLite ended the whole transaction on an error (I/O, full disk): nothing of the group
+      // was written.
+      auto error = writer->error;
+      if (!error) {
+        error = std::make_exception_ptr(InternalError("sqlite: write transaction ended early"));
+      }
+      fail_all(error);
+      return;
+    }
+    if (alone) {
+      if (keep && !writer->error) break;
+      exec_quietly(db, "ROLLBACK");
+      return;
+    }
+    try {
+      if (!keep || writer->error) db_.exec("ROLLBACK TO dlock_write");
+      db_.exec("RELEASE dlock_write");
+    } catch (...) {
+      exec_quietly(db, "ROLLBACK");
+      fail_all(std::current_exception());
+      return;
+    }
+  }
+  try {
+    db_.exec("COMMIT");
+  } catch (...) {
+    exec_quietly(db, "ROLLBACK");
+    fail_all(std::current_exception());
+  }
+}
+
 }  // namespace dlock::store::sqlite

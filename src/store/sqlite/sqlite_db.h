@@ -2,11 +2,17 @@
 
 // Thin RAII layer over libsqlite3. Every failure becomes a dlock error (see map_sqlite_error).
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -79,6 +85,45 @@ class WriteTransaction {
  private:
   Database& db_;
   bool done_ = false;
+};
+
+// Prepared statements kept for reuse, one per SQL text (preparing costs more than running the
+// small statements dlock uses). Not thread-safe: used under the store's mutex.
+class StatementCache {
+ public:
+  explicit StatementCache(Database& db) : db_(db) {}
+  // The statement for `sql`, reset and unbound, prepared on first use.
+  Statement& get(const std::string& sql);
+
+ private:
+  Database& db_;
+  std::unordered_map<std::string, std::unique_ptr<Statement>> statements_;
+};
+
+// Group commit. Writers that arrive while a write transaction is in progress queue up; the
+// first of them then runs the whole queue in one transaction (each write under a savepoint of
+// its own) and one COMMIT, i.e. one fsync for the group, and every writer returns only after
+// that COMMIT. A write that asks for it (returns false) or throws is rolled back to its
+// savepoint alone; a failed BEGIN or COMMIT fails every write of the group, none of which is
+// then durable or reported as done.
+class GroupCommit {
+ public:
+  // `db_mutex` guards `db` (readers take it too, so they never see uncommitted writes).
+  GroupCommit(Database& db, std::mutex& db_mutex);
+
+  // Runs `work` inside a write transaction; true from `work` keeps its changes, false rolls them
+  // back. Returns once they are committed; rethrows what `work` threw.
+  void write(const std::function<bool()>& work);
+
+ private:
+  struct Writer;
+  void run_group(const std::vector<Writer*>& group);
+
+  Database& db_;
+  std::mutex& db_mutex_;
+  std::mutex queue_mutex_;
+  std::condition_variable queue_changed_;
+  std::deque<Writer*> queue_;
 };
 
 }  // namespace dlock::store::sqlite

@@ -57,14 +57,14 @@ class SqliteStore final : public Backend {
  public:
   explicit SqliteStore(const SqliteStoreOptions& options)
       : limits_(options.limits),
-        db_(with_parent_directory(options.path), static_cast<int>(options.busy_timeout.count())) {
+        db_(with_parent_directory(options.path), static_cast<int>(options.busy_timeout.count())),
+        statements_(db_),
+        writes_(db_, mutex_) {
     // WAL with synchronous=FULL: every commit (every grant, hence every token) is fsynced to the
     // WAL before COMMIT returns, so a token handed out survives a crash or power loss.
     db_.exec("PRAGMA journal_mode=WAL");
     db_.exec("PRAGMA synchronous=FULL");
     migrate();
-    next_token_ = std::make_unique<Statement>(db_.handle(), kNextToken);
-    acquire_ = std::make_unique<Statement>(db_.handle(), kAcquire);
   }
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
@@ -75,28 +75,30 @@ class SqliteStore final : public Backend {
     core::check_session_id(session_id);
     check_ttl(ttl, limits_, "ttl_ms");
     const auto sent_at = SteadyClock::now();
-    std::lock_guard lock(mutex_);
-    WriteTransaction transaction(db_);
-    const FencingToken token = take_token();
-    ResetGuard reset(*acquire_);
-    acquire_->bind(1, key).bind(2, owner_id).bind(3, session_id);
-    acquire_->bind(4, static_cast<std::int64_t>(token)).bind(5, std::int64_t{ttl.count()});
-    if (!acquire_->step()) return std::nullopt;  // held: the rollback returns the token unused
-    LockHandle handle{
-        std::string(key),        std::string(owner_id),
-        std::string(session_id), static_cast<FencingToken>(acquire_->column_int64(0)),
-        sent_at + ttl,           core::from_unix_micros(acquire_->column_int64(2) * 1000)};
-    acquire_->reset();
-    transaction.commit();
-    return handle;
+    std::optional<LockHandle> granted;
+    writes_.write([&] {
+      const FencingToken token = take_token();
+      Statement& acquire = statements_.get(kAcquire);
+      ResetGuard reset(acquire);
+      acquire.bind(1, key).bind(2, owner_id).bind(3, session_id);
+      acquire.bind(4, static_cast<std::int64_t>(token)).bind(5, std::int64_t{ttl.count()});
+      if (!acquire.step()) return false;  // held: rolling back returns the token unused
+      granted = LockHandle{
+          std::string(key),        std::string(owner_id),
+          std::string(session_id), static_cast<FencingToken>(acquire.column_int64(0)),
+          sent_at + ttl,           core::from_unix_micros(acquire.column_int64(2) * 1000)};
+      return true;
+    });
+    return granted;
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
     core::check_key(key);
     std::lock_guard lock(mutex_);
-    Statement select(db_.handle(), std::string("SELECT ") + kLockColumns +
-                                       " FROM locks WHERE key = ?1 AND expires_at > " +
-                                       DLOCK_SQLITE_NOW);
+    Statement& select =
+        statements_.get(std::string("SELECT ") + kLockColumns +
+                        " FROM locks WHERE key = ?1 AND expires_at > " + DLOCK_SQLITE_NOW);
+    ResetGuard reset(select);
     select.bind(1, key);
     if (!select.step()) return std::nullopt;
     return lock_info_from(select);
@@ -104,10 +106,11 @@ class SqliteStore final : public Backend {
 
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
     std::lock_guard lock(mutex_);
-    Statement select(db_.handle(),
-                     std::string("SELECT ") + kLockColumns +
-                         " FROM locks WHERE substr(key, 1, length(?1)) = ?1 AND expires_at > " +
-                         DLOCK_SQLITE_NOW + " ORDER BY key LIMIT ?2");
+    Statement& select =
+        statements_.get(std::string("SELECT ") + kLockColumns +
+                        " FROM locks WHERE substr(key, 1, length(?1)) = ?1 AND expires_at > " +
+                        DLOCK_SQLITE_NOW + " ORDER BY key LIMIT ?2");
+    ResetGuard reset(select);
     select.bind(1, prefix).bind(2, static_cast<std::int64_t>(limit));
     std::vector<LockInfo> result;
     while (select.step()) result.push_back(lock_info_from(select));
@@ -117,33 +120,35 @@ class SqliteStore final : public Backend {
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
     check_ttl(ttl, limits_, "ttl_ms");
     const auto sent_at = SteadyClock::now();
-    std::lock_guard lock(mutex_);
-    Statement update(
-        db_.handle(),
-        std::string("UPDATE locks SET expires_at = " DLOCK_SQLITE_NOW " + ?5 "
-                    "WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-                    "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW " AND ") +
-            kLiveSessionClause + " RETURNING expires_at");
-    update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
-    update.bind(4, static_cast<std::int64_t>(handle.fencing_token));
-    update.bind(5, std::int64_t{ttl.count()});
-    if (!update.step()) {
-      throw LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
-                          " is no longer held");
-    }
     LockHandle extended = handle;
-    extended.client_deadline = sent_at + ttl;
-    extended.server_expiry = core::from_unix_micros(update.column_int64(0) * 1000);
+    writes_.write([&] {
+      Statement& update = statements_.get(
+          std::string("UPDATE locks SET expires_at = " DLOCK_SQLITE_NOW " + ?5 "
+                      "WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+                      "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW " AND ") +
+          kLiveSessionClause + " RETURNING expires_at");
+      ResetGuard reset(update);
+      update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
+      update.bind(4, static_cast<std::int64_t>(handle.fencing_token));
+      update.bind(5, std::int64_t{ttl.count()});
+      if (!update.step()) {
+        throw LockLostError("lock " + handle.key + " token " +
+                            std::to_string(handle.fencing_token) + " is no longer held");
+      }
+      extended.client_deadline = sent_at + ttl;
+      extended.server_expiry = core::from_unix_micros(update.column_int64(0) * 1000);
+      return true;
+    });
     return extended;
   }
 
   bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
                        FencingToken fencing_token) override {
     bool released = false;
-    {
-      std::lock_guard lock(mutex_);
+    writes_.write([&] {
       released = delete_grant(key, owner_id, session_id, fencing_token);
-    }
+      return true;
+    });
     if (released) releases_.notify(key);
     return released;
   }
@@ -159,18 +164,20 @@ class SqliteStore final : public Backend {
   LockOutcome revoke(std::string_view key) override {
     core::check_key(key);
     LockOutcome outcome;
-    {
-      std::lock_guard lock(mutex_);
-      Statement remove(db_.handle(),
-                       "DELETE FROM locks WHERE key = ?1 RETURNING fencing_token, "
-                       "owner_id, expires_at > " DLOCK_SQLITE_NOW);
+    writes_.write([&] {
+      outcome = LockOutcome{};
+      Statement& remove = statements_.get(
+          "DELETE FROM locks WHERE key = ?1 RETURNING fencing_token, "
+          "owner_id, expires_at > " DLOCK_SQLITE_NOW);
+      ResetGuard reset(remove);
       remove.bind(1, key);
       if (remove.step() && remove.column_int64(2) != 0) {
         outcome.revoked = true;
         outcome.fencing_token = static_cast<FencingToken>(remove.column_int64(0));
         outcome.owner_id = remove.column_text(1);
       }
-    }
+      return true;
+    });
     if (outcome.revoked) releases_.notify(key);
     return outcome;
   }
@@ -192,35 +199,45 @@ class SqliteStore final : public Backend {
     core::check_owner(owner_id);
     check_ttl(ttl, limits_, "ttl_ms");
     const std::string session_id = core::random_id();
-    std::lock_guard lock(mutex_);
-    Statement insert(db_.handle(),
-                     "INSERT INTO lock_session (session_id, owner_id, ttl_ms, created_at, "
-                     "expires_at) VALUES (?1, ?2, ?3, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
-                     " + ?3) RETURNING expires_at");
-    insert.bind(1, session_id).bind(2, owner_id).bind(3, std::int64_t{ttl.count()});
-    insert.step();
-    return SessionInfo{session_id, std::string(owner_id), ttl,
-                       core::from_unix_micros(insert.column_int64(0) * 1000)};
+    SessionInfo opened{session_id, std::string(owner_id), ttl, {}};
+    writes_.write([&] {
+      Statement& insert = statements_.get(
+          "INSERT INTO lock_session (session_id, owner_id, ttl_ms, created_at, "
+          "expires_at) VALUES (?1, ?2, ?3, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
+          " + ?3) RETURNING expires_at");
+      ResetGuard reset(insert);
+      insert.bind(1, session_id).bind(2, owner_id).bind(3, std::int64_t{ttl.count()});
+      if (!insert.step()) throw InternalError("sqlite: session insert returned no row");
+      opened.expires_at = core::from_unix_micros(insert.column_int64(0) * 1000);
+      return true;
+    });
+    return opened;
   }
 
   SessionInfo heartbeat(std::string_view session_id) override {
     core::check_session_id(session_id);
-    std::lock_guard lock(mutex_);
-    Statement update(db_.handle(), "UPDATE lock_session SET expires_at = " DLOCK_SQLITE_NOW
-                                   " + ttl_ms "
-                                   "WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW
-                                   " RETURNING owner_id, ttl_ms, expires_at");
-    update.bind(1, session_id);
-    if (!update.step()) throw SessionNotFoundError("session not found or expired");
-    return session_from(session_id, update);
+    std::optional<SessionInfo> renewed;
+    writes_.write([&] {
+      Statement& update = statements_.get("UPDATE lock_session SET expires_at = " DLOCK_SQLITE_NOW
+                                          " + ttl_ms "
+                                          "WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW
+                                          " RETURNING owner_id, ttl_ms, expires_at");
+      ResetGuard reset(update);
+      update.bind(1, session_id);
+      if (!update.step()) throw SessionNotFoundError("session not found or expired");
+      renewed = session_from(session_id, update);
+      return true;
+    });
+    return *renewed;
   }
 
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
     core::check_session_id(session_id);
     std::lock_guard lock(mutex_);
-    Statement select(db_.handle(),
-                     "SELECT owner_id, ttl_ms, expires_at FROM lock_session "
-                     "WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW);
+    Statement& select = statements_.get(
+        "SELECT owner_id, ttl_ms, expires_at FROM lock_session "
+        "WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW);
+    ResetGuard reset(select);
     select.bind(1, session_id);
     if (!select.step()) return std::nullopt;
     return session_from(session_id, select);
@@ -242,86 +259,87 @@ class SqliteStore final : public Backend {
     core::check_session_id(next_session_id);
     check_ttl(ttl, limits_, "ttl_ms");
     const auto sent_at = SteadyClock::now();
-    std::lock_guard lock(mutex_);
-    WriteTransaction transaction(db_);
-    const FencingToken token = take_token();
-    Statement update(db_.handle(),
-                     "UPDATE locks SET owner_id = ?5, session_id = ?6, fencing_token = ?7, "
-                     "acquired_at = " DLOCK_SQLITE_NOW ", expires_at = " DLOCK_SQLITE_NOW
-                     " + ?8 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-                     "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW
-                     " RETURNING expires_at");
-    update.bind(1, from.key).bind(2, from.owner_id).bind(3, from.session_id);
-    update.bind(4, static_cast<std::int64_t>(from.fencing_token));
-    update.bind(5, next_owner_id).bind(6, next_session_id);
-    update.bind(7, static_cast<std::int64_t>(token)).bind(8, std::int64_t{ttl.count()});
-    bool granted = false;
-    try {
-      granted = update.step();
-    } catch (const SessionNotFoundError&) {
-      // The next session died while it waited: release `from` and report no hand-over.
-      update.reset();
-      if (!delete_grant(from.key, from.owner_id, from.session_id, from.fencing_token)) {
+    std::optional<LockHandle> next;
+    writes_.write([&] {
+      next.reset();
+      const FencingToken token = take_token();
+      Statement& update = statements_.get(
+          "UPDATE locks SET owner_id = ?5, session_id = ?6, fencing_token = ?7, "
+          "acquired_at = " DLOCK_SQLITE_NOW ", expires_at = " DLOCK_SQLITE_NOW
+          " + ?8 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+          "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW " RETURNING expires_at");
+      ResetGuard reset(update);
+      update.bind(1, from.key).bind(2, from.owner_id).bind(3, from.session_id);
+      update.bind(4, static_cast<std::int64_t>(from.fencing_token));
+      update.bind(5, next_owner_id).bind(6, next_session_id);
+      update.bind(7, static_cast<std::int64_t>(token)).bind(8, std::int64_t{ttl.count()});
+      bool granted = false;
+      try {
+        granted = update.step();
+      } catch (const SessionNotFoundError&) {
+        // The next session died while it waited: release `from` and report no hand-over.
+        update.reset();
+        if (!delete_grant(from.key, from.owner_id, from.session_id, from.fencing_token)) {
+          throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
+        }
+        return true;
+      }
+      if (!granted) {
         throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
       }
-      transaction.commit();
-      return std::nullopt;
-    }
-    if (!granted) {
-      throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
-    }
-    LockHandle handle{from.key,
-                      std::string(next_owner_id),
-                      std::string(next_session_id),
-                      token,
-                      sent_at + ttl,
-                      core::from_unix_micros(update.column_int64(0) * 1000)};
-    update.reset();
-    transaction.commit();
-    return handle;
+      next = LockHandle{from.key,
+                        std::string(next_owner_id),
+                        std::string(next_session_id),
+                        token,
+                        sent_at + ttl,
+                        core::from_unix_micros(update.column_int64(0) * 1000)};
+      return true;
+    });
+    return next;
   }
 
   ReapReport reap_locked() {
-    std::lock_guard lock(mutex_);
-    WriteTransaction transaction(db_);
     ReapReport report;
-    {
-      Statement locks(db_.handle(), std::string("DELETE FROM locks WHERE expires_at <= ") +
-                                        DLOCK_SQLITE_NOW + " OR NOT " + kLiveSessionClause +
-                                        " RETURNING " + kLockColumns);
+    writes_.write([&] {
+      report = ReapReport{};
+      Statement& locks =
+          statements_.get(std::string("DELETE FROM locks WHERE expires_at <= ") + DLOCK_SQLITE_NOW +
+                          " OR NOT " + kLiveSessionClause + " RETURNING " + kLockColumns);
+      ResetGuard reset_locks(locks);
       while (locks.step()) report.expired_locks.push_back(lock_info_from(locks));
-      Statement sessions(db_.handle(),
-                         "DELETE FROM lock_session WHERE expires_at <= " DLOCK_SQLITE_NOW
-                         " RETURNING session_id");
+      Statement& sessions = statements_.get(
+          "DELETE FROM lock_session WHERE expires_at <= " DLOCK_SQLITE_NOW " RETURNING session_id");
+      ResetGuard reset_sessions(sessions);
       while (sessions.step()) report.expired_sessions.push_back(sessions.column_text(0));
-    }
-    transaction.commit();
+      return true;
+    });
     return report;
   }
 
   std::vector<LockInfo> close_locked(std::string_view session_id) {
     core::check_session_id(session_id);
-    std::lock_guard lock(mutex_);
-    WriteTransaction transaction(db_);
     bool was_live = false;
-    {
-      Statement remove(db_.handle(),
-                       "DELETE FROM lock_session WHERE session_id = ?1 "
-                       "RETURNING expires_at > " DLOCK_SQLITE_NOW);
-      remove.bind(1, session_id);
-      was_live = remove.step() && remove.column_int64(0) != 0;
-    }
     std::vector<LockInfo> released;
-    {
-      Statement locks(db_.handle(), std::string("DELETE FROM locks WHERE session_id = ?1 "
-                                                "RETURNING ") +
-                                        kLockColumns + ", expires_at > " DLOCK_SQLITE_NOW);
+    writes_.write([&] {
+      released.clear();
+      {
+        Statement& remove = statements_.get(
+            "DELETE FROM lock_session WHERE session_id = ?1 "
+            "RETURNING expires_at > " DLOCK_SQLITE_NOW);
+        ResetGuard reset(remove);
+        remove.bind(1, session_id);
+        was_live = remove.step() && remove.column_int64(0) != 0;
+      }
+      Statement& locks = statements_.get(std::string("DELETE FROM locks WHERE session_id = ?1 "
+                                                     "RETURNING ") +
+                                         kLockColumns + ", expires_at > " DLOCK_SQLITE_NOW);
+      ResetGuard reset(locks);
       locks.bind(1, session_id);
       while (locks.step()) {
         if (locks.column_int64(6) != 0) released.push_back(lock_info_from(locks));
       }
-    }
-    transaction.commit();
+      return true;
+    });
     if (!was_live) throw SessionNotFoundError("session not found or expired");
     return released;
   }
@@ -355,16 +373,18 @@ class SqliteStore final : public Backend {
   }
 
   FencingToken take_token() {
-    ResetGuard reset(*next_token_);
-    if (!next_token_->step()) throw InternalError("sqlite: fencing_token_seq row is missing");
-    return static_cast<FencingToken>(next_token_->column_int64(0));
+    Statement& next_token = statements_.get(kNextToken);
+    ResetGuard reset(next_token);
+    if (!next_token.step()) throw InternalError("sqlite: fencing_token_seq row is missing");
+    return static_cast<FencingToken>(next_token.column_int64(0));
   }
 
   bool delete_grant(std::string_view key, std::string_view owner_id, std::string_view session_id,
                     FencingToken fencing_token) {
-    Statement remove(db_.handle(),
-                     "DELETE FROM locks WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-                     "AND fencing_token = ?4 RETURNING expires_at > " DLOCK_SQLITE_NOW);
+    Statement& remove = statements_.get(
+        "DELETE FROM locks WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+        "AND fencing_token = ?4 RETURNING expires_at > " DLOCK_SQLITE_NOW);
+    ResetGuard reset(remove);
     remove.bind(1, key).bind(2, owner_id).bind(3, session_id);
     remove.bind(4, static_cast<std::int64_t>(fencing_token));
     return remove.step() && remove.column_int64(0) != 0;
@@ -377,10 +397,10 @@ class SqliteStore final : public Backend {
   }
 
   const TtlLimits limits_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards db_ and statements_; held by writes_ for a whole group
   Database db_;
-  std::unique_ptr<Statement> next_token_;
-  std::unique_ptr<Statement> acquire_;
+  StatementCache statements_;
+  GroupCommit writes_;
   core::ReleaseHub releases_;
 };
 
