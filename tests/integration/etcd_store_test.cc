@@ -263,6 +263,13 @@ TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {
   const auto key = fresh_key("outage");
   const auto handle = store_->try_insert(key, "alice", alice.session_id, seconds(30));
   ASSERT_TRUE(handle.has_value());
+  // A pooled grant lease and an open keep-alive stream, so the outage hits both: an acquire then
+  // begins with a keep-alive on that stream.
+  const auto pooled_key = fresh_key("outage-pooled");
+  const auto pooled = store_->try_insert(pooled_key, "bob", bob.session_id, seconds(30));
+  ASSERT_TRUE(pooled.has_value());
+  ASSERT_TRUE(store_->delete_if_owner(pooled_key, "bob", bob.session_id, pooled->fencing_token));
+  store_->heartbeat(alice.session_id);
   std::atomic<int> calls{0};
   auto subscription = store_->watch_releases(key, [&] { ++calls; });
   etcd_->kill(0);
@@ -290,6 +297,8 @@ TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {
       },
       seconds(30), milliseconds(50)));
   EXPECT_EQ(store_->read(key)->fencing_token, handle->fencing_token);
+  // The keep-alive stream broke with the member and is opened again.
+  EXPECT_GT(store_->heartbeat(alice.session_id).expires_at, WallClock::now());
   // The watch stream reconnected and resumed: a release now is reported.
   const int before_release = calls.load();
   ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, handle->fencing_token));

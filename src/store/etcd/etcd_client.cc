@@ -202,7 +202,8 @@ EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel,
     : channel_(std::move(channel)),
       call_timeout_(call_timeout),
       kv_(etcdserverpb::KV::NewStub(channel_)),
-      lease_(etcdserverpb::Lease::NewStub(channel_)) {}
+      lease_(etcdserverpb::Lease::NewStub(channel_)),
+      keep_alive_(std::make_unique<KeepAliveStream>(*lease_)) {}
 
 void EtcdClient::set_deadline(grpc::ClientContext& context) const {
   context.set_deadline(std::chrono::system_clock::now() + call_timeout_);
@@ -268,23 +269,7 @@ void EtcdClient::lease_revoke(std::int64_t lease_id) {
 }
 
 std::int64_t EtcdClient::lease_keep_alive(std::int64_t lease_id) {
-  grpc::ClientContext context;
-  set_deadline(context);
-  auto stream = lease_->LeaseKeepAlive(&context);
-  etcdserverpb::LeaseKeepAliveRequest request;
-  request.set_id(lease_id);
-  etcdserverpb::LeaseKeepAliveResponse response;
-  const bool answered = stream->Write(request) && stream->Read(&response);
-  if (!answered) {
-    // A failed Write or Read means the call is over; Finish says why.
-    const grpc::Status status = stream->Finish();
-    throw_for_status(
-        status.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream closed") : status,
-        "lease keep-alive", CallKind::kRead);
-  }
-  stream->WritesDone();
-  stream->Finish();  // etcd ends the stream on our half-close; its status adds nothing
-  return response.ttl();
+  return keep_alive_->renew(lease_id, std::chrono::steady_clock::now() + call_timeout_);
 }
 
 etcdserverpb::LeaseTimeToLiveResponse EtcdClient::lease_time_to_live(std::int64_t lease_id,

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "store/etcd/etcd_keep_alive.h"
 #include "store/etcd/proto/rpc.grpc.pb.h"
 
 namespace dlock::store::etcd {
@@ -53,8 +54,8 @@ class EtcdClient {
   etcdserverpb::LeaseGrantResponse lease_grant(std::int64_t ttl_seconds);
   // Throws SessionNotFoundError when the lease does not exist (any more).
   void lease_revoke(std::int64_t lease_id);
-  // One keep-alive round trip on its own short stream. Returns the renewed TTL in seconds,
-  // 0 when the lease no longer exists.
+  // One keep-alive round trip on the client's shared keep-alive stream (etcd_keep_alive.h).
+  // Returns the renewed TTL in seconds, 0 when the lease no longer exists.
   std::int64_t lease_keep_alive(std::int64_t lease_id);
   etcdserverpb::LeaseTimeToLiveResponse lease_time_to_live(std::int64_t lease_id, bool keys);
 
@@ -68,6 +69,7 @@ class EtcdClient {
   std::chrono::milliseconds call_timeout_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;
   std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
+  std::unique_ptr<KeepAliveStream> keep_alive_;  // after lease_: destroyed before it
 };
 
 // Small builders for the requests the store sends, so each transaction reads like its spec.

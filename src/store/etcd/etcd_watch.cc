@@ -143,6 +143,10 @@ void WatchHub::send_create_locked(std::int64_t watch_id, const Watch& watch) {
   create->set_key(watch.key);
   create->set_start_revision(watch.next_revision);
   create->set_watch_id(watch_id);
+  // Only deletes are releases (release, expiry, revoke). A put is a grant: a hand-over or a
+  // re-entrant acquire rewriting the key while it stays held; waking waiters for it would only
+  // cost a failing acquire Txn, itself a Raft write.
+  create->add_filters(etcdserverpb::WatchCreateRequest::NOPUT);
   stream_->send(std::move(request));
 }
 

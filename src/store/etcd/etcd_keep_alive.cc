@@ -1,0 +1,127 @@
+#include "store/etcd/etcd_keep_alive.h"
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "dlock/errors.h"
+#include "store/etcd/etcd_client.h"
+
+namespace dlock::store::etcd {
+
+struct KeepAliveStream::Waiter {
+  bool done = false;
+  std::int64_t ttl = 0;
+  std::optional<grpc::Status> failed;
+};
+
+struct KeepAliveStream::Call {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::LeaseKeepAliveRequest,
+                                           etcdserverpb::LeaseKeepAliveResponse>>
+      stream;
+  std::mutex write_mutex;  // one Write at a time on a gRPC stream
+  // Guarded by KeepAliveStream::mutex_: callers waiting for an answer, by lease ID, in the
+  // order their requests were written.
+  std::map<std::int64_t, std::deque<std::shared_ptr<Waiter>>> waiting;
+  bool broken = false;
+};
+
+KeepAliveStream::KeepAliveStream(etcdserverpb::Lease::Stub& stub) : stub_(stub) {}
+
+KeepAliveStream::~KeepAliveStream() {
+  std::vector<std::thread> readers;
+  {
+    std::lock_guard lock(mutex_);
+    closing_ = true;
+    if (call_) call_->context.TryCancel();
+    readers.swap(readers_);
+  }
+  for (auto& reader : readers) reader.join();
+}
+
+std::shared_ptr<KeepAliveStream::Call> KeepAliveStream::open_locked() {
+  auto call = std::make_shared<Call>();
+  call->stream = stub_.LeaseKeepAlive(&call->context);
+  call_ = call;
+  readers_.emplace_back([this, call] { read_loop(call); });
+  return call;
+}
+
+void KeepAliveStream::fail_locked(Call& call, const grpc::Status& status) {
+  call.broken = true;
+  for (auto& [id, waiters] : call.waiting) {
+    for (auto& waiter : waiters) {
+      waiter->failed = status;
+      waiter->done = true;
+    }
+  }
+  call.waiting.clear();
+  answered_.notify_all();
+}
+
+void KeepAliveStream::read_loop(const std::shared_ptr<Call>& call) {
+  etcdserverpb::LeaseKeepAliveResponse response;
+  while (call->stream->Read(&response)) {
+    std::lock_guard lock(mutex_);
+    const auto found = call->waiting.find(response.id());
+    if (found == call->waiting.end()) continue;  // its caller gave up
+    const auto waiter = found->second.front();
+    found->second.pop_front();
+    if (found->second.empty()) call->waiting.erase(found);
+    waiter->ttl = response.ttl();
+    waiter->done = true;
+    answered_.notify_all();
+  }
+  grpc::Status status = call->stream->Finish();
+  if (status.ok() || status.error_code() == grpc::StatusCode::CANCELLED) {
+    // Ended by etcd, or cancelled here after a caller timed out: retryable either way.
+    status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "keep-alive stream ended");
+  }
+  std::lock_guard lock(mutex_);
+  fail_locked(*call, status);
+}
+
+std::int64_t KeepAliveStream::renew(std::int64_t lease_id,
+                                    std::chrono::steady_clock::time_point deadline) {
+  auto waiter = std::make_shared<Waiter>();
+  std::shared_ptr<Call> call;
+  std::vector<std::thread> finished;
+  {
+    std::lock_guard lock(mutex_);
+    if (closing_) throw UnavailableError("etcd lease keep-alive: the store is shutting down");
+    if (!call_ || call_->broken) {
+      // The readers of broken streams have ended or are ending (their stream was cancelled).
+      finished.swap(readers_);
+      call = open_locked();
+    } else {
+      call = call_;
+    }
+    call->waiting[lease_id].push_back(waiter);
+  }
+  for (auto& reader : finished) reader.join();
+  etcdserverpb::LeaseKeepAliveRequest request;
+  request.set_id(lease_id);
+  {
+    std::lock_guard write(call->write_mutex);
+    // A failed Write means the stream is over; the reader then fails every waiter with the
+    // stream's status, this one included.
+    call->stream->Write(request);
+  }
+  std::unique_lock lock(mutex_);
+  if (!answered_.wait_until(lock, deadline, [&] { return waiter->done; })) {
+    // No answer in time: give up on this stream too (the next renewal opens a new one).
+    auto& waiters = call->waiting[lease_id];
+    std::erase(waiters, waiter);
+    if (waiters.empty()) call->waiting.erase(lease_id);
+    call->broken = true;
+    call->context.TryCancel();
+    throw_for_status(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "no answer in time"),
+                     "lease keep-alive", CallKind::kRead);
+  }
+  if (waiter->failed) throw_for_status(*waiter->failed, "lease keep-alive", CallKind::kRead);
+  return waiter->ttl;
+}
+
+}  // namespace dlock::store::etcd
