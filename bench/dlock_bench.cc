@@ -191,6 +191,44 @@ Measurement spi_pairs(Backend& backend, const std::string& name,
   return summarize(name, "spi", "pairs", clients, seconds, stats);
 }
 
+// The SPI on one hot key: every client retries try_insert in a loop and releases when granted
+// (the SPI has no queue; waiting is dlockd's). The herd against the store, in process.
+Measurement spi_hot(Backend& backend, const std::string& name,
+                    const std::vector<RawSession>& sessions, int clients, milliseconds duration) {
+  std::vector<ClientStats> stats;
+  const double seconds = drive_threads(
+      clients, duration,
+      [&](int i) {
+        const auto s = sessions[static_cast<std::size_t>(i) % sessions.size()];
+        auto started = std::make_shared<std::optional<Clock::time_point>>();
+        return [&backend, s, started](ClientStats& out) {
+          static const std::string key = "default/bench-spi-hot";
+          if (!*started) *started = Clock::now();
+          try {
+            ++out.attempts;
+            const auto handle =
+                backend.try_insert(key, s.owner_id, s.session_id, milliseconds(30000));
+            if (!handle) return;
+            ++out.ops;
+            out.op_ms.push_back(ms_between(**started, Clock::now()));
+            if (!backend.delete_if_owner(key, s.owner_id, s.session_id, handle->fencing_token)) {
+              ++out.errors;
+            }
+          } catch (const std::exception&) {
+            ++out.errors;
+          }
+          *started = Clock::now();
+        };
+      },
+      stats);
+  return summarize(name, "spi", "hot", clients, seconds, stats);
+}
+
+// dlockd's dlock_backend_acquire_attempts_total (every try_insert and hand-over it sent).
+std::optional<double> dlockd_attempts(const HttpTarget& target) {
+  return metric_value(http_get_text(target, "/metrics"), "dlock_backend_acquire_attempts_total");
+}
+
 // `url`: the pg URL or the etcd endpoints.
 void run_backend(const Options& options, const std::string& name, const std::string& url,
                  const std::string& work_dir, std::vector<Measurement>& all,
@@ -230,19 +268,23 @@ void run_backend(const Options& options, const std::string& name, const std::str
 #ifdef DLOCK_WITH_PG
     if (name == "pg") {
       for (int c : options.clients) record(pg_advisory_pairs(pg_url, c, duration));
-      record(pg_advisory_hot(pg_url, cmax, duration));
-      const long long before = pg_token_sequence(pg_url);
-      auto hot = pg_raw_hot(pg_url, sessions, cmax, duration);
-      const long long after = pg_token_sequence(pg_url);
-      if (hot.ops > 0) {
-        extras.notes["raw_hot_sequence_per_grant"] =
-            std::to_string(static_cast<double>(after - before) / static_cast<double>(hot.ops)) +
-            " nextval per grant for the raw retry-loop herd (for comparison)";
+      for (int c : options.clients) record(pg_advisory_hot(pg_url, c, duration));
+      for (int c : options.clients) {
+        const long long before = pg_token_sequence(pg_url);
+        auto hot = pg_raw_hot(pg_url, sessions, c, duration);
+        const long long after = pg_token_sequence(pg_url);
+        if (hot.ops > 0 && c == cmax) {
+          extras.notes["raw_hot_sequence_per_grant"] =
+              std::to_string(static_cast<double>(after - before) / static_cast<double>(hot.ops)) +
+              " nextval per grant for the raw retry-loop herd (for comparison)";
+        }
+        record(std::move(hot));
       }
-      record(std::move(hot));
     }
 #endif
-    if (name == "sqlite") record(sqlite_raw_hot(sqlite_path, sessions, cmax, duration));
+    if (name == "sqlite") {
+      for (int c : options.clients) record(sqlite_raw_hot(sqlite_path, sessions, c, duration));
+    }
     if (name == "sqlite") {
       extras.notes["http_over_raw_throughput_c64"] =
           "raw sqlite at N clients is N threads taking turns on one connection under a mutex "
@@ -253,25 +295,35 @@ void run_backend(const Options& options, const std::string& name, const std::str
     if (name == "etcd") {
       for (int c : options.clients) record(etcd_raw_pairs(url, c, duration));
       for (int c : options.clients) record(etcd_lock_service_pairs(url, c, duration));
-      const double before = etcd_proposals(url);
-      auto hot = etcd_raw_hot(url, cmax, duration);
-      const double after = etcd_proposals(url);
-      if (hot.ops > 0 && before >= 0 && after >= 0) {
-        extras.notes["raw_hot_proposals_per_grant"] =
-            std::to_string((after - before) / static_cast<double>(hot.ops)) +
-            " committed raft proposals per grant for the raw retry-loop herd (for comparison)";
+      for (int c : options.clients) {
+        const double before = etcd_proposals(url);
+        auto hot = etcd_raw_hot(url, c, duration);
+        const double after = etcd_proposals(url);
+        if (hot.ops > 0 && before >= 0 && after >= 0 && c == cmax) {
+          extras.notes["raw_hot_proposals_per_grant"] =
+              std::to_string((after - before) / static_cast<double>(hot.ops)) +
+              " committed raft proposals per grant for the raw retry-loop herd (for comparison)";
+        }
+        record(std::move(hot));
       }
-      record(std::move(hot));
-      record(etcd_lock_service_hot(url, cmax, duration));
+      for (int c : options.clients) record(etcd_lock_service_hot(url, c, duration));
     }
 #endif
     // Path 2: the store SPI in-process, a thread per client.
     for (int c : options.clients) record(spi_pairs(*backend, name, sessions, c, duration));
+    for (int c : options.clients) record(spi_hot(*backend, name, sessions, c, duration));
   }
 
   // Path 3: dlockd over HTTP.
   Dlockd dlockd(options, name, sqlite_path, url);
   for (int c : options.clients) record(http_pairs(dlockd.target(), name, c, duration));
+  // The hot key below the largest client count (the largest one follows, with its extras).
+  for (int c : options.clients) {
+    if (c == cmax) continue;
+    std::vector<double> ignored, ignored_sent;
+    record(http_hot({dlockd.target()}, name, c, duration, ignored, ignored_sent));
+  }
+  const auto attempts_before = dlockd_attempts(dlockd.target());
 #ifdef DLOCK_WITH_PG
   const long long before = name == "pg" ? pg_token_sequence(pg_url) : 0;
 #endif
@@ -299,10 +351,19 @@ void run_backend(const Options& options, const std::string& name, const std::str
       extras.notes["backend_writes_per_grant_hot"] = "etcd /metrics could not be read";
     }
   }
+  const auto attempts_after = dlockd_attempts(dlockd.target());
+  if (attempts_before && attempts_after && hot.ops > 0) {
+    extras.attempts_per_grant_hot =
+        (*attempts_after - *attempts_before) / static_cast<double>(hot.ops);
+  }
   if (name == "sqlite") {
+    // SQLite has no counter of its own that sees attempts (a held attempt rolls back its
+    // token); dlockd's attempt counter does, and each attempt is one write transaction.
+    extras.writes_per_grant_hot = extras.attempts_per_grant_hot;
     extras.notes["backend_writes_per_grant_hot"] =
-        "not measured: a failed sqlite attempt rolls back its token, so the counter does not "
-        "show attempts";
+        "dlockd's dlock_backend_acquire_attempts_total delta per grant: each attempt (try_insert "
+        "or hand-over) is one BEGIN IMMEDIATE write transaction; one that finds the key held "
+        "rolls back instead of committing";
   }
   record(std::move(hot));
   extras.notes["handoff_p50_ms"] =

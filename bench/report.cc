@@ -76,7 +76,9 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
   }
   md << "\n## Hot key (all clients on one key)\n\n"
      << "raw = every client retries the acquire statement in a loop (no queue); anchor = every "
-        "client blocks in pg_advisory_lock / etcd v3lock Lock on one name; http = dlockd with "
+        "client blocks in pg_advisory_lock / etcd v3lock Lock on one name; spi = the store SPI "
+        "in-process, every client retrying try_insert in a loop (the SPI has no queue); http = "
+        "dlockd with "
         "`wait_ms` (its FIFO queue); http2 = the same with the clients spread over two dlockd "
         "sharing the backend. Latency is the wait for a grant.\n\n"
      << "| backend | path | clients | grants/s | × serial limit | attempts/grant | grant wait "
@@ -84,14 +86,16 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
      << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const auto& b : backends) {
     const auto* serial = find(all, b, "raw", "pairs", cmin);
-    for (const char* path : {"raw", "anchor", "http", "http2"}) {
-      const auto* m = find(all, b, path, "hot", cmax);
-      if (m == nullptr) continue;
-      md << "| " << b << " | " << path << " | " << cmax << " | " << fixed(m->per_second(), 0)
-         << " | " << (serial ? fixed(m->per_second() / serial->per_second()) : "–") << " | "
-         << (m->ops ? fixed(static_cast<double>(m->attempts) / static_cast<double>(m->ops)) : "–")
-         << " | " << fixed(m->p50_ms, 3) << " | " << fixed(m->p99_ms, 3) << " | " << m->errors
-         << " |\n";
+    for (const char* path : {"raw", "anchor", "spi", "http", "http2"}) {
+      for (int c : info.clients) {
+        const auto* m = find(all, b, path, "hot", c);
+        if (m == nullptr) continue;
+        md << "| " << b << " | " << path << " | " << c << " | " << fixed(m->per_second(), 0)
+           << " | " << (serial ? fixed(m->per_second() / serial->per_second()) : "–") << " | "
+           << (m->ops ? fixed(static_cast<double>(m->attempts) / static_cast<double>(m->ops)) : "–")
+           << " | " << fixed(m->p50_ms, 3) << " | " << fixed(m->p99_ms, 3) << " | " << m->errors
+           << " |\n";
+      }
     }
   }
 
@@ -176,6 +180,7 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
       o["keepalive_p99_ms"] = number_or_null(k->p99_ms);
     }
     o["backend_writes_per_grant_hot"] = number_or_null(x.writes_per_grant_hot);
+    o["dlockd_attempts_per_grant_hot"] = number_or_null(x.attempts_per_grant_hot);
     o["rss_mib_100k_locks"] =
         number_or_null(x.rss_locks >= 100000 ? x.rss_mib : std::optional<double>{});
     if (x.rss_locks < 100000 && !notes.count("rss_mib_100k_locks")) {

@@ -13,11 +13,12 @@ namespace dlock::bench {
 
 // Figures that are not one Measurement (per backend).
 struct BackendExtras {
-  std::vector<double> handoff_ms;              // release 204 received -> next grant received
-  std::vector<double> handoff_sent_ms;         // release sent -> next grant received
-  std::vector<double> handoff_ms_two_servers;  // as handoff_ms, waiters over two dlockd
-  std::optional<double> writes_per_grant_hot;  // backend acquire attempts per hot-key grant
-  std::optional<double> rss_mib;               // dlockd VmRSS after the fill
+  std::vector<double> handoff_ms;                // release 204 received -> next grant received
+  std::vector<double> handoff_sent_ms;           // release sent -> next grant received
+  std::vector<double> handoff_ms_two_servers;    // as handoff_ms, waiters over two dlockd
+  std::optional<double> writes_per_grant_hot;    // backend writes per hot-key grant (see notes)
+  std::optional<double> attempts_per_grant_hot;  // dlockd's backend attempts per hot-key grant
+  std::optional<double> rss_mib;                 // dlockd VmRSS after the fill
   std::uint64_t rss_locks = 0, rss_sessions = 0;
   std::optional<double> idle_cpu_percent;
   std::optional<double> rss_mib_waiters;  // VmRSS with `blocked_waiters` acquires waiting
