@@ -211,32 +211,50 @@ TEST_F(EtcdStoreTest, LeaseExpiryOfAGrantIsReportedAsARelease) {
 }
 
 // A released grant's lease goes back to the store's pool and carries the next grant of the same
-// TTL, renewed first: the new lock lives its whole TTL from its own grant, not what was left of
-// the lease. (Without the renewal this lock's key would vanish 3 s after its grant.)
-TEST_F(EtcdStoreTest, ReusedGrantLeaseIsRenewedForTheNextGrant) {
-  const auto alice = store_->open_session("alice", seconds(60));
-  const auto first_key = fresh_key("pooled-a");
-  const auto first = store_->try_insert(first_key, "alice", alice.session_id, seconds(4));
-  ASSERT_TRUE(first.has_value());
-  const auto first_raw = etcd_->raw().get(format_lock_key(first_key));
-  ASSERT_TRUE(first_raw.has_value());
-  ASSERT_TRUE(store_->delete_if_owner(first_key, "alice", alice.session_id, first->fencing_token));
+// TTL, renewed: the new lock lives its whole TTL from its own grant, not what was left of the
+// lease. `pause` decides how: a lease known to outlive the Txn's deadline (2 s here) by a
+// second is renewed in parallel with the Txn, any other before it.
+class PooledLeaseTest : public EtcdStoreTest {
+ protected:
+  void expect_reused_and_renewed(std::chrono::seconds ttl, milliseconds pause) {
+    const auto alice = store_->open_session("alice", seconds(60));
+    const auto first_key = fresh_key("pooled-a");
+    const auto first = store_->try_insert(first_key, "alice", alice.session_id, ttl);
+    ASSERT_TRUE(first.has_value());
+    const auto first_raw = etcd_->raw().get(format_lock_key(first_key));
+    ASSERT_TRUE(first_raw.has_value());
+    ASSERT_TRUE(
+        store_->delete_if_owner(first_key, "alice", alice.session_id, first->fencing_token));
 
-  std::this_thread::sleep_for(seconds(1));
-  const auto second_key = fresh_key("pooled-b");
-  const auto second = store_->try_insert(second_key, "alice", alice.session_id, seconds(4));
-  ASSERT_TRUE(second.has_value());
-  const auto granted_at = std::chrono::steady_clock::now();
-  const auto second_raw = etcd_->raw().get(format_lock_key(second_key));
-  ASSERT_TRUE(second_raw.has_value());
-  ASSERT_EQ(second_raw->lease, first_raw->lease) << "the released grant's lease was not reused";
+    std::this_thread::sleep_for(pause);
+    const auto second_key = fresh_key("pooled-b");
+    const auto before = SteadyClock::now();
+    const auto second = store_->try_insert(second_key, "alice", alice.session_id, ttl);
+    ASSERT_TRUE(second.has_value());
+    EXPECT_GE(second->client_deadline, before + ttl) << "the grant was promised less than its TTL";
+    const auto second_raw = etcd_->raw().get(format_lock_key(second_key));
+    ASSERT_TRUE(second_raw.has_value());
+    ASSERT_EQ(second_raw->lease, first_raw->lease) << "the released grant's lease was not reused";
 
-  std::this_thread::sleep_until(granted_at + milliseconds(3500));
-  const auto still = store_->read(second_key);
-  ASSERT_TRUE(still.has_value()) << "the reused lease expired before the new grant's TTL";
-  EXPECT_EQ(still->fencing_token, second->fencing_token);
-  // And it still ends by itself, within its TTL plus etcd's rounding.
-  EXPECT_TRUE(testing::wait_for([&] { return !store_->read(second_key).has_value(); }, seconds(4)));
+    // Unrenewed, the lease would end `pause` before the new grant's TTL is up.
+    std::this_thread::sleep_until(before + ttl - pause / 2);
+    const auto still = store_->read(second_key);
+    ASSERT_TRUE(still.has_value()) << "the reused lease expired before the new grant's TTL";
+    EXPECT_EQ(still->fencing_token, second->fencing_token);
+    // And it still ends by itself, within its TTL plus etcd's rounding.
+    EXPECT_TRUE(
+        testing::wait_for([&] { return !store_->read(second_key).has_value(); }, seconds(4)));
+  }
+};
+
+// 4 s TTL, 1.2 s in the pool: 2.8 s left, under the 3 s margin, so renewed before the Txn.
+TEST_F(PooledLeaseTest, ReusedGrantLeaseIsRenewedBeforeTheTxn) {
+  expect_reused_and_renewed(seconds(4), milliseconds(1200));
+}
+
+// 5 s TTL, 1 s in the pool: 4 s left, so renewed in parallel with the Txn.
+TEST_F(PooledLeaseTest, ReusedGrantLeaseIsRenewedAlongsideTheTxn) {
+  expect_reused_and_renewed(seconds(5), milliseconds(1000));
 }
 
 // A revoked grant's lease still carries the session's index entry, so it must be revoked, never

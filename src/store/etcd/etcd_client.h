@@ -59,6 +59,8 @@ class EtcdClient {
   std::int64_t lease_keep_alive(std::int64_t lease_id);
   etcdserverpb::LeaseTimeToLiveResponse lease_time_to_live(std::int64_t lease_id, bool keys);
 
+  // The shared keep-alive stream itself, for a keep-alive sent now and awaited later.
+  KeepAliveStream& keep_alive_stream() { return *keep_alive_; }
   std::shared_ptr<grpc::Channel> shared_channel() const { return channel_; }
   std::chrono::milliseconds call_timeout() const { return call_timeout_; }
 

@@ -83,8 +83,7 @@ void KeepAliveStream::read_loop(const std::shared_ptr<Call>& call) {
   fail_locked(*call, status);
 }
 
-std::int64_t KeepAliveStream::renew(std::int64_t lease_id,
-                                    std::chrono::steady_clock::time_point deadline) {
+KeepAliveStream::Pending KeepAliveStream::start(std::int64_t lease_id) {
   auto waiter = std::make_shared<Waiter>();
   std::shared_ptr<Call> call;
   std::vector<std::thread> finished;
@@ -109,6 +108,26 @@ std::int64_t KeepAliveStream::renew(std::int64_t lease_id,
     // stream's status, this one included.
     call->stream->Write(request);
   }
+  return Pending{lease_id, std::move(call), std::move(waiter)};
+}
+
+void KeepAliveStream::abandon(Pending& pending) noexcept {
+  const auto call = std::move(pending.call);
+  const auto waiter = std::move(pending.waiter);
+  if (!call || !waiter) return;
+  std::lock_guard lock(mutex_);
+  const auto found = call->waiting.find(pending.lease_id);
+  if (found == call->waiting.end()) return;
+  std::erase(found->second, waiter);
+  if (found->second.empty()) call->waiting.erase(found);
+}
+
+std::int64_t KeepAliveStream::finish(Pending& pending,
+                                     std::chrono::steady_clock::time_point deadline) {
+  const std::int64_t lease_id = pending.lease_id;
+  const auto call = std::move(pending.call);
+  const auto waiter = std::move(pending.waiter);
+  if (!call || !waiter) throw InternalError("etcd lease keep-alive: finished twice");
   std::unique_lock lock(mutex_);
   if (!answered_.wait_until(lock, deadline, [&] { return waiter->done; })) {
     // No answer in time: give up on this stream too (the next renewal opens a new one).

@@ -29,14 +29,31 @@ class KeepAliveStream {
   KeepAliveStream& operator=(const KeepAliveStream&) = delete;
   ~KeepAliveStream();  // cancels the stream and joins its reader
 
+  struct Waiter;
+  struct Call;
+  // A keep-alive sent and not yet answered (see start / finish).
+  struct Pending {
+    std::int64_t lease_id = 0;
+    std::shared_ptr<Call> call;
+    std::shared_ptr<Waiter> waiter;
+  };
+
   // One keep-alive for `lease_id`: the renewed TTL in seconds, 0 when the lease does not exist.
   // Throws the dlock error for the stream's failure (throw_for_status), or UnavailableError when
   // no answer came before `deadline`.
-  std::int64_t renew(std::int64_t lease_id, std::chrono::steady_clock::time_point deadline);
+  std::int64_t renew(std::int64_t lease_id, std::chrono::steady_clock::time_point deadline) {
+    auto pending = start(lease_id);
+    return finish(pending, deadline);
+  }
+  // renew in two halves, so the caller can do something else while the answer travels: start
+  // sends the request (throws when the store is shutting down), finish waits for its answer
+  // (as renew). Every started keep-alive must be finished.
+  Pending start(std::int64_t lease_id);
+  std::int64_t finish(Pending& pending, std::chrono::steady_clock::time_point deadline);
+  // Gives up on a started keep-alive without waiting: its answer, when it comes, is dropped.
+  void abandon(Pending& pending) noexcept;
 
  private:
-  struct Waiter;
-  struct Call;
   std::shared_ptr<Call> open_locked();
   void read_loop(const std::shared_ptr<Call>& call);
   void fail_locked(Call& call, const grpc::Status& status);

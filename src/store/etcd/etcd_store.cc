@@ -57,30 +57,68 @@ std::int64_t lease_seconds_of(const GrantRecord& record) {
   return ttl_us <= 0 ? 0 : lease_seconds(milliseconds((ttl_us + 999) / 1000));
 }
 
+// Bound on the leases whose minimum remaining life the store remembers (see LeaseBook).
+constexpr std::size_t kMaxBookedLeases = 65536;
+// A pooled lease is renewed in parallel with the granting Txn only when it is known to live at
+// least this long past the Txn's own deadline.
+constexpr milliseconds kParallelRenewalMargin{1000};
+
+// For the leases this store granted or renewed: the instant each is certain to live until (the
+// send time of its LeaseGrant or last keep-alive plus the TTL etcd answered). A lease it does
+// not know (granted through another dlockd, or forgotten) is simply renewed before use.
+class LeaseBook {
+ public:
+  void note(std::int64_t lease_id, SteadyClock::time_point alive_until) {
+    std::lock_guard lock(mutex_);
+    if (until_.size() >= kMaxBookedLeases && !until_.contains(lease_id)) {
+      const auto now = SteadyClock::now();
+      std::erase_if(until_, [&](const auto& entry) { return entry.second < now; });
+      if (until_.size() >= kMaxBookedLeases) until_.clear();
+    }
+    auto& until = until_[lease_id];
+    until = std::max(until, alive_until);
+  }
+
+  std::optional<SteadyClock::time_point> take(std::int64_t lease_id) {
+    std::lock_guard lock(mutex_);
+    const auto found = until_.find(lease_id);
+    if (found == until_.end()) return std::nullopt;
+    const auto until = found->second;
+    until_.erase(found);
+    return until;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::int64_t, SteadyClock::time_point> until_;
+};
+
 // Grant leases that hold nothing any more (their grant was released, superseded or never made),
 // kept by TTL for the next grant instead of being revoked. Reusing one costs a keep-alive, which
 // etcd's leader answers without a Raft proposal, where a LeaseGrant and a LeaseRevoke are one
 // each: an acquire+release pair costs two Raft writes (the two Txns), as the raw path does.
-// A pooled lease is only ever handed out after a keep-alive confirmed it alive with at least the
-// TTL asked for; one that sat in the pool for half its TTL is dropped unasked (it expires by
+// A grant on a pooled lease is only ever reported for as long as the lease is known to live
+// (GrantLease); one that sat in the pool for half its TTL is dropped unasked (it expires by
 // itself, holding nothing).
 class LeasePool {
  public:
   struct Entry {
-    std::int64_t lease_id;
+    std::int64_t lease_id = 0;
     SteadyClock::time_point pooled_at;
+    std::optional<SteadyClock::time_point> alive_until;  // from the LeaseBook, when known
   };
 
   // False when the pool is full: the caller revokes the lease instead.
-  bool give(std::int64_t ttl_seconds, std::int64_t lease_id) {
+  bool give(std::int64_t ttl_seconds, std::int64_t lease_id,
+            std::optional<SteadyClock::time_point> alive_until) {
     std::lock_guard lock(mutex_);
     if (size_ >= kMaxPooledLeases) return false;
-    free_[ttl_seconds].push_back(Entry{lease_id, SteadyClock::now()});
+    free_[ttl_seconds].push_back(Entry{lease_id, SteadyClock::now(), alive_until});
     ++size_;
     return true;
   }
 
-  std::optional<std::int64_t> take(std::int64_t ttl_seconds) {
+  std::optional<Entry> take(std::int64_t ttl_seconds) {
     std::lock_guard lock(mutex_);
     const auto found = free_.find(ttl_seconds);
     if (found == free_.end()) return std::nullopt;
@@ -90,7 +128,7 @@ class LeasePool {
       const Entry entry = entries.back();
       entries.pop_back();
       --size_;
-      if (entry.pooled_at >= fresh_after) return entry.lease_id;
+      if (entry.pooled_at >= fresh_after) return entry;
     }
     return std::nullopt;
   }
@@ -101,11 +139,16 @@ class LeasePool {
   std::size_t size_ = 0;
 };
 
-// A lease for a new grant and the instant its TTL started counting at the latest: the key it
-// carries lives at least until then + the TTL.
+// The lease a new grant goes on. Its TTL (`seconds`) counts from `counting_from` at the latest,
+// so the key lives at least until counting_from + seconds once `renewal` (a keep-alive sent in
+// parallel with the granting Txn) is confirmed; until then the lease is only known to live
+// until `alive_until`, which is always at or after the Txn's deadline.
 struct GrantLease {
-  std::int64_t id;
+  std::int64_t id = 0;
+  std::int64_t seconds = 0;
   SteadyClock::time_point counting_from;
+  SteadyClock::time_point alive_until;
+  std::optional<KeepAliveStream::Pending> renewal;
 };
 
 // Every grant has a lease of its own (TTL = the lock's TTL), so a lock expires by itself like
@@ -172,6 +215,7 @@ class EtcdStore final : public Backend {
     // the key's revision, i.e. change the token. So the TTL can be renewed, never lengthened.
     const std::int64_t renewed_seconds = client_.lease_keep_alive(*grant_lease);
     if (renewed_seconds <= 0) throw lost(handle.key, handle.fencing_token);
+    book_.note(*grant_lease, sent_at + seconds(renewed_seconds));
     // Verify after renewing: the grant (same revision, same lease) and its session still live.
     etcdserverpb::TxnRequest request;
     *request.add_compare() = compare_mod_revision(etcd_key, to_revision(handle.fencing_token));
@@ -219,7 +263,7 @@ class EtcdStore final : public Backend {
     const std::string etcd_key = format_lock_key(from.key);
     const auto next_session = parse_session_id(next_session_id);
     if (!next_session) return release_instead_of_handover(from);
-    const GrantLease grant = lease_for(ttl);
+    GrantLease grant = lease_for(ttl);
     const auto now = wall_now();
     const std::string next_record = session_record_key(*next_session);
     etcdserverpb::TxnRequest request;
@@ -234,16 +278,21 @@ class EtcdStore final : public Backend {
       *request.add_success() = delete_op(session_lock_key(from.session_id, from.key));
     }
     *request.add_failure() = get_op(etcd_key);
-    const auto response = client_.txn(request, CallKind::kWrite);
+    const auto response = txn_on(grant, request);
     if (response.succeeded()) {
       const FencingToken token = static_cast<FencingToken>(response.header().revision());
       // The outgoing grant's lease held its lock key (now on the new lease) and its index entry
       // (deleted, or rewritten on the new lease for the same session): nothing any more.
       for (const auto& kv : response.responses(0).response_range().kvs()) recycle_lease(kv);
-      return LockHandle{from.key, std::string(next_owner_id), std::string(next_session_id),
-                        token,    grant.counting_from + ttl,  now + ttl};
+      const auto believed = believed_ttl(grant, ttl);
+      if (!believed)
+        throw UnknownOutcomeError("lock " + from.key +
+                                  " was released, but the lease of its hand-over "
+                                  "grant ended at once: nobody holds it");
+      return LockHandle{from.key, std::string(next_owner_id),      std::string(next_session_id),
+                        token,    grant.counting_from + *believed, now + *believed};
     }
-    recycle_lease(grant.id, lease_seconds(ttl));
+    recycle_unused(grant);
     const auto& current = response.responses(0).response_range();
     if (current.kvs_size() == 0 ||
         current.kvs(0).mod_revision() != to_revision(from.fencing_token)) {
@@ -331,9 +380,12 @@ class EtcdStore final : public Backend {
                                     milliseconds ttl);
   std::optional<LockHandle> reacquire(std::string_view key, const std::string& etcd_key,
                                       std::string_view owner_id, std::string_view session_id,
-                                      const mvccpb::KeyValue& holder, std::int64_t grant_lease,
-                                      const std::string& value, SteadyClock::time_point sent_at,
-                                      milliseconds ttl, WallClock::time_point now);
+                                      const mvccpb::KeyValue& holder, GrantLease& grant,
+                                      const std::string& value, milliseconds ttl,
+                                      WallClock::time_point now);
+  // The granting Txn on `grant`'s lease; a failed call abandons a parallel renewal (the lease
+  // is then simply left to expire).
+  etcdserverpb::TxnResponse txn_on(GrantLease& grant, const etcdserverpb::TxnRequest& request);
   std::optional<std::int64_t> live_grant_lease(const std::string& etcd_key,
                                                std::string_view owner_id,
                                                std::string_view session_id, FencingToken token);
@@ -342,12 +394,23 @@ class EtcdStore final : public Backend {
   std::optional<SessionRecord> session_record(std::int64_t lease);
   std::vector<mvccpb::KeyValue> read_keys(const std::vector<std::string>& etcd_keys);
   void remember_held(const std::string& etcd_key, std::int64_t revision);
-  // A lease for a grant of `ttl`: a pooled one renewed by a keep-alive, else a new one.
+  // A lease for a grant of `ttl`: a pooled one (renewed before, or in parallel with, the Txn),
+  // else a new one.
   GrantLease lease_for(milliseconds ttl);
+  // After the Txn: waits for a parallel renewal. Returns how long past counting_from the lease is
+  // certain to live, std::nullopt when the renewal found it gone (and with it any key put on it).
+  std::optional<milliseconds> settle(GrantLease& grant);
+  // A grant was made on `grant`: remember its lease's life and say how long the grant is
+  // certain to be held from counting_from (at most `ttl`); std::nullopt when the lease is gone,
+  // and the grant with it.
+  std::optional<milliseconds> believed_ttl(GrantLease& grant, milliseconds ttl);
+  // The Txn made no grant on `grant`: its lease goes back to the pool.
+  void recycle_unused(GrantLease& grant);
   // Leases that hold nothing any more go back to the pool (or are revoked when it is full).
   // `released` is the lock key as its grant ended; its lease must hold nothing else.
   void recycle_lease(const mvccpb::KeyValue& released);
-  void recycle_lease(std::int64_t lease_id, std::int64_t ttl_seconds);
+  void recycle_lease(std::int64_t lease_id, std::int64_t ttl_seconds,
+                     std::optional<SteadyClock::time_point> alive_until);
   // Best effort: a lease that is not revoked expires by itself after its TTL anyway.
   void revoke_lease(std::int64_t lease_id);
 
@@ -357,6 +420,7 @@ class EtcdStore final : public Backend {
   std::mutex held_mutex_;
   std::map<std::string, std::int64_t, std::less<>> held_at_;
   LeasePool leases_;
+  LeaseBook book_;
   // Declared last: destroyed first, so no watch callback outlives the rest of the store.
   std::unique_ptr<WatchHub> watches_;
 };
@@ -366,8 +430,7 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
                                              milliseconds ttl) {
   // The grant's lease starts counting before the grant exists, so it ends no earlier than
   // counting_from + ttl: the client deadline below can never outlive the key.
-  const GrantLease grant = lease_for(ttl);
-  const auto sent_at = grant.counting_from;
+  GrantLease grant = lease_for(ttl);
   const auto now = wall_now();
   const std::string value = encode_grant(owner_id, session_id, now, now + ttl);
   const std::string record_key = session_record_key(*parse_session_id(session_id));
@@ -381,18 +444,25 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
       put_op(session_lock_key(session_id, key), std::string(owner_id), grant.id);
   *request.add_failure() = get_op(etcd_key);
   *request.add_failure() = get_op(record_key);
-  const auto response = client_.txn(request, CallKind::kWrite);
+  const auto response = txn_on(grant, request);
   if (response.succeeded()) {
     if (after_grant_for_test_) after_grant_for_test_(key);
     // The token is the revision of the granting write, captured from this answer once.
     const FencingToken token = static_cast<FencingToken>(response.header().revision());
-    return LockHandle{std::string(key),        std::string(owner_id),
-                      std::string(session_id), token,
-                      sent_at + ttl,           now + ttl};
+    const auto believed = believed_ttl(grant, ttl);
+    if (!believed)
+      throw ContentionError("lock " + std::string(key) +
+                            ": the lease of the grant ended at once, and the grant with it; retry");
+    return LockHandle{std::string(key),
+                      std::string(owner_id),
+                      std::string(session_id),
+                      token,
+                      grant.counting_from + *believed,
+                      now + *believed};
   }
   const auto& holder = response.responses(0).response_range();
   if (response.responses(1).response_range().kvs_size() == 0) {
-    recycle_lease(grant.id, lease_seconds(ttl));
+    recycle_unused(grant);
     throw session_not_found(session_id);
   }
   if (holder.kvs_size() == 0) {
@@ -400,10 +470,9 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
   }
   const GrantRecord record = decode_grant(holder.kvs(0));
   if (record.owner_id() == owner_id && record.session_id() == session_id) {
-    return reacquire(key, etcd_key, owner_id, session_id, holder.kvs(0), grant.id, value, sent_at,
-                     ttl, now);
+    return reacquire(key, etcd_key, owner_id, session_id, holder.kvs(0), grant, value, ttl, now);
   }
-  recycle_lease(grant.id, lease_seconds(ttl));
+  recycle_unused(grant);
   remember_held(etcd_key, response.header().revision());
   return std::nullopt;  // held by a live grant of another session: a decision
 }
@@ -413,27 +482,33 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
 std::optional<LockHandle> EtcdStore::reacquire(std::string_view key, const std::string& etcd_key,
                                                std::string_view owner_id,
                                                std::string_view session_id,
-                                               const mvccpb::KeyValue& holder,
-                                               std::int64_t grant_lease, const std::string& value,
-                                               SteadyClock::time_point sent_at, milliseconds ttl,
+                                               const mvccpb::KeyValue& holder, GrantLease& grant,
+                                               const std::string& value, milliseconds ttl,
                                                WallClock::time_point now) {
   etcdserverpb::TxnRequest request;
   *request.add_compare() = compare_mod_revision(etcd_key, holder.mod_revision());
   *request.add_compare() = compare_exists(session_record_key(*parse_session_id(session_id)));
-  *request.add_success() = put_op(etcd_key, value, grant_lease);
+  *request.add_success() = put_op(etcd_key, value, grant.id);
   *request.add_success() =
-      put_op(session_lock_key(session_id, key), std::string(owner_id), grant_lease);
-  const auto response = client_.txn(request, CallKind::kWrite);
+      put_op(session_lock_key(session_id, key), std::string(owner_id), grant.id);
+  const auto response = txn_on(grant, request);
   if (!response.succeeded()) {
-    recycle_lease(grant_lease, lease_seconds(ttl));
+    recycle_unused(grant);
     throw ContentionError("lock " + std::string(key) +
                           " changed during a re-entrant acquire; retry");
   }
   const FencingToken token = static_cast<FencingToken>(response.header().revision());
   recycle_lease(holder);  // the superseded grant's key and index entry are on the new lease
-  return LockHandle{std::string(key),        std::string(owner_id),
-                    std::string(session_id), token,
-                    sent_at + ttl,           now + ttl};
+  const auto believed = believed_ttl(grant, ttl);
+  if (!believed)
+    throw ContentionError("lock " + std::string(key) +
+                          ": the lease of the grant ended at once, and the grant with it; retry");
+  return LockHandle{std::string(key),
+                    std::string(owner_id),
+                    std::string(session_id),
+                    token,
+                    grant.counting_from + *believed,
+                    now + *believed};
 }
 
 ReapReport EtcdStore::reap_expired() {
@@ -562,20 +637,76 @@ GrantLease EtcdStore::lease_for(milliseconds ttl) {
   const std::int64_t wanted = lease_seconds(ttl);
   while (const auto pooled = leases_.take(wanted)) {
     const auto counting_from = SteadyClock::now();
+    if (pooled->alive_until &&
+        *pooled->alive_until >= counting_from + client_.call_timeout() + kParallelRenewalMargin) {
+      // Certainly alive when the Txn (sent now, with that deadline) is applied: renew it in
+      // parallel with the Txn instead of one round trip before it.
+      return GrantLease{pooled->lease_id, wanted, counting_from, *pooled->alive_until,
+                        client_.keep_alive_stream().start(pooled->lease_id)};
+    }
     std::int64_t renewed = 0;
     try {
-      renewed = client_.lease_keep_alive(*pooled);
+      renewed = client_.lease_keep_alive(pooled->lease_id);
     } catch (const SessionNotFoundError&) {
       renewed = 0;  // expired meanwhile
     }
     // etcd raises a TTL below its minimum (2 s with default timings), as for a new lease.
     if (renewed >= wanted && renewed <= std::max<std::int64_t>(wanted, 2)) {
-      return GrantLease{*pooled, counting_from};
+      return GrantLease{pooled->lease_id, wanted, counting_from, counting_from + seconds(renewed),
+                        std::nullopt};
     }
-    if (renewed > 0) revoke_lease(*pooled);  // not the TTL this grant needs
+    if (renewed > 0) revoke_lease(pooled->lease_id);  // not the TTL this grant needs
   }
   const auto counting_from = SteadyClock::now();
-  return GrantLease{client_.lease_grant(wanted).id(), counting_from};
+  const auto granted = client_.lease_grant(wanted);
+  return GrantLease{granted.id(), wanted, counting_from, counting_from + seconds(granted.ttl()),
+                    std::nullopt};
+}
+
+etcdserverpb::TxnResponse EtcdStore::txn_on(GrantLease& grant,
+                                            const etcdserverpb::TxnRequest& request) {
+  try {
+    return client_.txn(request, CallKind::kWrite);
+  } catch (...) {
+    if (grant.renewal) {
+      client_.keep_alive_stream().abandon(*grant.renewal);
+      grant.renewal.reset();
+    }
+    throw;
+  }
+}
+
+std::optional<milliseconds> EtcdStore::settle(GrantLease& grant) {
+  if (grant.renewal) {
+    std::int64_t renewed = -1;
+    try {
+      renewed = client_.keep_alive_stream().finish(*grant.renewal,
+                                                   SteadyClock::now() + client_.call_timeout());
+    } catch (const SessionNotFoundError&) {
+      renewed = 0;
+    } catch (const Error&) {
+      renewed = -1;  // no answer: the lease still lives at least until alive_until
+    }
+    grant.renewal.reset();
+    if (renewed == 0) return std::nullopt;
+    if (renewed > 0) {
+      grant.alive_until = std::max(grant.alive_until, grant.counting_from + seconds(renewed));
+    }
+  }
+  return std::chrono::duration_cast<milliseconds>(grant.alive_until - grant.counting_from);
+}
+
+std::optional<milliseconds> EtcdStore::believed_ttl(GrantLease& grant, milliseconds ttl) {
+  const auto known = settle(grant);
+  if (!known) return std::nullopt;
+  book_.note(grant.id, grant.alive_until);
+  // Normally the whole TTL; less only if a parallel renewal went unanswered.
+  return std::min(ttl, *known);
+}
+
+void EtcdStore::recycle_unused(GrantLease& grant) {
+  if (!settle(grant)) return;  // gone
+  recycle_lease(grant.id, grant.seconds, grant.alive_until);
 }
 
 void EtcdStore::recycle_lease(const mvccpb::KeyValue& released) {
@@ -585,17 +716,19 @@ void EtcdStore::recycle_lease(const mvccpb::KeyValue& released) {
     ttl_seconds = lease_seconds_of(decode_grant(released));
   } catch (const Error&) {
   }
-  recycle_lease(released.lease(), ttl_seconds);
+  recycle_lease(released.lease(), ttl_seconds, book_.take(released.lease()));
 }
 
-void EtcdStore::recycle_lease(std::int64_t lease_id, std::int64_t ttl_seconds) {
+void EtcdStore::recycle_lease(std::int64_t lease_id, std::int64_t ttl_seconds,
+                              std::optional<SteadyClock::time_point> alive_until) {
   if (lease_id == 0) return;
-  if (ttl_seconds > 0 && leases_.give(ttl_seconds, lease_id)) return;
+  if (ttl_seconds > 0 && leases_.give(ttl_seconds, lease_id, alive_until)) return;
   revoke_lease(lease_id);
 }
 
 void EtcdStore::revoke_lease(std::int64_t lease_id) {
   if (lease_id == 0) return;
+  book_.take(lease_id);
   try {
     client_.lease_revoke(lease_id);
   } catch (const Error&) {
