@@ -283,15 +283,24 @@ TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {
   ASSERT_TRUE(handle.has_value());
   // A pooled grant lease and an open keep-alive stream, so the outage hits both: an acquire then
   // begins with a keep-alive on that stream.
-  const auto pooled_key = fresh_key("outage-pooled");
-  const auto pooled = store_->try_insert(pooled_key, "bob", bob.session_id, seconds(30));
-  ASSERT_TRUE(pooled.has_value());
-  ASSERT_TRUE(store_->delete_if_owner(pooled_key, "bob", bob.session_id, pooled->fencing_token));
+  {
+    // Held at once, so they are two leases; released, both go to the pool.
+    const auto first_key = fresh_key("outage-pooled");
+    const auto second_key = fresh_key("outage-pooled");
+    const auto first = store_->try_insert(first_key, "bob", bob.session_id, seconds(30));
+    const auto second = store_->try_insert(second_key, "bob", bob.session_id, seconds(30));
+    ASSERT_TRUE(first.has_value() && second.has_value());
+    ASSERT_TRUE(store_->delete_if_owner(first_key, "bob", bob.session_id, first->fencing_token));
+    ASSERT_TRUE(store_->delete_if_owner(second_key, "bob", bob.session_id, second->fencing_token));
+  }
   store_->heartbeat(alice.session_id);
   std::atomic<int> calls{0};
   auto subscription = store_->watch_releases(key, [&] { ++calls; });
   etcd_->kill(0);
-  for (const auto& target : {key, fresh_key("outage-free")}) {
+  // Two pooled leases (the second meets a keep-alive stream known to be broken, which must be
+  // reopened within the call timeout or fail), then a new one.
+  for (const auto& target : {key, fresh_key("outage-free"), fresh_key("outage-free")}) {
+    const auto started = SteadyClock::now();
     try {
       const auto result = store_->try_insert(target, "bob", bob.session_id, seconds(30));
       ADD_FAILURE() << "try_insert during an outage returned " << (result ? "a grant" : "held");
@@ -299,6 +308,8 @@ TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {
       std::cout << "outage: try_insert(" << target << ") -> " << to_string(error.code()) << ": "
                 << error.what() << "\n";
     }
+    // The calls have a 2 s timeout; a call may chain two of them (keep-alive, then Txn).
+    EXPECT_LE(SteadyClock::now() - started, milliseconds(4500)) << "not bounded by its timeout";
   }
   EXPECT_THROW(store_->read(key), UnavailableError);
   EXPECT_THROW(store_->extend(*handle, seconds(30)), UnavailableError);

@@ -203,7 +203,7 @@ EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel,
       call_timeout_(call_timeout),
       kv_(etcdserverpb::KV::NewStub(channel_)),
       lease_(etcdserverpb::Lease::NewStub(channel_)),
-      keep_alive_(std::make_unique<KeepAliveStream>(*lease_)) {}
+      keep_alive_(std::make_unique<KeepAliveStream>(channel_, *lease_)) {}
 
 void EtcdClient::set_deadline(grpc::ClientContext& context) const {
   context.set_deadline(std::chrono::system_clock::now() + call_timeout_);

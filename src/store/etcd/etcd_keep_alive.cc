@@ -28,7 +28,9 @@ struct KeepAliveStream::Call {
   bool broken = false;
 };
 
-KeepAliveStream::KeepAliveStream(etcdserverpb::Lease::Stub& stub) : stub_(stub) {}
+KeepAliveStream::KeepAliveStream(std::shared_ptr<grpc::Channel> channel,
+                                 etcdserverpb::Lease::Stub& stub)
+    : channel_(std::move(channel)), stub_(stub) {}
 
 KeepAliveStream::~KeepAliveStream() {
   std::vector<std::thread> readers;
@@ -41,11 +43,39 @@ KeepAliveStream::~KeepAliveStream() {
   for (auto& reader : readers) reader.join();
 }
 
-std::shared_ptr<KeepAliveStream::Call> KeepAliveStream::open_locked() {
+std::shared_ptr<KeepAliveStream::Call> KeepAliveStream::current_or_open(
+    std::chrono::steady_clock::time_point deadline) {
+  const auto open_call = [&]() -> std::shared_ptr<Call> {
+    std::lock_guard lock(mutex_);
+    if (closing_) throw UnavailableError("etcd lease keep-alive: the store is shutting down");
+    return call_ && !call_->broken ? call_ : nullptr;
+  };
+  if (auto call = open_call()) return call;
+  std::lock_guard open(open_mutex_);
+  if (auto call = open_call()) return call;  // opened by another caller meanwhile
+  // Creating a stream waits for its first message to be sent, i.e. for a connection: wait for
+  // one here, bounded by the caller's deadline, rather than inside gRPC without a bound.
+  auto state = channel_->GetState(true);
+  while (state != GRPC_CHANNEL_READY) {
+    const auto remaining = deadline - std::chrono::steady_clock::now();
+    if (remaining <= std::chrono::steady_clock::duration::zero() ||
+        !channel_->WaitForStateChange(state, std::chrono::system_clock::now() + remaining)) {
+      throw_for_status(grpc::Status(grpc::StatusCode::UNAVAILABLE, "no connection to etcd"),
+                       "lease keep-alive", CallKind::kRead);
+    }
+    state = channel_->GetState(true);
+  }
   auto call = std::make_shared<Call>();
   call->stream = stub_.LeaseKeepAlive(&call->context);
-  call_ = call;
-  readers_.emplace_back([this, call] { read_loop(call); });
+  std::vector<std::thread> finished;
+  {
+    std::lock_guard lock(mutex_);
+    // Every earlier stream is broken: its reader has ended or is ending (cancelled).
+    finished.swap(readers_);
+    call_ = call;
+    readers_.emplace_back([this, call] { read_loop(call); });
+  }
+  for (auto& reader : finished) reader.join();
   return call;
 }
 
@@ -83,23 +113,20 @@ void KeepAliveStream::read_loop(const std::shared_ptr<Call>& call) {
   fail_locked(*call, status);
 }
 
-KeepAliveStream::Pending KeepAliveStream::start(std::int64_t lease_id) {
+KeepAliveStream::Pending KeepAliveStream::start(std::int64_t lease_id,
+                                                std::chrono::steady_clock::time_point deadline) {
   auto waiter = std::make_shared<Waiter>();
-  std::shared_ptr<Call> call;
-  std::vector<std::thread> finished;
+  const auto call = current_or_open(deadline);
   {
     std::lock_guard lock(mutex_);
-    if (closing_) throw UnavailableError("etcd lease keep-alive: the store is shutting down");
-    if (!call_ || call_->broken) {
-      // The readers of broken streams have ended or are ending (their stream was cancelled).
-      finished.swap(readers_);
-      call = open_locked();
-    } else {
-      call = call_;
+    if (call->broken) {
+      // It broke just now: its reader has failed its waiters already, so fail this one too.
+      waiter->failed = grpc::Status(grpc::StatusCode::UNAVAILABLE, "keep-alive stream ended");
+      waiter->done = true;
+      return Pending{lease_id, call, std::move(waiter)};
     }
     call->waiting[lease_id].push_back(waiter);
   }
-  for (auto& reader : finished) reader.join();
   etcdserverpb::LeaseKeepAliveRequest request;
   request.set_id(lease_id);
   {
@@ -108,7 +135,7 @@ KeepAliveStream::Pending KeepAliveStream::start(std::int64_t lease_id) {
     // stream's status, this one included.
     call->stream->Write(request);
   }
-  return Pending{lease_id, std::move(call), std::move(waiter)};
+  return Pending{lease_id, call, std::move(waiter)};
 }
 
 void KeepAliveStream::abandon(Pending& pending) noexcept {

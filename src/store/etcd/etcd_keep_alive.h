@@ -24,7 +24,7 @@ namespace dlock::store::etcd {
 
 class KeepAliveStream {
  public:
-  explicit KeepAliveStream(etcdserverpb::Lease::Stub& stub);
+  KeepAliveStream(std::shared_ptr<grpc::Channel> channel, etcdserverpb::Lease::Stub& stub);
   KeepAliveStream(const KeepAliveStream&) = delete;
   KeepAliveStream& operator=(const KeepAliveStream&) = delete;
   ~KeepAliveStream();  // cancels the stream and joins its reader
@@ -42,29 +42,34 @@ class KeepAliveStream {
   // Throws the dlock error for the stream's failure (throw_for_status), or UnavailableError when
   // no answer came before `deadline`.
   std::int64_t renew(std::int64_t lease_id, std::chrono::steady_clock::time_point deadline) {
-    auto pending = start(lease_id);
+    auto pending = start(lease_id, deadline);
     return finish(pending, deadline);
   }
   // renew in two halves, so the caller can do something else while the answer travels: start
-  // sends the request (throws when the store is shutting down), finish waits for its answer
-  // (as renew). Every started keep-alive must be finished.
-  Pending start(std::int64_t lease_id);
+  // sends the request, opening a stream first if none is open (waiting at most until `deadline`
+  // for a connection, else UnavailableError); finish waits for its answer (as renew). Every
+  // started keep-alive must be finished or abandoned.
+  Pending start(std::int64_t lease_id, std::chrono::steady_clock::time_point deadline);
   std::int64_t finish(Pending& pending, std::chrono::steady_clock::time_point deadline);
   // Gives up on a started keep-alive without waiting: its answer, when it comes, is dropped.
   void abandon(Pending& pending) noexcept;
 
  private:
-  std::shared_ptr<Call> open_locked();
+  // The open stream, or a new one (under open_mutex_, never under mutex_: opening may wait for
+  // the channel to connect).
+  std::shared_ptr<Call> current_or_open(std::chrono::steady_clock::time_point deadline);
   void read_loop(const std::shared_ptr<Call>& call);
   void fail_locked(Call& call, const grpc::Status& status);
 
+  std::shared_ptr<grpc::Channel> channel_;
   etcdserverpb::Lease::Stub& stub_;
-  std::mutex mutex_;
+  std::mutex open_mutex_;  // one stream opened at a time
+  std::mutex mutex_;       // guards everything below and every Call's waiting list
   std::condition_variable answered_;
   std::shared_ptr<Call> call_;  // the open stream, if any
   bool closing_ = false;
-  std::vector<std::thread>
-      readers_;  // one per stream ever opened; joined when replaced or at the end
+  // The readers of the open stream and of broken ones not yet joined.
+  std::vector<std::thread> readers_;
 };
 
 }  // namespace dlock::store::etcd

@@ -642,7 +642,8 @@ GrantLease EtcdStore::lease_for(milliseconds ttl) {
       // Certainly alive when the Txn (sent now, with that deadline) is applied: renew it in
       // parallel with the Txn instead of one round trip before it.
       return GrantLease{pooled->lease_id, wanted, counting_from, *pooled->alive_until,
-                        client_.keep_alive_stream().start(pooled->lease_id)};
+                        client_.keep_alive_stream().start(pooled->lease_id,
+                                                          counting_from + client_.call_timeout())};
     }
     std::int64_t renewed = 0;
     try {
