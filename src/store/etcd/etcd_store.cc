@@ -285,10 +285,11 @@ class EtcdStore final : public Backend {
       // (deleted, or rewritten on the new lease for the same session): nothing any more.
       for (const auto& kv : response.responses(0).response_range().kvs()) recycle_lease(kv);
       const auto believed = believed_ttl(grant, ttl);
-      if (!believed)
+      if (!believed) {
         throw UnknownOutcomeError("lock " + from.key +
                                   " was released, but the lease of its hand-over "
                                   "grant ended at once: nobody holds it");
+      }
       return LockHandle{from.key, std::string(next_owner_id),      std::string(next_session_id),
                         token,    grant.counting_from + *believed, now + *believed};
     }
@@ -450,9 +451,10 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
     // The token is the revision of the granting write, captured from this answer once.
     const FencingToken token = static_cast<FencingToken>(response.header().revision());
     const auto believed = believed_ttl(grant, ttl);
-    if (!believed)
+    if (!believed) {
       throw ContentionError("lock " + std::string(key) +
                             ": the lease of the grant ended at once, and the grant with it; retry");
+    }
     return LockHandle{std::string(key),
                       std::string(owner_id),
                       std::string(session_id),
@@ -500,9 +502,10 @@ std::optional<LockHandle> EtcdStore::reacquire(std::string_view key, const std::
   const FencingToken token = static_cast<FencingToken>(response.header().revision());
   recycle_lease(holder);  // the superseded grant's key and index entry are on the new lease
   const auto believed = believed_ttl(grant, ttl);
-  if (!believed)
+  if (!believed) {
     throw ContentionError("lock " + std::string(key) +
                           ": the lease of the grant ended at once, and the grant with it; retry");
+  }
   return LockHandle{std::string(key),
                     std::string(owner_id),
                     std::string(session_id),
@@ -666,13 +669,21 @@ GrantLease EtcdStore::lease_for(milliseconds ttl) {
 
 etcdserverpb::TxnResponse EtcdStore::txn_on(GrantLease& grant,
                                             const etcdserverpb::TxnRequest& request) {
-  try {
-    return client_.txn(request, CallKind::kWrite);
-  } catch (...) {
+  const auto abandon_renewal = [&] {
     if (grant.renewal) {
       client_.keep_alive_stream().abandon(*grant.renewal);
       grant.renewal.reset();
     }
+  };
+  try {
+    return client_.txn(request, CallKind::kWrite);
+  } catch (const SessionNotFoundError&) {
+    // "requested lease not found": the grant's lease itself (the session is a Compare, not an
+    // error). Only an outside LeaseRevoke can do that to a lease known alive; nothing was put.
+    abandon_renewal();
+    throw ContentionError("the lease chosen for a grant was revoked meanwhile; retry");
+  } catch (...) {
+    abandon_renewal();
     throw;
   }
 }

@@ -183,12 +183,11 @@ void GroupCommit::run_group(const std::vector<Writer*>& group) {
     }
     if (sqlite3_get_autocommit(db) != 0) {
       // SQLite ended the whole transaction on an error (I/O, full disk): nothing of the group
-      // was written.
-      auto error = writer->error;
-      if (!error) {
-        error = std::make_exception_ptr(InternalError("sqlite: write transaction ended early"));
-      }
-      fail_all(error);
+      // was written. This writer keeps its own error; the others get a retryable one.
+      const auto own = writer->error;
+      fail_all(std::make_exception_ptr(
+          UnavailableError("sqlite: a shared write transaction was rolled back; retry")));
+      if (own) writer->error = own;
       return;
     }
     if (alone) {
