@@ -328,8 +328,8 @@ void run_backend(const Options& options, const std::string& name, const std::str
   const long long before = name == "pg" ? pg_token_sequence(pg_url) : 0;
 #endif
   const double etcd_before = name == "etcd" ? etcd_proposals(url) : -1;
-  auto hot =
-      http_hot({dlockd.target()}, name, cmax, duration, extras.handoff_ms, extras.handoff_sent_ms);
+  auto hot = http_hot({dlockd.target()}, name, cmax, duration, extras.handoff_hot_ms,
+                      extras.handoff_hot_sent_ms);
 #ifdef DLOCK_WITH_PG
   if (name == "pg" && hot.ops > 0) {
     const long long after = pg_token_sequence(pg_url);
@@ -366,20 +366,37 @@ void run_backend(const Options& options, const std::string& name, const std::str
         "rolls back instead of committing";
   }
   record(std::move(hot));
+  // Handoff as defined: a holder, N waiters queued (N = the largest client count - 1), release.
+  const int handoff_waiters = std::max(1, cmax - 1);
+  const int handoff_rounds = std::max(3, options.duration_ms / 100);
+  const auto queued_on = [](const HttpTarget& target) {
+    return [target] {
+      return metric_value(http_get_text(target, "/metrics"), "dlock_waiters").value_or(0);
+    };
+  };
+  http_handoff(dlockd.target(), dlockd.target(), handoff_waiters, handoff_rounds,
+               queued_on(dlockd.target()), extras.handoff_ms, extras.handoff_sent_ms);
+  log(name + " handoff: " + std::to_string(extras.handoff_ms.size()) + " rounds, " +
+      std::to_string(handoff_waiters) + " waiters queued each time");
   extras.notes["handoff_p50_ms"] =
-      "single dlockd, hot-key run: previous holder's release 204 received -> next waiter's "
-      "200 received; negative when the grant reaches its client before the release's 204 "
-      "reaches the holder (dlockd hands over before answering the release). "
-      "handoff_from_release_sent_* count from the release being sent. handoff_two_servers_*: "
-      "the same with the clients spread over two dlockd sharing the backend";
+      "a holder and N waiters queued on one key (N = largest client count - 1, dlockd's "
+      "dlock_waiters gauge confirms them), one sample per round: holder's release 204 received "
+      "-> first waiter's 200 received; negative when the grant reaches its client before the "
+      "release's 204 reaches the holder (dlockd hands over inside the release). "
+      "handoff_from_release_sent_* count from the release being sent; handoff_two_servers_*: "
+      "holder on one dlockd, waiters on another sharing the backend; handoff_hot_*: every "
+      "grant after the first in the hot-key run";
 
   // Handoff across two dlockd sharing the backend (waiters on one woken by releases on the
   // other: LISTEN/NOTIFY for pg, watches for etcd). Not for sqlite (one process per file).
   if (name != "sqlite") {
     Dlockd second(options, name, sqlite_path, url);
-    std::vector<double> ignored;
-    record(http_hot({dlockd.target(), second.target()}, name, cmax, duration,
-                    extras.handoff_ms_two_servers, ignored));
+    std::vector<double> ignored, ignored_sent, ignored_sent_two;
+    record(
+        http_hot({dlockd.target(), second.target()}, name, cmax, duration, ignored, ignored_sent));
+    // Holder on the first dlockd, waiters on the second: woken through the backend.
+    http_handoff(dlockd.target(), second.target(), handoff_waiters, handoff_rounds,
+                 queued_on(second.target()), extras.handoff_ms_two_servers, ignored_sent_two);
   } else {
     extras.notes["handoff_two_servers_p50_ms"] = "sqlite: one dlockd per database file";
   }

@@ -239,6 +239,66 @@ Measurement http_hot(const std::vector<HttpTarget>& targets, const std::string& 
   return summarize(backend, targets.size() > 1 ? "http2" : "http", "hot", clients, seconds, stats);
 }
 
+void http_handoff(const HttpTarget& holder_target, const HttpTarget& waiter_target, int waiters,
+                  int rounds, const std::function<double()>& queued,
+                  std::vector<double>& handoff_ms, std::vector<double>& handoff_sent_ms) {
+  asio::io_context io;
+  auto connections = open_connections(io, {holder_target}, 1);
+  for (auto& c : open_connections(io, {waiter_target}, waiters))
+    connections.push_back(std::move(c));
+  open_sessions(io, connections, "bench-handoff");
+  Connection& holder = *connections[0];
+  const std::string key = "bench-handoff";
+  const auto release_target = [&](const Connection& c, const std::string& token) {
+    return "/v1/locks/" + key + "?session_id=" + c.session_id + "&fencing_token=" + token;
+  };
+  for (int round = 0; round < rounds; ++round) {
+    std::string token;
+    holder.send(http::verb::post, "/v1/locks/" + key + "/acquire",
+                "{\"session_id\":\"" + holder.session_id + "\",\"ttl_ms\":30000}",
+                [&](int status, const std::string& body) {
+                  if (status != 200) report_unexpected("handoff holder acquire", status, body);
+                  token = json_number_field(body, "fencing_token");
+                });
+    io.run();
+    io.restart();
+    if (token.empty()) return;
+    Clock::time_point first_grant{};
+    for (int i = 1; i <= waiters; ++i) {
+      Connection* c = connections[static_cast<std::size_t>(i)].get();
+      c->send(http::verb::post, "/v1/locks/" + key + "/acquire",
+              "{\"session_id\":\"" + c->session_id + "\",\"ttl_ms\":30000,\"wait_ms\":60000}",
+              [&, c](int status, const std::string& body) {
+                if (status != 200) return report_unexpected("handoff waiter", status, body);
+                if (first_grant == Clock::time_point{}) first_grant = Clock::now();
+                c->send(http::verb::delete_,
+                        release_target(*c, json_number_field(body, "fencing_token")), "",
+                        [](int status2, const std::string& body2) {
+                          if (status2 != 204) report_unexpected("handoff release", status2, body2);
+                        });
+              });
+    }
+    // Every waiter queued at dlockd (their requests written and parked) before the release.
+    const auto give_up = Clock::now() + std::chrono::seconds(30);
+    while (queued() < waiters && Clock::now() < give_up) {
+      io.run_for(std::chrono::milliseconds(1));
+    }
+    Clock::time_point released_at{};
+    const auto release_sent = Clock::now();
+    holder.send(http::verb::delete_, release_target(holder, token), "",
+                [&](int status, const std::string& body) {
+                  released_at = Clock::now();
+                  if (status != 204) report_unexpected("handoff holder release", status, body);
+                });
+    io.run();  // until every waiter has been granted and has released
+    io.restart();
+    if (first_grant != Clock::time_point{} && released_at != Clock::time_point{}) {
+      handoff_ms.push_back(ms_between(released_at, first_grant));
+      handoff_sent_ms.push_back(ms_between(release_sent, first_grant));
+    }
+  }
+}
+
 FillResult http_fill(const HttpTarget& target, int connections_count, std::uint64_t sessions,
                      std::uint64_t locks) {
   asio::io_context io;

@@ -31,6 +31,16 @@ Measurement http_hot(const std::vector<HttpTarget>& targets, const std::string& 
                      int clients, std::chrono::milliseconds duration,
                      std::vector<double>& handoff_ms, std::vector<double>& handoff_sent_ms);
 
+// Handoff as the issue defines it, `rounds` times: the holder (on `holder_target`) takes one key,
+// `waiters` connections (on `waiter_target`) ask for it with a long wait_ms, and once
+// `queued()` (dlockd's dlock_waiters gauge) says they all wait, the holder releases. Records
+// the time from the release's 204 being received (`handoff_ms`; negative when the grant
+// arrives first) and from the release being sent (`handoff_sent_ms`) to the first waiter's 200.
+// Then every waiter releases as it is granted, so the key is free for the next round.
+void http_handoff(const HttpTarget& holder_target, const HttpTarget& waiter_target, int waiters,
+                  int rounds, const std::function<double()>& queued,
+                  std::vector<double>& handoff_ms, std::vector<double>& handoff_sent_ms);
+
 struct FillResult {
   std::uint64_t sessions = 0;
   std::uint64_t locks = 0;

@@ -140,6 +140,13 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     o["handoff_p50_ms"] = number_or_null(handoff_p50);
     o["handoff_p99_ms"] = number_or_null(handoff_p99);
     o["handoff_samples"] = x.handoff_ms.size();
+    o["handoff_hot_p50_ms"] = number_or_null(
+        x.handoff_hot_ms.empty() ? std::nullopt
+                                 : std::optional<double>(percentile(x.handoff_hot_ms, 0.5)));
+    o["handoff_hot_from_release_sent_p50_ms"] =
+        number_or_null(x.handoff_hot_sent_ms.empty()
+                           ? std::nullopt
+                           : std::optional<double>(percentile(x.handoff_hot_sent_ms, 0.5)));
     if (!x.handoff_ms_two_servers.empty()) {
       o["handoff_two_servers_p50_ms"] = number_or_null(percentile(x.handoff_ms_two_servers, 0.5));
       o["handoff_two_servers_p99_ms"] = number_or_null(percentile(x.handoff_ms_two_servers, 0.99));

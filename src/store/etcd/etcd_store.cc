@@ -1,6 +1,7 @@
 #include "store/etcd/etcd_store.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -324,13 +325,23 @@ class EtcdStore final : public Backend {
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                         std::function<void()> on_released) override {
     const std::string etcd_key = format_lock_key(key);
-    std::int64_t start_revision = 0;
+    std::optional<HeldAt> held;
     {
       std::lock_guard lock(held_mutex_);
       const auto found = held_at_.find(etcd_key);
-      if (found != held_at_.end()) start_revision = found->second + 1;
+      if (found != held_at_.end()) held = found->second;
     }
-    return watches_->subscribe(etcd_key, start_revision, std::move(on_released));
+    // Without a failed acquire to start from: watch from now, woken once when it exists.
+    if (!held) return watches_->subscribe(etcd_key, 0, std::move(on_released));
+    // Watch from now (etcd delivers a watch that starts in the past from a 100 ms catch-up
+    // loop), then check whether the grant seen holding the key ended between the failed
+    // acquire and the watch's start: then wake the waiter now.
+    auto created = std::make_shared<CreatedAt>();
+    auto subscription = watches_->subscribe(
+        etcd_key, 0, on_released, [created](std::int64_t revision) { created->set(revision); });
+    const auto revision = created->wait_until(SteadyClock::now() + client_.call_timeout());
+    if (!revision || released_since(etcd_key, *held, *revision)) on_released();
+    return subscription;
   }
 
   std::string_view backend_id() const override { return "etcd"; }
@@ -394,7 +405,33 @@ class EtcdStore final : public Backend {
   std::optional<LockHandle> release_instead_of_handover(const LockHandle& from);
   std::optional<SessionRecord> session_record(std::int64_t lease);
   std::vector<mvccpb::KeyValue> read_keys(const std::vector<std::string>& etcd_keys);
-  void remember_held(const std::string& etcd_key, std::int64_t revision);
+  // A grant seen holding a key: the revision of the failed acquire that saw it, and the grant's
+  // create revision (a hand-over or re-entrant acquire keeps it; a new grant has a new one).
+  struct HeldAt {
+    std::int64_t revision = 0;
+    std::int64_t create_revision = 0;
+  };
+  // The revision a watch was created at, handed from the watch's thread to the subscriber.
+  struct CreatedAt {
+    std::mutex mutex;
+    std::condition_variable created;
+    std::optional<std::int64_t> revision;
+    void set(std::int64_t at) {
+      std::lock_guard lock(mutex);
+      revision = at;
+      created.notify_all();
+    }
+    std::optional<std::int64_t> wait_until(SteadyClock::time_point deadline) {
+      std::unique_lock lock(mutex);
+      created.wait_until(lock, deadline, [&] { return revision.has_value(); });
+      return revision;
+    }
+  };
+  void remember_held(const std::string& etcd_key, const HeldAt& held);
+  // Whether the grant seen in `held` ended by `revision` (the key was gone, or held by another
+  // grant, at that revision). An error counts as yes: a needless wake-up costs the waiter one
+  // attempt, a missed one could leave it asleep.
+  bool released_since(const std::string& etcd_key, const HeldAt& held, std::int64_t revision);
   // A lease for a grant of `ttl`: a pooled one (renewed before, or in parallel with, the Txn),
   // else a new one.
   GrantLease lease_for(milliseconds ttl);
@@ -419,7 +456,7 @@ class EtcdStore final : public Backend {
   const std::function<void(std::string_view)> after_grant_for_test_;
   EtcdClient client_;
   std::mutex held_mutex_;
-  std::map<std::string, std::int64_t, std::less<>> held_at_;
+  std::map<std::string, HeldAt, std::less<>> held_at_;
   LeasePool leases_;
   LeaseBook book_;
   // Declared last: destroyed first, so no watch callback outlives the rest of the store.
@@ -475,7 +512,7 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
     return reacquire(key, etcd_key, owner_id, session_id, holder.kvs(0), grant, value, ttl, now);
   }
   recycle_unused(grant);
-  remember_held(etcd_key, response.header().revision());
+  remember_held(etcd_key, HeldAt{response.header().revision(), holder.kvs(0).create_revision()});
   return std::nullopt;  // held by a live grant of another session: a decision
 }
 
@@ -626,14 +663,27 @@ std::vector<mvccpb::KeyValue> EtcdStore::read_keys(const std::vector<std::string
   return found;
 }
 
-// The revision at which `etcd_key` was seen held, so a waiter's watch starts right after it and
-// cannot miss a release in between. Bounded: a forgotten entry only means the watch starts
-// from "now" (with one spurious wake-up).
-void EtcdStore::remember_held(const std::string& etcd_key, std::int64_t revision) {
+// The grant seen holding `etcd_key` by a failed acquire, so a waiter's watch can tell whether it
+// ended before the watch began and no release is missed in between. Bounded: a forgotten entry
+// only means the watch wakes its waiter once when it starts.
+void EtcdStore::remember_held(const std::string& etcd_key, const HeldAt& held) {
   std::lock_guard lock(held_mutex_);
   if (held_at_.size() >= kMaxRememberedKeys && !held_at_.contains(etcd_key)) held_at_.clear();
   auto& remembered = held_at_[etcd_key];
-  remembered = std::max(remembered, revision);
+  if (held.revision >= remembered.revision) remembered = held;
+}
+
+bool EtcdStore::released_since(const std::string& etcd_key, const HeldAt& held,
+                               std::int64_t revision) {
+  if (revision <= held.revision) return false;  // nothing was written since
+  try {
+    auto request = range_request(etcd_key);
+    request.set_revision(revision);
+    const auto response = client_.range(request);
+    return response.kvs_size() == 0 || response.kvs(0).create_revision() != held.create_revision;
+  } catch (const Error&) {
+    return true;
+  }
 }
 
 GrantLease EtcdStore::lease_for(milliseconds ttl) {

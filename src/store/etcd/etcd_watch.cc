@@ -102,11 +102,13 @@ WatchHub::~WatchHub() {
 }
 
 ReleaseSubscriptionPtr WatchHub::subscribe(std::string etcd_key, std::int64_t start_revision,
-                                           std::function<void()> on_event) {
+                                           std::function<void()> on_event,
+                                           std::function<void(std::int64_t)> on_created) {
   auto watch = std::make_shared<Watch>();
   watch->key = std::move(etcd_key);
   watch->next_revision = start_revision;
   watch->on_event = std::move(on_event);
+  watch->on_created = std::move(on_created);
   std::lock_guard lock(mutex_);
   const std::int64_t watch_id = next_watch_id_++;
   watches_.emplace(watch_id, watch);
@@ -181,10 +183,17 @@ void WatchHub::on_response(const etcdserverpb::WatchResponse& response) {
   if (found == watches_.end()) return;  // cancelled by us; etcd confirms it
   const std::shared_ptr<Watch> watch = found->second;
   bool fire = false;
+  std::function<void(std::int64_t)> on_created;
   if (response.created() && watch->next_revision == 0) {
-    // The watch starts after header.revision; a release before that was not seen.
+    // The watch starts after header.revision; a release before that was not seen: the creator
+    // checks (on_created), or the waiter is woken once to look for itself.
     watch->next_revision = response.header().revision() + 1;
-    fire = true;
+    if (watch->on_created) {
+      on_created = std::move(watch->on_created);
+      watch->on_created = nullptr;
+    } else {
+      fire = true;
+    }
   }
   for (const auto& event : response.events()) {
     watch->next_revision = std::max(watch->next_revision, event.kv().mod_revision() + 1);
@@ -196,6 +205,11 @@ void WatchHub::on_response(const etcdserverpb::WatchResponse& response) {
     watch->next_revision = 0;
     fire = true;
     if (stream_ != nullptr) send_create_locked(found->first, *watch);
+  }
+  if (on_created) {
+    lock.unlock();
+    on_created(response.header().revision());
+    lock.lock();
   }
   if (!fire) return;
   watch->running_on = std::this_thread::get_id();

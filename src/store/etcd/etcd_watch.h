@@ -31,10 +31,17 @@ class WatchHub {
   ~WatchHub();
 
   // Calls `on_event` (from a gRPC thread) for every batch of events on `etcd_key` at or after
-  // `start_revision`. With start_revision 0 the watch starts when etcd creates it, and
-  // `on_event` runs once then, since a release may have happened in between.
+  // `start_revision`. With start_revision 0 the watch starts when etcd creates it; then
+  // `on_created` (if given) is called once with the revision it starts after, and otherwise
+  // `on_event` runs once, since a release may have happened in between.
+  //
+  // A start revision at or below etcd's current revision makes the watch "unsynced" in etcd,
+  // which then delivers its events from a catch-up loop that runs every 100 ms; a watch from
+  // "now" is delivered at once. Callers that must not miss an earlier event therefore watch
+  // from now and check what happened before it with `on_created` (see EtcdStore).
   ReleaseSubscriptionPtr subscribe(std::string etcd_key, std::int64_t start_revision,
-                                   std::function<void()> on_event);
+                                   std::function<void()> on_event,
+                                   std::function<void(std::int64_t)> on_created = {});
 
  private:
   class Stream;
@@ -44,6 +51,7 @@ class WatchHub {
     // The first revision not yet seen; 0 = "from whenever etcd creates the watch".
     std::int64_t next_revision = 0;
     std::function<void()> on_event;
+    std::function<void(std::int64_t)> on_created;
     // Which thread runs on_event right now, so unsubscribing can wait for it to finish.
     std::thread::id running_on{};
   };
