@@ -395,6 +395,10 @@ class EtcdStore final : public Backend {
                                       const mvccpb::KeyValue& holder, GrantLease& grant,
                                       const std::string& value, milliseconds ttl,
                                       WallClock::time_point now);
+  // The handle of the grant `response` (a succeeded granting Txn on `grant`'s lease) made.
+  LockHandle granted(std::string_view key, std::string_view owner_id, std::string_view session_id,
+                     const etcdserverpb::TxnResponse& response, GrantLease& grant, milliseconds ttl,
+                     WallClock::time_point now);
   // The granting Txn on `grant`'s lease; a failed call abandons a parallel renewal (the lease
   // is then simply left to expire).
   etcdserverpb::TxnResponse txn_on(GrantLease& grant, const etcdserverpb::TxnRequest& request);
@@ -485,19 +489,7 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
   const auto response = txn_on(grant, request);
   if (response.succeeded()) {
     if (after_grant_for_test_) after_grant_for_test_(key);
-    // The token is the revision of the granting write, captured from this answer once.
-    const FencingToken token = static_cast<FencingToken>(response.header().revision());
-    const auto believed = believed_ttl(grant, ttl);
-    if (!believed) {
-      throw ContentionError("lock " + std::string(key) +
-                            ": the lease of the grant ended at once, and the grant with it; retry");
-    }
-    return LockHandle{std::string(key),
-                      std::string(owner_id),
-                      std::string(session_id),
-                      token,
-                      grant.counting_from + *believed,
-                      now + *believed};
+    return granted(key, owner_id, session_id, response, grant, ttl, now);
   }
   const auto& holder = response.responses(0).response_range();
   if (response.responses(1).response_range().kvs_size() == 0) {
@@ -536,8 +528,16 @@ std::optional<LockHandle> EtcdStore::reacquire(std::string_view key, const std::
     throw ContentionError("lock " + std::string(key) +
                           " changed during a re-entrant acquire; retry");
   }
-  const FencingToken token = static_cast<FencingToken>(response.header().revision());
   recycle_lease(holder);  // the superseded grant's key and index entry are on the new lease
+  return granted(key, owner_id, session_id, response, grant, ttl, now);
+}
+
+LockHandle EtcdStore::granted(std::string_view key, std::string_view owner_id,
+                              std::string_view session_id,
+                              const etcdserverpb::TxnResponse& response, GrantLease& grant,
+                              milliseconds ttl, WallClock::time_point now) {
+  // The token is the revision of the granting write, captured from this answer once.
+  const FencingToken token = static_cast<FencingToken>(response.header().revision());
   const auto believed = believed_ttl(grant, ttl);
   if (!believed) {
     throw ContentionError("lock " + std::string(key) +
