@@ -110,7 +110,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv,
 
 ChildProcess::~ChildProcess() {
   if (pid_ > 0) {
-    ::kill(-pid_, SIGKILL);
+    signal_group(SIGKILL);
     while (!status_) {
       int wait_status = 0;
       const pid_t result = ::waitpid(pid_, &wait_status, 0);
@@ -129,7 +129,9 @@ void ChildProcess::signal(int signo) {
 }
 
 void ChildProcess::signal_group(int signo) {
-  if (pid_ > 0) ::kill(-pid_, signo);
+  if (pid_ <= 0) return;
+  // A leader that moved itself to another group is signalled all the same.
+  if (::kill(-pid_, signo) != 0 && errno == ESRCH && !status_) ::kill(pid_, signo);
 }
 
 std::optional<int> ChildProcess::try_wait() {

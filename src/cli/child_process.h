@@ -36,7 +36,8 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   // Sends `signo` to the leader only, unless it was already reaped.
   void signal(int signo);
-  // Sends `signo` to every process of the group (the leader's pid is the group id).
+  // Sends `signo` to every process of the group (the leader's pid is the group id), and to
+  // the leader alone if it moved itself out of the group.
   void signal_group(int signo);
   // Reaps the leader if it has exited, and any exited group member that was handed to this
   // process (a child subreaper adopts orphans); returns the leader's shell-style status (exit

@@ -217,8 +217,9 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   std::optional<SteadyClock::time_point> term_sent, kill_at;
   bool killed = false;
   for (;;) {
+    // The leader is waited for even if it left its group (then the group may be empty first).
     child->try_wait();
-    if (!child->group_alive()) break;
+    if (!child->group_alive() && child->status()) break;
     const bool leader_done = child->status().has_value();
     const SteadyClock::time_point now = SteadyClock::now();
     const SteadyClock::time_point deadline = lock->client_deadline();

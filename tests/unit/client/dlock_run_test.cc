@@ -23,8 +23,8 @@ namespace {
 using cli::ChildProcess;
 using std::chrono::milliseconds;
 using testing::FakeLockApi;
-using testing::FakeResponse;
 using testing::FakeRequest;
+using testing::FakeResponse;
 using testing::FakeServer;
 using testing::wait_until;
 
