@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "cli/child_process.h"
@@ -217,6 +218,9 @@ TEST_F(CliEndToEnd, FrozenServerStopsTheCommandBeforeTheLocksDeadline) {
   server_->process().signal(SIGCONT);
   ASSERT_TRUE(died);
   const auto deadline_bound = extended_seen + milliseconds(3'000);
+  std::cout << "[ measured ] CMD died "
+            << std::chrono::duration_cast<milliseconds>(deadline_bound - died_at).count()
+            << " ms before the latest possible deadline\n";
   EXPECT_LT(died_at, deadline_bound - milliseconds(400))
       << "died " << std::chrono::duration_cast<milliseconds>(deadline_bound - died_at).count()
       << " ms before the latest possible deadline";

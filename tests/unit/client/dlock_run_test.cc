@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <mutex>
 #include <sstream>
 
@@ -203,6 +204,9 @@ TEST_F(DlockRunTest, StopsTheGroupSoThatSigkillLandsBeforeTheDeadlineWhenExtends
   EXPECT_TRUE(file_exists("term")) << "SIGKILL without SIGTERM first";
   // Dead at about deadline - 700 ms; 300 ms of that allowed for scheduling. Stopping at the
   // deadline would kill it at about deadline_bound.
+  std::cout << "[ measured ] CMD died "
+            << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
+            << " ms before the latest possible deadline\n";
   EXPECT_LT(died, deadline_bound - milliseconds(400))
       << "died " << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
       << " ms before the latest possible deadline";
@@ -236,6 +240,10 @@ TEST_F(DlockRunTest, ForwardedSignalReachesTheWholeGroup) {
                         wait; wait; exit 7)");
   const pid_t grandchild = pid_from("pid");
   ASSERT_GT(grandchild, 0);
+  // Until it execs, the forked child still has the shell's trap and would survive SIGTERM.
+  ASSERT_TRUE(wait_until(
+      [&] { return read_file("/proc/" + std::to_string(grandchild) + "/comm") == "sleep\n"; },
+      milliseconds(10'000)));
   dlock->signal(SIGTERM);
   EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 7);
   EXPECT_TRUE(gone(grandchild));
