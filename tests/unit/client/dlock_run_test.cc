@@ -249,6 +249,13 @@ TEST_F(DlockRunTest, ForwardedSignalReachesTheWholeGroup) {
   EXPECT_TRUE(gone(grandchild));
 }
 
+TEST_F(DlockRunTest, ACommandStoppedBySigtstpIsContinued) {
+  // What Ctrl-Z does to a terminal's foreground group; a lock holder must not sit suspended.
+  auto dlock = start(R"(kill -TSTP $$; echo resumed > "$DIR/resumed"; exit 5)");
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 5);
+  EXPECT_TRUE(file_exists("resumed"));
+}
+
 TEST_F(DlockRunTest, StopMarginOfHalfTheTtlIsAUsageError) {
   auto dlock = start(R"(touch "$DIR/ran")", {"--ttl", "1s", "--stop-margin", "500ms"});
   EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 64);
