@@ -210,8 +210,8 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   }
 
   // Supervise CMD's process group until none of it is left (ADR-0013). Wake on SIGCHLD, a
-  // forwarded signal, a loss report, the stop time (deadline - margin), the SIGKILL time, and
-  // while members outlive the leader, every kGroupPoll.
+  // forwarded signal, a loss report, the stop time (deadline - margin, re-read every
+  // margin / 4), the SIGKILL time, and while members outlive the leader, every kGroupPoll.
   const std::string& name = options.command[0];
   bool lost = false;
   std::optional<SteadyClock::time_point> term_sent, kill_at;
@@ -252,7 +252,10 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
     }
     std::optional<SteadyClock::time_point> until;
     if (!kill_at) {
-      until = term_time(deadline, times);
+      // Nothing reports a successful extend, and one may bring the deadline closer (a shorter
+      // TTL answered than asked): look again every margin / 4 at least, so SIGTERM is never
+      // more than that late and SIGKILL still goes out by deadline - margin / 2.
+      until = std::min(term_time(deadline, times), now + std::max(times.margin / 4, kGroupPoll));
     } else if (!killed) {
       until = *kill_at;
     }
