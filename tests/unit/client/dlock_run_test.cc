@@ -215,6 +215,35 @@ TEST_F(DlockRunTest, StopsTheGroupSoThatSigkillLandsBeforeTheDeadlineWhenExtends
   EXPECT_GT(died, deadline_bound - milliseconds(1500));
 }
 
+TEST_F(DlockRunTest, AnExtendThatShortensTheDeadlineIsNoticed) {
+  // Acquired for 3 s; the first extend answers only 1.2 s (a server telling the truth about a
+  // shorter lease), every later one fails. dlock must stop CMD by the new, earlier deadline,
+  // not by the one it computed before the extend.
+  api_.lock_ttl_ms = 3000;
+  api_.session_ttl_ms = 3000;
+  std::atomic<int> extends{0};
+  on_request_ = [&](const FakeRequest& r) {
+    if (r.target.find("/extend") == std::string::npos) return;
+    if (extends++ == 0) {
+      api_.lock_ttl_ms = 1200;
+    } else {
+      api_.extend_unavailable = true;
+    }
+  };
+  auto dlock = start(R"(trap "" TERM; echo $$ > "$DIR/pid"; while :; do sleep 0.05; done)",
+                     {"--ttl", "3s", "--stop-margin", "1s", "--kill-grace", "300ms"});
+  const pid_t command = pid_from("pid");
+  ASSERT_GT(command, 0);
+  ASSERT_TRUE(wait_until([&] { return gone(command); }, milliseconds(10'000)));
+  const auto died = std::chrono::steady_clock::now();
+  const auto deadline_bound = last_extend_ok() + milliseconds(1200);
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 76);
+  // Due by about deadline - 500 ms (SIGKILL at deadline - margin / 2 at the latest).
+  EXPECT_LT(died, deadline_bound - milliseconds(300))
+      << "died " << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
+      << " ms before the shortened deadline";
+}
+
 TEST_F(DlockRunTest, ProcessesLeftByACommandThatExitedAreStoppedBeforeTheRelease) {
   std::atomic<bool> released_while_alive{false};
   on_request_ = [&](const FakeRequest& r) {
