@@ -4,7 +4,7 @@
 // whole process group is killed and its leader reaped, so dlock never leaves an orphan working
 // without a lock.
 //
-// The command leads a process group of its own (ADR-0013): everything it starts (`sleep &`, a
+// The command leads a process group of its own (ADR-0014): everything it starts (`sleep &`, a
 // pipeline, a shell's children) shares that group unless it leaves it on purpose (setsid,
 // setpgid: daemons escape, as with `timeout`), and dlock signals the group, not one pid.
 

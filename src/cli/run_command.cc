@@ -209,7 +209,7 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
     return error.code().value() == ENOENT ? kExitCommandNotFound : kExitCannotExecute;
   }
 
-  // Supervise CMD's process group until none of it is left (ADR-0013). Wake on SIGCHLD, a
+  // Supervise CMD's process group until none of it is left (ADR-0014). Wake on SIGCHLD, a
   // forwarded signal, a loss report, the stop time (deadline - margin, re-read every
   // margin / 4), the SIGKILL time, and while members outlive the leader, every kGroupPoll.
   const std::string& name = options.command[0];

@@ -20,7 +20,7 @@ struct RunOptions {
   std::chrono::milliseconds ttl{0};
   std::chrono::milliseconds wait{0};
   // How long before the lock's client deadline CMD's group is sent SIGTERM, and how long
-  // after SIGTERM it is sent SIGKILL; empty = the defaults of stop_times() (ADR-0013).
+  // after SIGTERM it is sent SIGKILL; empty = the defaults of stop_times() (ADR-0014).
   std::optional<std::chrono::milliseconds> stop_margin;
   std::optional<std::chrono::milliseconds> kill_grace;
   std::vector<std::string> command;

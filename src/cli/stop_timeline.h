@@ -1,6 +1,6 @@
 #pragma once
 
-// When `dlock run` stops its command (ADR-0013). The command must be gone before the lock's
+// When `dlock run` stops its command (ADR-0014). The command must be gone before the lock's
 // client deadline, because from then on another owner may hold the key:
 //
 //   deadline - margin          SIGTERM (and SIGCONT) to CMD's whole process group

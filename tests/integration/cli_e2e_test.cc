@@ -1,7 +1,7 @@
 // The dlock CLI and the client library against a real dlockd (embedded sqlite store): dlock
 // run passes the token and CMD's status, exits 75 when the key stays held, kills CMD's whole
 // process group (exit 76) when an admin revokes the lock, and stops it before the lock's
-// deadline when the server stops answering (ADR-0013); every other subcommand round-trips
+// deadline when the server stops answering (ADR-0014); every other subcommand round-trips
 // through the server.
 
 #include <gtest/gtest.h>

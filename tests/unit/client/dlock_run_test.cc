@@ -1,6 +1,6 @@
 // `dlock run` as a user runs it: the real dlock binary against a fake dlockd. Covers exit
 // status propagation, the environment given to CMD, SIGTERM -> SIGKILL escalation when the
-// lock is lost, the stop timeline before the lock's deadline (ADR-0013), CMD's whole process
+// lock is lost, the stop timeline before the lock's deadline (ADR-0014), CMD's whole process
 // group being stopped, signal forwarding and the sysexits codes.
 
 #include <gtest/gtest.h>

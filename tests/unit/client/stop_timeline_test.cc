@@ -1,4 +1,4 @@
-// The stop timeline of `dlock run` (ADR-0013): defaults derived from the TTL, the checks on
+// The stop timeline of `dlock run` (ADR-0014): defaults derived from the TTL, the checks on
 // the flags, and SIGKILL never later than half the margin before the deadline.
 
 #include "cli/stop_timeline.h"
