@@ -9,9 +9,9 @@
 // transaction, which takes the resource row's lock until the transaction ends, so two writers
 // of one resource are serialized and a write stamped with a smaller token is refused.
 //
-//   dlock::fencing::bind_resource(conn, "batch-17", "payouts/batch-17");  // once: the protecting
-//   key dlock::fencing::Transaction tx(conn);                       // BEGIN if
-//   (dlock::fencing::admit(conn, "batch-17", lock->token(), lock->key()) ==
+//   dlock::fencing::bind_resource(conn, "batch-17", "payouts/batch-17");  // once, at set-up
+//   dlock::fencing::Transaction tx(conn);                       // BEGIN
+//   if (dlock::fencing::admit(conn, "batch-17", lock->token(), lock->key()) ==
 //       dlock::fencing::Admission::kStale) {
 //     return;                                                   // ~Transaction: ROLLBACK
 //   }
