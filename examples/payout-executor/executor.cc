@@ -62,6 +62,9 @@ ConnPtr connect(const std::string& url) {
   return conn;
 }
 
+// The dlock key that protects a batch; the fencing guard binds the batch to it.
+std::string lock_key(const std::string& batch) { return "payouts/" + batch; }
+
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS payout (
   id           bigserial PRIMARY KEY,
@@ -179,7 +182,7 @@ class Executor {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       return;
     }
-    const std::string key = "payouts/" + batch;
+    const std::string key = lock_key(batch);
     const auto start = now_ns();
     std::optional<dc::Lock> lock;
     try {
@@ -296,6 +299,8 @@ int init_database(const Config& config) {
   fencing::exec(conn.get(), "SELECT pg_advisory_xact_lock(7207002)");
   fencing::exec(conn.get(), kSchema);
   for (const auto& batch : config.batches) {
+    // The guard compares tokens of this batch's lock key only.
+    fencing::bind_resource(conn.get(), batch, lock_key(batch));
     const int existing =
         fencing::exec(conn.get(), "SELECT 1 FROM payout WHERE batch = $1 LIMIT 1", {batch});
     if (existing > 0) continue;

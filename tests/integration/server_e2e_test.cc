@@ -598,5 +598,53 @@ TEST_P(ServerEndToEnd, MetricsAndHealth) {
 INSTANTIATE_TEST_SUITE_P(Backends, ServerEndToEnd, ::testing::ValuesIn(e2e_backends()),
                          [](const auto& info) { return info.param; });
 
+// A waiter whose session ends while it waits is answered at once with 404 session_not_found (as
+// any request of an ended session is, C3) and leaves the queue; the key is never granted to it.
+class EndedSessionWaiter : public ServerEndToEnd {
+ protected:
+  void expect_dropped_at_once(const std::string& alice, const std::string& bob,
+                              const std::function<void()>& end_bobs_session,
+                              std::chrono::milliseconds promptly) {
+    const auto key = fresh_key();
+    const auto held = acquire(key, alice);
+    ASSERT_EQ(held.status, 200);
+    HttpResult waited;
+    std::atomic<bool> answered{false};
+    std::thread waiter([&] {
+      waited = acquire(key, bob, 30000, 25000);
+      answered = true;
+    });
+    ASSERT_TRUE(wait_for_waiters(1));
+    end_bobs_session();
+    EXPECT_TRUE(testing::wait_for([&] { return answered.load(); }, promptly))
+        << "the waiter of an ended session stayed queued";
+    EXPECT_TRUE(wait_for_waiters(0));
+    ASSERT_EQ(release(key, alice, token_of(held)).status, 204);
+    waiter.join();
+    EXPECT_EQ(waited.status, 404) << waited.body;
+    EXPECT_EQ(waited.error_code(), "session_not_found");
+    EXPECT_EQ(call("GET", "/v1/locks/" + key).error_code(), "lock_not_found");  // nobody's
+  }
+};
+
+TEST_P(EndedSessionWaiter, ClosedSessionsWaiterIsAnsweredAtOnceAndNeverGranted) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  expect_dropped_at_once(
+      alice, bob, [&] { ASSERT_EQ(call("DELETE", "/v1/sessions/" + bob).status, 204); },
+      seconds(3));
+}
+
+TEST_P(EndedSessionWaiter, ExpiredSessionsWaiterIsAnsweredAtOnceAndNeverGranted) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob", 1000);  // never kept alive
+  // Expiry (1 s) + the reaper's interval (1 s), far below the 25 s wait.
+  expect_dropped_at_once(
+      alice, bob, [] {}, seconds(8));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, EndedSessionWaiter, ::testing::ValuesIn(e2e_backends()),
+                         [](const auto& info) { return info.param; });
+
 }  // namespace
 }  // namespace dlock
