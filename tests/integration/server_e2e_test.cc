@@ -153,6 +153,36 @@ TEST_P(ServerEndToEnd, SessionLifecycle) {
   EXPECT_EQ(defaulted.json.at("ttl_ms").as_int64(), 30000);
 }
 
+// An extend asks for more than the grant's first TTL. Whatever ttl_ms the answer carries, the
+// lock must really be held until the deadline a client computes from it (its send time plus
+// ttl_ms): a waiting session is not granted the key before then (docs/adr/0011).
+TEST_P(ServerEndToEnd, ExtendAnswersNoMoreThanTheBackendKeeps) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice, 1000);
+  ASSERT_EQ(held.status, 200) << held.body;
+  const auto sent_at = std::chrono::steady_clock::now();
+  const auto extended =
+      call("POST", "/v1/locks/" + key + "/extend",
+           json::serialize(json::object{
+               {"session_id", alice}, {"fencing_token", token_of(held)}, {"ttl_ms", 5000}}));
+  ASSERT_EQ(extended.status, 200) << extended.body;
+  const auto told = milliseconds(extended.json.at("ttl_ms").as_int64());
+  EXPECT_LE(told, milliseconds(5000));
+  EXPECT_GE(told, milliseconds(1000)) << "an extend keeps at least the grant's first TTL";
+  const auto deadline = sent_at + told;
+  // Bob waits for the key: it is his only once alice's lock has really ended.
+  const auto waited = acquire(key, bob, 30000, 10000);
+  const auto returned = std::chrono::steady_clock::now();
+  ASSERT_EQ(waited.status, 200) << "the lock never ended: " << waited.body;
+  EXPECT_GE(returned, deadline)
+      << "bob was granted the key "
+      << std::chrono::duration_cast<milliseconds>(deadline - returned).count()
+      << " ms before the deadline alice was told (ttl_ms " << told.count() << ")";
+  EXPECT_GT(token_of(waited), token_of(held));
+}
+
 TEST_P(ServerEndToEnd, AcquireExtendReadListRelease) {
   const auto sid = open_session("alice");
   const auto key = "payouts%2F" + fresh_key();  // one percent-encoded segment with a '/'
@@ -173,7 +203,9 @@ TEST_P(ServerEndToEnd, AcquireExtendReadListRelease) {
            R"({"session_id":")" + sid + R"(","fencing_token":)" + token + R"(,"ttl_ms":40000})");
   ASSERT_EQ(extended.status, 200) << extended.body;
   EXPECT_EQ(token_of(extended), token_of(second));
-  EXPECT_EQ(extended.json.at("ttl_ms").as_int64(), 40000);
+  // The answer is what the backend keeps (C3): an etcd grant's lease renews for the 30 s it was
+  // granted with, whatever the extend asks; the relational stores lengthen the lock.
+  EXPECT_EQ(extended.json.at("ttl_ms").as_int64(), GetParam() == "etcd" ? 30000 : 40000);
 
   const auto read = call("GET", "/v1/locks/" + key);
   ASSERT_EQ(read.status, 200);

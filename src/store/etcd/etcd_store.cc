@@ -148,6 +148,7 @@ struct GrantLease {
   std::int64_t id = 0;
   std::int64_t seconds = 0;
   SteadyClock::time_point counting_from;
+  WallClock::time_point wall_from;  // the store's wall clock at counting_from
   SteadyClock::time_point alive_until;
   std::optional<KeepAliveStream::Pending> renewal;
 };
@@ -209,11 +210,13 @@ class EtcdStore final : public Backend {
     const auto session_lease = parse_session_id(handle.session_id);
     if (!session_lease) throw lost(handle.key, handle.fencing_token);
     const auto sent_at = SteadyClock::now();
+    const auto wall_sent_at = wall_now();
     const auto grant_lease =
         live_grant_lease(etcd_key, handle.owner_id, handle.session_id, handle.fencing_token);
     if (!grant_lease) throw lost(handle.key, handle.fencing_token);
     // A lease renews for the TTL it was granted with; a Put to attach a longer one would move
-    // the key's revision, i.e. change the token. So the TTL can be renewed, never lengthened.
+    // the key's revision, i.e. change the token. So the TTL can be renewed, never lengthened:
+    // the handle says the shorter lifetime (docs/adr/0011-honest-lock-lifetimes.md).
     const std::int64_t renewed_seconds = client_.lease_keep_alive(*grant_lease);
     if (renewed_seconds <= 0) throw lost(handle.key, handle.fencing_token);
     book_.note(*grant_lease, sent_at + seconds(renewed_seconds));
@@ -227,8 +230,10 @@ class EtcdStore final : public Backend {
     }
     const milliseconds believed = std::min(ttl, milliseconds(seconds(renewed_seconds)));
     LockHandle extended = handle;
+    // Both counted from before the keep-alive was sent: the renewed lease lives at least that
+    // long.
     extended.client_deadline = sent_at + believed;
-    extended.server_expiry = wall_now() + believed;
+    extended.server_expiry = wall_sent_at + believed;
     return extended;
   }
 
@@ -265,7 +270,7 @@ class EtcdStore final : public Backend {
     const auto next_session = parse_session_id(next_session_id);
     if (!next_session) return release_instead_of_handover(from);
     GrantLease grant = lease_for(ttl);
-    const auto now = wall_now();
+    const auto now = grant.wall_from;
     const std::string next_record = session_record_key(*next_session);
     etcdserverpb::TxnRequest request;
     *request.add_compare() = compare_mod_revision(etcd_key, to_revision(from.fencing_token));
@@ -349,14 +354,16 @@ class EtcdStore final : public Backend {
   SessionInfo open_session(std::string_view owner_id, milliseconds ttl) override {
     core::check_owner(owner_id);
     check_ttl(ttl, limits_, "ttl_ms");
+    const auto sent_at = wall_now();
     const auto lease = client_.lease_grant(lease_seconds(ttl));
     etcdserverpb::PutRequest put;
     put.set_key(session_record_key(lease.id()));
     put.set_value(encode_session(owner_id, ttl));
     put.set_lease(lease.id());
     client_.put(put);  // on failure the lease, holding nothing, expires by itself
-    return SessionInfo{format_session_id(lease.id()), std::string(owner_id), ttl,
-                       wall_now() + seconds(lease.ttl())};
+    // What the lease keeps, counted from before it was asked for (etcd may grant another TTL).
+    const auto kept = std::min(ttl, milliseconds(seconds(lease.ttl())));
+    return SessionInfo{format_session_id(lease.id()), std::string(owner_id), kept, sent_at + kept};
   }
 
   SessionInfo heartbeat(std::string_view session_id) override {
@@ -366,10 +373,12 @@ class EtcdStore final : public Backend {
     // The record first, so a lease that is not a dlock session is never renewed.
     const auto record = session_record(*lease);
     if (!record) throw session_not_found(session_id);
+    const auto sent_at = wall_now();
     const std::int64_t renewed_seconds = client_.lease_keep_alive(*lease);
     if (renewed_seconds <= 0) throw session_not_found(session_id);
-    return SessionInfo{std::string(session_id), record->owner_id(), milliseconds(record->ttl_ms()),
-                       wall_now() + seconds(renewed_seconds)};
+    const auto kept =
+        std::min(milliseconds(record->ttl_ms()), milliseconds(seconds(renewed_seconds)));
+    return SessionInfo{std::string(session_id), record->owner_id(), kept, sent_at + kept};
   }
 
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
@@ -378,10 +387,11 @@ class EtcdStore final : public Backend {
     if (!lease) return std::nullopt;
     const auto record = session_record(*lease);
     if (!record) return std::nullopt;  // the record dies with the lease
+    const auto sent_at = wall_now();
     const auto remaining = client_.lease_time_to_live(*lease, false);
     if (remaining.ttl() < 0) return std::nullopt;
     return SessionInfo{std::string(session_id), record->owner_id(), milliseconds(record->ttl_ms()),
-                       wall_now() + seconds(remaining.ttl())};
+                       sent_at + seconds(remaining.ttl())};
   }
 
   std::vector<LockInfo> close_session(std::string_view session_id) override;
@@ -473,7 +483,8 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
   // The grant's lease starts counting before the grant exists, so it ends no earlier than
   // counting_from + ttl: the client deadline below can never outlive the key.
   GrantLease grant = lease_for(ttl);
-  const auto now = wall_now();
+  // Counted, like the lease, from before the lease was asked for.
+  const auto now = grant.wall_from;
   const std::string value = encode_grant(owner_id, session_id, now, now + ttl);
   const std::string record_key = session_record_key(*parse_session_id(session_id));
   // The whole acquire: If(CreateRevision(key) == 0, session alive) Then(Put) Else(Get).
@@ -690,11 +701,16 @@ GrantLease EtcdStore::lease_for(milliseconds ttl) {
   const std::int64_t wanted = lease_seconds(ttl);
   while (const auto pooled = leases_.take(wanted)) {
     const auto counting_from = SteadyClock::now();
+    const auto wall_from = wall_now();
     if (pooled->alive_until &&
         *pooled->alive_until >= counting_from + client_.call_timeout() + kParallelRenewalMargin) {
       // Certainly alive when the Txn (sent now, with that deadline) is applied: renew it in
       // parallel with the Txn instead of one round trip before it.
-      return GrantLease{pooled->lease_id, wanted, counting_from, *pooled->alive_until,
+      return GrantLease{pooled->lease_id,
+                        wanted,
+                        counting_from,
+                        wall_from,
+                        *pooled->alive_until,
                         client_.keep_alive_stream().start(pooled->lease_id,
                                                           counting_from + client_.call_timeout())};
     }
@@ -706,15 +722,18 @@ GrantLease EtcdStore::lease_for(milliseconds ttl) {
     }
     // etcd raises a TTL below its minimum (2 s with default timings), as for a new lease.
     if (renewed >= wanted && renewed <= std::max<std::int64_t>(wanted, 2)) {
-      return GrantLease{pooled->lease_id, wanted, counting_from, counting_from + seconds(renewed),
-                        std::nullopt};
+      return GrantLease{
+          pooled->lease_id, wanted, counting_from, wall_from, counting_from + seconds(renewed),
+          std::nullopt};
     }
     if (renewed > 0) revoke_lease(pooled->lease_id);  // not the TTL this grant needs
   }
   const auto counting_from = SteadyClock::now();
+  const auto wall_from = wall_now();
   const auto granted = client_.lease_grant(wanted);
-  return GrantLease{granted.id(), wanted, counting_from, counting_from + seconds(granted.ttl()),
-                    std::nullopt};
+  return GrantLease{
+      granted.id(), wanted, counting_from, wall_from, counting_from + seconds(granted.ttl()),
+      std::nullopt};
 }
 
 etcdserverpb::TxnResponse EtcdStore::txn_on(GrantLease& grant,
