@@ -183,6 +183,35 @@ TEST_P(ServerEndToEnd, ExtendAnswersNoMoreThanTheBackendKeeps) {
   EXPECT_GT(token_of(waited), token_of(held));
 }
 
+// A session lives at least as long as the ttl_ms its creation and each keepalive answered,
+// counted from the request's send time: acquires with it keep succeeding until then.
+TEST_P(ServerEndToEnd, SessionAnswersNoMoreThanTheBackendKeeps) {
+  const auto created_at = std::chrono::steady_clock::now();
+  const auto created = call("POST", "/v1/sessions", R"({"owner":"carol","ttl_ms":1000})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string sid(created.json.at("session_id").as_string());
+  EXPECT_LE(created.json.at("ttl_ms").as_int64(), 1000);
+  const auto kept_at = std::chrono::steady_clock::now();
+  const auto kept = call("POST", "/v1/sessions/" + sid + "/keepalive");
+  ASSERT_EQ(kept.status, 200) << kept.body;
+  EXPECT_LE(kept.json.at("ttl_ms").as_int64(), 1000);
+  const auto deadline = std::max(created_at + milliseconds(created.json.at("ttl_ms").as_int64()),
+                                 kept_at + milliseconds(kept.json.at("ttl_ms").as_int64()));
+  int acquires = 0;
+  while (true) {
+    const auto result = acquire(fresh_key(), sid, 1000);
+    const auto returned = std::chrono::steady_clock::now();
+    if (returned >= deadline) break;
+    ASSERT_EQ(result.status, 200)
+        << "the session ended "
+        << std::chrono::duration_cast<std::chrono::microseconds>(deadline - returned).count() / 1000
+        << " ms before the deadline it was told: " << result.body;
+    ++acquires;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_GT(acquires, 0);
+}
+
 TEST_P(ServerEndToEnd, AcquireExtendReadListRelease) {
   const auto sid = open_session("alice");
   const auto key = "payouts%2F" + fresh_key();  // one percent-encoded segment with a '/'
