@@ -498,6 +498,37 @@ TEST_P(ServerEndToEnd, HotKeyWaitersDoNotHerdTheBackend) {
   EXPECT_GE(attempts, kWaiters);
 }
 
+// A holder keeps extending past its first expiry while bob waits. The lock's reported expiry
+// must follow the extends (on etcd the grant's record keeps its first expiry: an extend renews
+// the lease without rewriting the key, ADR-0011), or the waiter is woken for a retry every
+// 10 ms -- one backend write each -- for as long as the holder extends.
+TEST_P(ServerEndToEnd, ExtendedHolderDoesNotMakeItsWaitersPoll) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice, 1000);
+  ASSERT_EQ(held.status, 200) << held.body;
+  HttpResult waited;
+  std::thread waiter([&] { waited = acquire(key, bob, 30000, 20000); });
+  ASSERT_TRUE(wait_for_waiters(1));
+  const double before =
+      metric(call("GET", "/metrics").body, "dlock_backend_acquire_attempts_total");
+  // Four extends 500 ms apart: the lock lives about 2.5 s, 1.5 s past its first expiry.
+  for (int i = 0; i < 4; ++i) {
+    std::this_thread::sleep_for(milliseconds(500));
+    const auto extended =
+        call("POST", "/v1/locks/" + key + "/extend",
+             json::serialize(json::object{
+                 {"session_id", alice}, {"fencing_token", token_of(held)}, {"ttl_ms", 1000}}));
+    ASSERT_EQ(extended.status, 200) << extended.body;
+  }
+  const double during =
+      metric(call("GET", "/metrics").body, "dlock_backend_acquire_attempts_total") - before;
+  waiter.join();
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  EXPECT_LE(during, 10) << "backend acquire attempts for one waiter while the holder extended";
+}
+
 TEST_P(ServerEndToEnd, WaiterIsGrantedAtHolderExpiry) {
   const auto alice = open_session("alice");
   const auto bob = open_session("bob");

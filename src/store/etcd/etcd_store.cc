@@ -80,6 +80,13 @@ class LeaseBook {
     until = std::max(until, alive_until);
   }
 
+  std::optional<SteadyClock::time_point> peek(std::int64_t lease_id) {
+    std::lock_guard lock(mutex_);
+    const auto found = until_.find(lease_id);
+    if (found == until_.end()) return std::nullopt;
+    return found->second;
+  }
+
   std::optional<SteadyClock::time_point> take(std::int64_t lease_id) {
     std::lock_guard lock(mutex_);
     const auto found = until_.find(lease_id);
@@ -180,7 +187,7 @@ class EtcdStore final : public Backend {
     core::check_key(key);
     const auto response = client_.range(range_request(format_lock_key(key)));
     if (response.kvs_size() == 0) return std::nullopt;  // never granted, released or expired
-    return lock_info(response.kvs(0));
+    return live_lock_info(response.kvs(0));
   }
 
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
@@ -194,7 +201,7 @@ class EtcdStore final : public Backend {
       for (const auto& kv : response.kvs()) {
         const auto key = parse_lock_key(kv.key());
         if (!key || !key->starts_with(prefix)) continue;
-        locks.push_back(lock_info(kv));
+        locks.push_back(live_lock_info(kv));
         if (locks.size() == limit) break;
       }
       if (!response.more() || response.kvs_size() == 0) break;
@@ -418,6 +425,9 @@ class EtcdStore final : public Backend {
   // When the next session of a hand-over is gone, the outgoing grant is simply released.
   std::optional<LockHandle> release_instead_of_handover(const LockHandle& from);
   std::optional<SessionRecord> session_record(std::int64_t lease);
+  // The grant as read and list report it, its expiry the later of the one written at the grant
+  // and what its lease is known to live (an extend renews the lease without rewriting the key).
+  LockInfo live_lock_info(const mvccpb::KeyValue& kv);
   std::vector<mvccpb::KeyValue> read_keys(const std::vector<std::string>& etcd_keys);
   // A grant seen holding a key: the revision of the failed acquire that saw it, and the grant's
   // create revision (a hand-over or re-entrant acquire keeps it; a new grant has a new one).
@@ -658,6 +668,28 @@ std::optional<SessionRecord> EtcdStore::session_record(std::int64_t lease) {
   const auto response = client_.range(range_request(session_record_key(lease)));
   if (response.kvs_size() == 0) return std::nullopt;
   return decode_session(response.kvs(0));
+}
+
+LockInfo EtcdStore::live_lock_info(const mvccpb::KeyValue& kv) {
+  LockInfo info = lock_info(kv);
+  const auto now = wall_now();
+  if (info.expires_at > now || kv.lease() == 0) return info;
+  // The expiry written at the grant has passed and the key lives: its lease was renewed by an
+  // extend (rewriting the key would change the token, ADR-0011). Without a later expiry, the
+  // waiters of this server would retry every few milliseconds until the lock ends.
+  const auto steady_now = SteadyClock::now();
+  if (const auto until = book_.peek(kv.lease()); until && *until > steady_now) {
+    info.expires_at = now + std::chrono::duration_cast<WallClock::duration>(*until - steady_now);
+    return info;
+  }
+  try {
+    // Renewed through another server: etcd reports whole seconds left, rounded down.
+    const auto remaining = client_.lease_time_to_live(kv.lease(), false);
+    if (remaining.ttl() > 0) info.expires_at = now + seconds(remaining.ttl());
+  } catch (const Error&) {
+    // Informational only: the expiry written at the grant stands.
+  }
+  return info;
 }
 
 std::vector<mvccpb::KeyValue> EtcdStore::read_keys(const std::vector<std::string>& etcd_keys) {
