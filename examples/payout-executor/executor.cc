@@ -202,7 +202,11 @@ class Executor {
       op("acquire", key, start, "fail", 0, "held");
       return;
     }
-    op("acquire", key, start, "ok", lock->token(), "");
+    // The deadline the lock was promised until (the safety checker's I5 reads it).
+    op("acquire", key, start, "ok", lock->token(), "",
+       std::chrono::duration_cast<std::chrono::nanoseconds>(
+           lock->client_deadline().time_since_epoch())
+           .count());
     pay_batch(batch, key, *lock);
     const auto release_start = now_ns();
     try {
@@ -275,11 +279,12 @@ class Executor {
   }
 
   void op(const char* kind, const std::string& key, std::int64_t start, const char* outcome,
-          dlock::FencingToken token, const std::string& message) {
+          dlock::FencingToken token, const std::string& message, std::int64_t promised_until = 0) {
     json::object event{{"event", kind},   {"key", key},         {"start", start},
                        {"end", now_ns()}, {"outcome", outcome}, {"token", token}};
     event["session"] = session_ ? session_->id() : "";
     if (!message.empty()) event["message"] = message;
+    if (promised_until > 0) event["promised_until"] = promised_until;
     log_.emit(std::move(event));
   }
 
