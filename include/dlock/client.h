@@ -46,6 +46,9 @@ std::chrono::milliseconds parse_duration(std::string_view text,
                                          std::string_view field = "duration");
 // The shortest exact spelling parse_duration accepts, e.g. 30000ms -> "30s".
 std::string format_duration(std::chrono::milliseconds duration);
+// Parses a clock-rate allowance, "0.01" or "1%": a fraction in [0, 0.5) (docs/adr/0012).
+// Throws InvalidArgumentError whose field() is `field` for anything else.
+double parse_clock_drift(std::string_view text, std::string_view field = "clock_drift");
 
 // "<user>@<hostname>" (DLOCK_OWNER when set): the owner shown by get/list for this process.
 std::string default_owner();

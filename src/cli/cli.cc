@@ -20,6 +20,7 @@ struct GlobalFlags {
   std::string admin_token;
   std::string ns;
   std::string timeout = "15s";
+  std::string clock_drift;
   bool json = false;
 };
 
@@ -32,6 +33,9 @@ client::ClientOptions client_options(const GlobalFlags& flags) {
   options.server_url = flags.server;
   options.admin_token = flags.admin_token;
   options.retry_budget = duration_flag(flags.timeout, "--timeout");
+  if (!flags.clock_drift.empty()) {
+    options.clock_drift = client::parse_clock_drift(flags.clock_drift, "--clock-drift");
+  }
   return options;
 }
 
@@ -78,6 +82,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.add_option("--timeout", flags.timeout,
                  "give up on an unreachable or unavailable server after this long")
       ->capture_default_str();
+  app.add_option("--clock-drift", flags.clock_drift,
+                 "trust every lease for this fraction less than its TTL (default 1%)")
+      ->envname("DLOCK_CLOCK_DRIFT");
   app.add_flag("--json", flags.json, "print one JSON document instead of text");
 
   std::string key, session_id, owner, ttl, wait, stop_margin, kill_grace, prefix;

@@ -13,6 +13,7 @@ with it and have the resource reject smaller ones.)";
 
 inline constexpr const char* kMainFooter = R"(ENVIRONMENT
   DLOCK_SERVER       server URL when --server is not given (default http://127.0.0.1:7070)
+  DLOCK_CLOCK_DRIFT  clock-rate allowance when --clock-drift is not given (default 1%)
   DLOCK_ADMIN_TOKEN  admin token for revoke when --admin-token is not given
   DLOCK_OWNER        owner name when --owner is not given (default USER@hostname)
 

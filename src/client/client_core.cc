@@ -42,33 +42,20 @@ struct LastFailure {
   throw UnavailableError(message);
 }
 
-// "0.01" or "1%" -> 0.01; anything else, or a value outside [0, 0.5), is refused.
-double parse_clock_drift(std::string_view text) {
-  const bool percent = !text.empty() && text.back() == '%';
-  if (percent) text.remove_suffix(1);
-  double value = -1;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) value = -1;
-  if (percent) value /= 100;
-  return value;
-}
-
 double resolve_clock_drift(const std::optional<double>& option) {
-  double value = kDefaultClockDrift;
-  std::string source = "clock_drift";
   if (option) {
-    value = *option;
-  } else if (const char* env = std::getenv("DLOCK_CLOCK_DRIFT"); env != nullptr && *env != '\0') {
-    value = parse_clock_drift(env);
-    source = std::string("DLOCK_CLOCK_DRIFT=") + env;
+    // Not NaN, and short of a half: beyond that the "allowance" would be the lease itself.
+    if (!(*option >= 0 && *option < 0.5)) {
+      throw InvalidArgumentError("clock_drift",
+                                 "clock_drift: the clock-rate allowance must be a fraction in "
+                                 "[0, 0.5), e.g. 0.01");
+    }
+    return *option;
   }
-  // Not NaN, and short of a half: beyond that the "allowance" would be the lease itself.
-  if (!(value >= 0 && value < 0.5)) {
-    throw InvalidArgumentError("clock_drift", source +
-                                                  ": the clock-rate allowance must be a "
-                                                  "fraction in [0, 0.5), e.g. 0.01 or 1%");
+  if (const char* env = std::getenv("DLOCK_CLOCK_DRIFT"); env != nullptr && *env != '\0') {
+    return parse_clock_drift(env, "DLOCK_CLOCK_DRIFT");
   }
-  return value;
+  return kDefaultClockDrift;
 }
 
 }  // namespace

@@ -291,6 +291,16 @@ TEST_F(DlockRunTest, StopMarginOfHalfTheTtlIsAUsageError) {
   EXPECT_FALSE(file_exists("ran"));
 }
 
+TEST_F(DlockRunTest, ClockDriftIsAFlagAndOutsideItsRangeAUsageError) {
+  auto accepted = start(R"(touch "$DIR/ran")", {"--clock-drift", "2%"});
+  EXPECT_EQ(wait_exit(*accepted, milliseconds(10'000)), 0);
+  EXPECT_TRUE(file_exists("ran"));
+  std::filesystem::remove(dir_ / "ran");
+  auto refused = start(R"(touch "$DIR/ran")", {"--clock-drift", "60%"});
+  EXPECT_EQ(wait_exit(*refused, milliseconds(10'000)), 64);
+  EXPECT_FALSE(file_exists("ran"));
+}
+
 TEST_F(DlockRunTest, ForwardsSigtermToTheCommand) {
   auto dlock = start(R"(trap 'echo got-term > "$DIR/term"; exit 7' TERM;
                         echo ready > "$DIR/ready"; while :; do sleep 0.05; done)");

@@ -29,6 +29,23 @@ TEST(ParseDuration, RejectsMalformedInputNamingTheField) {
   }
 }
 
+TEST(ParseClockDrift, AcceptsAFractionOrAPercentage) {
+  EXPECT_DOUBLE_EQ(parse_clock_drift("0.01"), 0.01);
+  EXPECT_DOUBLE_EQ(parse_clock_drift("2%"), 0.02);
+  EXPECT_DOUBLE_EQ(parse_clock_drift("0"), 0.0);
+}
+
+TEST(ParseClockDrift, RejectsAnythingElseNamingTheField) {
+  for (const char* bad : {"", "%", "0.5", "50%", "-0.01", "1", "nan", "0.01x", "one"}) {
+    try {
+      parse_clock_drift(bad, "--clock-drift");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const InvalidArgumentError& error) {
+      EXPECT_EQ(error.field(), "--clock-drift") << bad;
+    }
+  }
+}
+
 TEST(FormatDuration, RoundTripsThroughParse) {
   for (long ms : {0L, 1L, 999L, 1000L, 1500L, 60'000L, 90'000L, 3'600'000L}) {
     const milliseconds value(ms);
