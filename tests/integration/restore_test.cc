@@ -264,6 +264,31 @@ TEST_F(PgRestoreTest, RestoreUnderARunningStoreNeverReissuesAToken) {
       << "a token issued before the restore was issued again after it";
 }
 
+// A base backup (pg_basebackup) restored: the server stops, its data directory is replaced by
+// the backup and it starts again, recovering to the end of the backup. The store keeps running
+// through it; its broken connections are replaced, and each new one raises the floor.
+TEST_F(PgRestoreTest, BaseBackupRestoreUnderARunningStoreNeverReissuesAToken) {
+  auto store = open();
+  issue_tokens(*store, 5);
+  server_->base_backup(dir_ + "/base");
+  const FencingToken before_restore = issue_tokens(*store, 5);
+  server_->restore_base_backup(dir_ + "/base");
+  FencingToken after_restore = 0;
+  const bool granted = testing::wait_for(
+      [&] {
+        try {
+          after_restore = one_grant(*store);
+          return true;
+        } catch (const UnavailableError&) {
+          return false;  // a connection the restart broke, dropped by the pool
+        }
+      },
+      seconds(30));
+  ASSERT_TRUE(granted);
+  EXPECT_GT(after_restore, before_restore)
+      << "a token issued before the restore was issued again after it";
+}
+
 #endif  // DLOCK_WITH_PG
 
 // ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 // DLOCK_SAFETY_LONG=1 repeats every fault cycle many times (minutes per scenario).
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 #include <signal.h>
 
 #include <atomic>
@@ -402,6 +403,111 @@ TEST_P(FencingFaults, D_WaiterWhoseSessionDiesIsNotGranted) {
   auto report = check(name_, history, nullptr);
   for (auto& v : violations) report.violations.push_back("WAIT " + v);
   print(std::cout, report);
+  EXPECT_TRUE(report.ok());
+}
+
+// --- Scenario (l): restores of the store (ADR-0010) ---
+
+std::string pg_tool(const std::string& name) {
+  if (const char* dir = std::getenv("DLOCK_PG_BIN_DIR")) return std::string(dir) + "/" + name;
+  for (const char* version : {"15", "16", "17", "14", "13"}) {
+    const std::string path = std::string("/usr/lib/postgresql/") + version + "/bin/" + name;
+    if (std::filesystem::exists(path)) return path;
+  }
+  throw std::runtime_error(name + " not found");
+}
+
+void run_tool(std::vector<std::string> argv, const std::string& log_path,
+              std::vector<std::string> env = {}) {
+  testing::SubprocessOptions options;
+  options.argv = std::move(argv);
+  options.env = std::move(env);
+  options.log_path = log_path;
+  const auto tool = options.argv.front();
+  if (testing::run_command(options, seconds(120)) != 0) {
+    throw std::runtime_error(tool + " failed; see " + log_path);
+  }
+}
+
+void admin_sql(const std::string& url, const std::string& sql) {
+  PGconn* conn = PQconnectdb(url.c_str());
+  PGresult* result = PQexec(conn, sql.c_str());
+  const bool ok = PQresultStatus(result) == PGRES_COMMAND_OK;
+  const std::string message = PQerrorMessage(conn);
+  PQclear(result);
+  PQfinish(conn);
+  if (!ok) throw std::runtime_error(sql + ": " + message);
+}
+
+// Scenario (l): while executors compete, dlockd is stopped (kill -9) and its store is backed
+// up (even cycles) or restored from the last backup (odd cycles), then dlockd starts again.
+// Each backend with its own tools: sqlite, the database file copied; pg, pg_dump -Fc and,
+// to restore, the database dropped, created again and pg_restore'd; etcd, `etcdctl snapshot
+// save` / `snapshot restore` into a new data directory, followed by the documented step
+// `dlockd --etcd-raise-revision-to N` with N the revision read after dlockd stopped.
+// The checker's I1 (tokens of a key increase in real time) fails if a restore rewinds tokens.
+TEST_P(FencingFaults, L_RestoreOfTheStoreFromAnEarlierBackup) {
+  const int restore_cycles = cycles(2, 20);
+  const std::string backup = dir_ + "/store-backup";
+  const std::string tools_log = dir_ + "/restore-tools.log";
+  const auto& config = dlockd_->config();
+  auto back_up = [&] {
+    if (GetParam() == "sqlite") {
+      for (const char* suffix : {"", "-wal"}) {
+        std::error_code ignored;
+        std::filesystem::remove(backup + suffix, ignored);
+        if (std::filesystem::exists(dlockd_->sqlite_path() + suffix)) {
+          std::filesystem::copy_file(dlockd_->sqlite_path() + suffix, backup + suffix);
+        }
+      }
+    } else if (GetParam() == "pg") {
+      run_tool({pg_tool("pg_dump"), "-Fc", "-f", backup, config.pg_url}, tools_log);
+    } else {
+#ifdef DLOCK_WITH_ETCD
+      std::filesystem::remove(backup);
+      run_tool({"/usr/bin/etcdctl", "--endpoints", etcd_->endpoint(0), "snapshot", "save", backup},
+               tools_log, {"ETCDCTL_API=3"});
+#endif
+    }
+  };
+  auto restore = [&] {
+    if (GetParam() == "sqlite") {
+      for (const char* suffix : {"", "-wal", "-shm"}) {
+        std::error_code ignored;
+        std::filesystem::remove(dlockd_->sqlite_path() + suffix, ignored);
+        if (std::filesystem::exists(backup + suffix)) {
+          std::filesystem::copy_file(backup + suffix, dlockd_->sqlite_path() + suffix);
+        }
+      }
+    } else if (GetParam() == "pg") {
+      const std::string database = config.pg_url.substr(config.pg_url.rfind('/') + 1);
+      admin_sql(postgres().url(), "DROP DATABASE \"" + database + "\" WITH (FORCE)");
+      admin_sql(postgres().url(), "CREATE DATABASE \"" + database + "\"");
+      run_tool({pg_tool("pg_restore"), "--exit-on-error", "-d", config.pg_url, backup}, tools_log);
+    } else {
+#ifdef DLOCK_WITH_ETCD
+      // The operator's N: the cluster's revision once every dlockd has stopped.
+      const auto highest = etcd_->raw().current_revision();
+      etcd_->restore_snapshot(backup);
+      run_tool({DLOCK_DLOCKD_PATH, "--etcd-endpoints", etcd_->endpoints(),
+                "--etcd-raise-revision-to", std::to_string(highest)},
+               tools_log);
+#endif
+    }
+  };
+  int cycle = 0;
+  const auto report = run_competing_scenario("l0,l1,l2,l3", restore_cycles,
+                                             "kill -9 dlockd, back up or restore its store", [&] {
+                                               dlockd_->kill9();
+                                               if (cycle++ % 2 == 0) {
+                                                 back_up();
+                                               } else {
+                                                 restore();
+                                               }
+                                               dlockd_->start();
+                                             });
+  print(std::cout, report);
+  EXPECT_EQ(report.faults, static_cast<std::size_t>(restore_cycles));
   EXPECT_TRUE(report.ok());
 }
 
