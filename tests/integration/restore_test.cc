@@ -291,6 +291,17 @@ TEST_F(PgRestoreTest, BaseBackupRestoreUnderARunningStoreNeverReissuesAToken) {
 
 #endif  // DLOCK_WITH_PG
 
+// The one-shot's argument is checked before anything connects: exit 64 (usage) for a target
+// that is not a positive revision.
+TEST(DlockdRaiseRevisionFlag, RefusesATargetThatIsNotAPositiveRevision) {
+  for (const char* target : {"0", "-5", "12x", ""}) {
+    testing::SubprocessOptions options;
+    options.argv = {DLOCK_DLOCKD_PATH, "--etcd-raise-revision-to", target};
+    options.log_path = "/dev/null";
+    EXPECT_EQ(testing::run_command(options, seconds(30)), 64) << "target '" << target << "'";
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // etcd: `etcdctl snapshot save`, then `etcdctl snapshot restore` into a new data directory and
 // etcd started on it. The revision (the token) goes back; `dlockd --etcd-raise-revision-to N`
