@@ -14,6 +14,10 @@
 #include "server/telemetry.h"
 #include "store/factory.h"
 
+#ifdef DLOCK_WITH_ETCD
+#include "exe/etcd_raise_revision.h"
+#endif
+
 namespace {
 
 namespace asio = boost::asio;
@@ -57,6 +61,33 @@ class Drainer {
   std::chrono::steady_clock::time_point deadline_;
 };
 
+// The one-shot --etcd-raise-revision-to (ADR-0010): no server, just the raise.
+int raise_etcd_revision(const server::ServerConfig& config, std::int64_t target) {
+#ifdef DLOCK_WITH_ETCD
+  try {
+    const auto report = exe::raise_etcd_revision(config.store.etcd_endpoints,
+                                                 config.store.call_timeout, target, 32, stderr);
+    const double seconds = std::chrono::duration<double>(report.elapsed).count();
+    std::printf(
+        "etcd revision raised from %lld to %lld (target %lld) in %.2f s, %.0f revisions/s\n",
+        static_cast<long long>(report.from_revision), static_cast<long long>(report.to_revision),
+        static_cast<long long>(target), seconds,
+        seconds > 0 ? static_cast<double>(report.to_revision - report.from_revision) / seconds
+                    : 0.0);
+    return 0;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "dlockd: raising the etcd revision failed: %s (run it again)\n",
+                 error.what());
+    return kExitUnavailable;
+  }
+#else
+  (void)config;
+  (void)target;
+  std::fprintf(stderr, "dlockd: built without etcd support\n");
+  return kExitUsage;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,6 +99,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     config = parsed.config;
+    if (parsed.etcd_raise_revision_to > 0) {
+      server::set_log_level(config.log_level);
+      return raise_etcd_revision(config, parsed.etcd_raise_revision_to);
+    }
   } catch (const std::exception& error) {
     std::fprintf(stderr, "dlockd: %s\n", error.what());
     return kExitUsage;

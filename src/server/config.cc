@@ -189,6 +189,19 @@ ParsedCommandLine load_config(const std::vector<std::string>& args) {
       arg = arg.substr(0, equals);
       has_value = true;
     }
+    if (arg == "--etcd-raise-revision-to") {
+      if (!has_value) {
+        if (i + 1 >= args.size()) throw ConfigError(arg + " needs a value");
+        value = args[++i];
+      }
+      std::int64_t target = 0;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), target);
+      if (error != std::errc() || end != value.data() + value.size() || target <= 0) {
+        throw ConfigError(arg + ": '" + value + "' is not a positive revision");
+      }
+      parsed.etcd_raise_revision_to = target;
+      continue;
+    }
     const Key* key = nullptr;
     if (arg != "--config") {
       for (const auto& candidate : keys()) {
@@ -243,7 +256,12 @@ std::string help_text() {
          "  dlockd --lock-backend pg --pg-url postgresql://dlock@db/dlock\n"
          "  DLOCK_LOCK_BACKEND=etcd dlockd --etcd-endpoints http://10.0.0.1:2379\n\n"
          "SIGNALS\n  SIGTERM, SIGINT: stop accepting, answer waiters 503, finish in-flight "
-         "requests, exit 0.\n";
+         "requests, exit 0.\n\n"
+         "AFTER AN ETCD SNAPSHOT RESTORE (docs/fencing.md, ADR-0010)\n"
+         "  dlockd --etcd-endpoints URLS --etcd-raise-revision-to N\n"
+         "      Do not serve: write a scratch key until the cluster's revision is at least N\n"
+         "      (the highest fencing token issued before the restore, plus a margin), print\n"
+         "      progress, exit 0. Run it before any dlockd serves the restored cluster.\n";
   return out.str();
 }
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ class ConfigError : public std::runtime_error {
 struct ParsedCommandLine {
   ServerConfig config;
   bool help = false;
+  // --etcd-raise-revision-to N (command line only, not a setting): instead of serving, raise
+  // the etcd cluster's revision to at least N and exit (ADR-0010). 0 = serve as usual.
+  std::int64_t etcd_raise_revision_to = 0;
 };
 
 ParsedCommandLine load_config(const std::vector<std::string>& args);

@@ -32,6 +32,9 @@ class RestartableDlockd {
   void kill9();
   // Starts again on the same port and storage; waits until it answers /readyz.
   void start();
+  const DlockdConfig& config() const { return config_; }
+  // The embedded store's file (backend sqlite), as cluster.cc passes it to dlockd.
+  std::string sqlite_path() const { return dir_ + "/dlock.db"; }
 
  private:
   DlockdConfig config_;

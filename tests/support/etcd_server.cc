@@ -22,6 +22,13 @@ constexpr int kSingleElectionMs = 500;
 constexpr int kClusterHeartbeatMs = 100;
 constexpr int kClusterElectionMs = 1000;
 
+std::string etcdctl_binary() {
+  for (const char* candidate : {"/usr/bin/etcdctl", "/usr/local/bin/etcdctl"}) {
+    if (access(candidate, X_OK) == 0) return candidate;
+  }
+  throw std::runtime_error("etcdctl not found (scripts/setup installs etcd-client)");
+}
+
 std::string etcd_binary() {
   for (const char* candidate : {"/usr/bin/etcd", "/usr/local/bin/etcd"}) {
     if (access(candidate, X_OK) == 0) return candidate;
@@ -271,6 +278,42 @@ void EtcdCluster::wait_ready(std::chrono::milliseconds timeout) {
       },
       timeout, std::chrono::milliseconds(20));
   if (!ready) throw std::runtime_error("etcd cluster in " + root_dir_ + " did not become ready");
+}
+
+}  // namespace dlock::testing
+
+namespace dlock::testing {
+
+void EtcdCluster::restore_snapshot(const std::string& snapshot_path) {
+  if (size() != 1) throw std::logic_error("restore_snapshot: single-member clusters only");
+  auto& member = members_.at(0);
+  kill(0);
+  const std::string restored = member.data_dir + ".restored";
+  std::error_code ignored;
+  std::filesystem::remove_all(restored, ignored);
+  SubprocessOptions options;
+  options.argv = {etcdctl_binary(),
+                  "snapshot",
+                  "restore",
+                  snapshot_path,
+                  "--name",
+                  member.name,
+                  "--data-dir",
+                  restored,
+                  "--initial-cluster",
+                  initial_cluster_,
+                  "--initial-cluster-token",
+                  "dlock-test-" + std::to_string(getpid()),
+                  "--initial-advertise-peer-urls",
+                  "http://127.0.0.1:" + std::to_string(member.peer_port)};
+  options.env = {"ETCDCTL_API=3"};
+  options.log_path = root_dir_ + "/restore.log";
+  if (run_command(options, std::chrono::seconds(60)) != 0) {
+    throw std::runtime_error("etcdctl snapshot restore failed; see " + root_dir_ + "/restore.log");
+  }
+  std::filesystem::remove_all(member.data_dir);
+  std::filesystem::rename(restored, member.data_dir);
+  start(0);
 }
 
 }  // namespace dlock::testing

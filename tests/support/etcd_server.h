@@ -72,6 +72,12 @@ class EtcdCluster {
   // Waits until a live member is leader and a linearizable read through `endpoints` succeeds.
   void wait_ready(std::chrono::milliseconds timeout);
 
+  // A single-member cluster restored from an `etcdctl snapshot save` file: kills the member,
+  // `etcdctl snapshot restore`s the file into a fresh data directory that replaces the old
+  // one, and starts the member on it (same name and ports). The revision goes back to the
+  // snapshot's.
+  void restore_snapshot(const std::string& snapshot_path);
+
   // A raw client over every member (fails over like the store does).
   EtcdRawClient& raw() { return *raw_; }
 

@@ -123,3 +123,30 @@ void PostgresServer::ensure_database(const std::string& database) {
 }
 
 }  // namespace dlock::testing
+
+namespace dlock::testing {
+
+void PostgresServer::base_backup(const std::string& dir) {
+  // Written by the server's user, so the copy can become its data directory as it is.
+  if (uid_ && chown(std::filesystem::path(dir).parent_path().c_str(), *uid_, *gid_) != 0) {
+    throw std::runtime_error("chown of the parent of " + dir + " failed");
+  }
+  const int status =
+      run_command(as_postgres_user({bin_dir_ + "/pg_basebackup", "-D", dir, "-d", url(), "-X",
+                                    "stream", "--no-sync", "-c", "fast"}),
+                  std::chrono::seconds(120));
+  if (status != 0)
+    throw std::runtime_error("pg_basebackup failed (" + std::to_string(status) + ")");
+}
+
+void PostgresServer::restore_base_backup(const std::string& dir) {
+  if (postmaster_ && postmaster_->running()) {
+    postmaster_->signal(SIGINT);  // fast shutdown
+    postmaster_->wait(std::chrono::seconds(30));
+  }
+  std::filesystem::remove_all(data_dir_);
+  std::filesystem::rename(dir, data_dir_);
+  start();
+}
+
+}  // namespace dlock::testing

@@ -30,6 +30,13 @@ class PostgresServer {
   void start();
   bool running();
 
+  // Physical backup and restore: pg_basebackup of the running server into `dir` (WAL included),
+  // and later, the server stopped (fast shutdown), its data directory replaced by that copy and
+  // started again on the same port: PostgreSQL recovers to the end of the backup, so every
+  // write after it is gone, as after restoring a base backup.
+  void base_backup(const std::string& dir);
+  void restore_base_backup(const std::string& dir);
+
  private:
   SubprocessOptions as_postgres_user(std::vector<std::string> argv) const;
 

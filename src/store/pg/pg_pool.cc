@@ -5,11 +5,12 @@
 namespace dlock::store::pg {
 
 PgPool::PgPool(std::string url, std::size_t size, std::chrono::milliseconds call_timeout,
-               std::vector<PreparedStatement> statements)
+               std::vector<PreparedStatement> statements, std::string on_connect)
     : url_(std::move(url)),
       size_(size == 0 ? 1 : size),
       call_timeout_(call_timeout),
-      statements_(std::move(statements)) {}
+      statements_(std::move(statements)),
+      on_connect_(std::move(on_connect)) {}
 
 PgPool::Lease PgPool::lease() {
   const auto deadline = std::chrono::steady_clock::now() + call_timeout_;
@@ -28,7 +29,9 @@ PgPool::Lease PgPool::lease() {
   ++open_;
   lock.unlock();
   try {
-    return Lease(*this, std::make_unique<PgConnection>(url_, call_timeout_, statements_));
+    auto connection = std::make_unique<PgConnection>(url_, call_timeout_, statements_);
+    if (!on_connect_.empty()) connection->run(on_connect_);
+    return Lease(*this, std::move(connection));
   } catch (...) {
     lock.lock();
     --open_;

@@ -13,11 +13,12 @@
 namespace dlock::store::pg {
 
 // A small fixed-size pool. Connections are opened lazily, prepared once, and dropped when they
-// break, so the pool heals by itself after a PostgreSQL restart.
+// break, so the pool heals by itself after a PostgreSQL restart. `on_connect`, when not empty,
+// runs once on every new connection before its first use (the store's restore floor).
 class PgPool {
  public:
   PgPool(std::string url, std::size_t size, std::chrono::milliseconds call_timeout,
-         std::vector<PreparedStatement> statements);
+         std::vector<PreparedStatement> statements, std::string on_connect = {});
   PgPool(const PgPool&) = delete;
   PgPool& operator=(const PgPool&) = delete;
 
@@ -47,6 +48,7 @@ class PgPool {
   const std::size_t size_;
   const std::chrono::milliseconds call_timeout_;
   const std::vector<PreparedStatement> statements_;
+  const std::string on_connect_;
   std::mutex mutex_;
   std::condition_variable available_;
   std::vector<std::unique_ptr<PgConnection>> idle_;

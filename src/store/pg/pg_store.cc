@@ -20,6 +20,11 @@ namespace {
 // Any constant works; it only has to be the same for every dlockd sharing the database.
 constexpr const char* kMigrationLockId = "7275364001";
 
+// The restore floor (ADR-0010, migrations/002_token_floor.sql): run when the store opens and on
+// every new pooled connection, because a restore can happen under a running dlockd (the restore
+// breaks its connections, and the pool reconnects).
+constexpr const char* kRaiseTokenFloor = "SELECT dlock_raise_token_floor()";
+
 const std::vector<PreparedStatement>& prepared_statements() {
   static const std::vector<PreparedStatement> kStatements = {
       {"acquire", sql::kAcquire},
@@ -75,6 +80,7 @@ void migrate(const PgStoreOptions& options) {
       connection.run("INSERT INTO schema_migrations (version) VALUES (" + std::to_string(version) +
                      ")");
     }
+    connection.run(kRaiseTokenFloor);
     connection.run("COMMIT");
   } catch (...) {
     if (connection.healthy()) connection.run("ROLLBACK");
@@ -88,7 +94,7 @@ class PgStore final : public Backend {
       : options_(options),
         limits_(options.limits),
         pool_((migrate(options), options.url), options.pool_size, options.call_timeout,
-              prepared_statements()) {}
+              prepared_statements(), kRaiseTokenFloor) {}
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
                                        std::string_view session_id,

@@ -24,6 +24,13 @@ namespace {
 constexpr const char* kNextToken =
     "UPDATE fencing_token_seq SET value = value + 1 WHERE id = 1 RETURNING value";
 
+// The restore floor (ADR-0010): at open the counter is raised to at least ?1, the microseconds
+// since the Unix epoch by the process clock (the embedded store's clock; SQLite's own 'now' is
+// the same clock in whole ms), so a file copied back from a backup cannot hand out again a token
+// issued after that backup. Never lowers the counter.
+constexpr const char* kRaiseTokenFloor =
+    "UPDATE fencing_token_seq SET value = max(value, ?1) WHERE id = 1";
+
 // Same shape as the PostgreSQL acquire statement (C1); the token bound as ?4 was taken from the
 // durable counter in the same transaction, and both branches store it.
 constexpr const char* kAcquire =
@@ -369,6 +376,10 @@ class SqliteStore final : public Backend {
       record.bind(1, std::int64_t{version});
       record.step();
     }
+    // Inside the open's write transaction: no grant (of this or another process) interleaves.
+    Statement floor(db_.handle(), kRaiseTokenFloor);
+    floor.bind(1, core::to_unix_micros(WallClock::now()));
+    floor.step();
     transaction.commit();
   }
 
