@@ -1,9 +1,9 @@
 // Network partitions (docs/fencing.md, scenarios g, h, i): real dlockd, payout-executor and etcd
 // processes placed in network namespaces the test creates (tests/support/netns.h), partitions
-// made with blackhole routes and links taken down, traffic only between this machine's own
-// addresses. Each scenario records a history that the common checker (checker.h) must find
-// clean; a partition adds its own rule: no grant, and no answer but 503, from a dlockd that
-// cannot reach its backend's majority while the partition lasts.
+// made by taking one end of a veth down (the other side's packets then vanish silently), traffic
+// only between this machine's own addresses. Each scenario records a history that the common
+// checker (checker.h) must find clean; a partition adds its own rule: no grant, and no answer but
+// 503, from a dlockd that cannot reach its backend's majority while the partition lasts.
 //
 // DLOCK_SAFETY_LONG=1 repeats every partition cycle many times.
 
@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -68,6 +69,15 @@ std::uint64_t token_of(const testing::HttpResult& result) {
 // the answers a partitioned dlockd gave. Thread-safe.
 class Recorder {
  public:
+  // "503x12 409x1": the statuses of the answers counted by count().
+  static std::string histogram(const std::map<int, int>& statuses) {
+    std::string text;
+    for (const auto& [status, count] : statuses) {
+      text += (text.empty() ? "" : " ") + std::to_string(status) + "x" + std::to_string(count);
+    }
+    return text.empty() ? "none" : text;
+  }
+
   explicit Recorder(History& history) : history_(history) {}
 
   testing::HttpResult call(const std::string& address, const std::string& process,
@@ -193,17 +203,19 @@ class PartitionFaults : public ::testing::TestWithParam<std::string> {
 
   // Scenario (g): the holder runs in its own namespace; it reaches dlockd and (through a relay)
   // the resource database over one veth. Once it is inside a payment (validity checked, write
-  // not yet sent), its route to dlockd is blackholed: it cannot extend, its lease ends, another
+  // not yet sent), its cable to dlockd is cut: it cannot extend, its lease ends, another
   // executor takes the batch over with a greater token and pays. The partition heals; the
   // holder's late write reaches the resource and must be refused by the guard.
   Report run_holder_partition(bool fencing, int cycle_count) {
     testing::NetNamespace holder_ns("holder");
-    const auto net = testing::Subnet::next();
-    testing::Veth link(nullptr, net.cidr(1), &holder_ns, net.cidr(2));
-    link.add_address_a(net.cidr(3));  // the resource relay: stays reachable in the partition
-    testing::TcpRelay resource_relay(net.host(3), "127.0.0.1", postgres().port());
+    // Two cables: to dlockd (cut in the partition) and to the resource (never cut).
+    const auto control_net = testing::Subnet::next();
+    testing::Veth control(nullptr, control_net.cidr(1), &holder_ns, control_net.cidr(2));
+    const auto data_net = testing::Subnet::next();
+    testing::Veth data(nullptr, data_net.cidr(1), &holder_ns, data_net.cidr(2));
+    testing::TcpRelay resource_relay(data_net.host(1), "127.0.0.1", postgres().port());
     auto config = local_store_config();
-    config.listen_host = net.host(1);
+    config.listen_host = control_net.host(1);  // the taker reaches it locally, cut or not
     RestartableDlockd dlockd(config);
 
     History history;
@@ -224,7 +236,7 @@ class PartitionFaults : public ::testing::TestWithParam<std::string> {
       ExecutorProcess holder(dir_, options);
       EXPECT_TRUE(testing::wait_for([&] { return holder.events("pay_begin") >= 1; }, seconds(30)))
           << "the holder never started a payment";
-      holder_ns.block(net.host(1));
+      control.set_a_up(false);
       history.note_fault("partition holder | dlockd");
 
       options.name = "taker" + std::to_string(cycle);
@@ -237,7 +249,7 @@ class PartitionFaults : public ::testing::TestWithParam<std::string> {
       // The scenario needs the stale write to come after the takeover: it would otherwise prove
       // nothing about the guard.
       EXPECT_EQ(holder.events("write"), 0) << "the holder wrote before the takeover";
-      holder_ns.unblock(net.host(1));
+      control.set_a_up(true);
       history.note_fault("heal holder | dlockd");
       EXPECT_EQ(taker.process().wait(seconds(60)), 0) << "the taker did not finish";
       EXPECT_EQ(holder.process().wait(seconds(60)), 0) << "the healed holder did not finish";
@@ -278,31 +290,34 @@ TEST_P(PartitionFaults, NegativeControl_G_WithoutFencingTheHealedHolderPaysTwice
 }
 
 // Scenario (h): dlockd runs in its own namespace and reaches its backend (PostgreSQL or etcd,
-// through a relay on a veth address); clients reach dlockd over the same veth on another
-// address. The route from dlockd to the backend is blackholed for longer than the holder's TTL.
+// through a relay on a veth of its own); clients reach dlockd over another veth. The cable to
+// the backend is cut for longer than the holder's TTL.
 // While it lasts every answer is 503 -- never "held", "free" or a grant; a waiter that keeps
 // asking is granted after the heal, with a greater token.
 TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
   if (GetParam() == "sqlite") GTEST_SKIP() << "the embedded store has no network to cut";
   testing::NetNamespace dlockd_ns("dlockd");
-  const auto net = testing::Subnet::next();
-  testing::Veth link(nullptr, net.cidr(1), &dlockd_ns, net.cidr(2));
-  link.add_address_a(net.cidr(3));  // the backend relay
+  // Two cables: from the clients (never cut) and to the backend (cut in the partition).
+  const auto client_net = testing::Subnet::next();
+  testing::Veth client_link(nullptr, client_net.cidr(1), &dlockd_ns, client_net.cidr(2));
+  const auto backend_net = testing::Subnet::next();
+  testing::Veth backend_link(nullptr, backend_net.cidr(1), &dlockd_ns, backend_net.cidr(2));
   auto config = local_store_config();
   std::unique_ptr<testing::TcpRelay> relay;
   if (GetParam() == "pg") {
-    relay = std::make_unique<testing::TcpRelay>(net.host(3), "127.0.0.1", postgres().port());
+    relay =
+        std::make_unique<testing::TcpRelay>(backend_net.host(1), "127.0.0.1", postgres().port());
     config.pg_url = "postgresql://dlock@" + relay->address() + "/locks_" + suffix_;
   }
 #ifdef DLOCK_WITH_ETCD
   if (GetParam() == "etcd") {
     const auto endpoint = etcd_->endpoint(0);
     relay = std::make_unique<testing::TcpRelay>(
-        net.host(3), "127.0.0.1", std::stoi(endpoint.substr(endpoint.rfind(':') + 1)));
+        backend_net.host(1), "127.0.0.1", std::stoi(endpoint.substr(endpoint.rfind(':') + 1)));
     config.etcd_endpoints = "http://" + relay->address();
   }
 #endif
-  config.listen_host = net.host(2);
+  config.listen_host = client_net.host(2);
   config.wrapper = dlockd_ns.wrap({});
   RestartableDlockd dlockd(config);
   const auto address = dlockd.address();
@@ -312,6 +327,7 @@ TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
   std::vector<std::string> violations;
   std::vector<std::pair<std::int64_t, std::int64_t>> windows;
   int probes = 0;
+  std::map<int, int> statuses;  // answers of the cut-off dlockd
   for (int cycle = 0; cycle < cycles(2, 20); ++cycle) {
     const std::string key = "h" + std::to_string(cycle);
     const auto holder = open_session(address, 120000);
@@ -324,7 +340,7 @@ TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
       granted =
           recorder.acquire_until_granted(address, "client-waiter", waiter, key, 30000, seconds(60));
     });
-    dlockd_ns.block(net.host(3));
+    backend_link.set_a_up(false);
     const auto begin = monotonic_ns();
     history.note_fault("partition dlockd | backend");
     // Longer than the holder's TTL, and long enough for several probes.
@@ -337,13 +353,15 @@ TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
           recorder.call(address, "probe", prober, key, "read", "GET", "/v1/locks/" + key)};
       for (const auto& answer : answers) {
         ++probes;
+        ++statuses[answer.status];
         if (answer.status != 503) {
           violations.push_back("PARTITION answered " + std::to_string(answer.status) +
                                " while cut off: " + answer.body);
         }
       }
+      std::this_thread::sleep_for(milliseconds(50));  // pace the probes, not a wait
     }
-    dlockd_ns.unblock(net.host(3));
+    backend_link.set_a_up(true);
     const auto end = monotonic_ns();
     windows.emplace_back(begin, end);
     history.note_fault("heal dlockd | backend");
@@ -362,7 +380,10 @@ TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
   for (const auto& [begin, end] : windows) check_no_grant_during(history, "", begin, end, report);
   for (auto& v : violations) report.violations.push_back(v);
   print(std::cout, report);
-  std::cout << "PARTITION " << name_ << ": probes_while_cut_off=" << probes << "\n";
+  std::cout << "PARTITION " << name_ << ": cycles=" << report.faults / 2
+            << " operations=" << report.operations << " probes_while_cut_off=" << probes
+            << " answers=" << Recorder::histogram(statuses)
+            << " violations=" << report.violations.size() << "\n";
   EXPECT_TRUE(report.ok());
 }
 
@@ -493,6 +514,7 @@ TEST_P(PartitionFaults, I_EtcdMemberCutOffFromTheMajority) {
   std::vector<std::string> violations;
   std::vector<std::pair<std::int64_t, std::int64_t>> windows;
   int probes = 0;
+  std::map<int, int> statuses;  // answers of the cut-off dlockd
   for (int cycle = 0; cycle < cycles(2, 20); ++cycle) {
     const std::string key = "i" + std::to_string(cycle);
     const auto holder = open_session(a.address(), 120000);
@@ -520,10 +542,12 @@ TEST_P(PartitionFaults, I_EtcdMemberCutOffFromTheMajority) {
           recorder.acquire(a.address(), "A-probe", prober, key, 2000, 0)};
       for (const auto& answer : answers) {
         ++probes;
+        ++statuses[answer.status];
         if (answer.status / 100 == 2) {
           violations.push_back("PARTITION minority dlockd granted: " + answer.body);
         }
       }
+      std::this_thread::sleep_for(milliseconds(50));  // pace the probes, not a wait
     }
     taking.join();
     EXPECT_EQ(taken.status, 200) << "the majority side never took the lock over: " << taken.body;
@@ -549,7 +573,10 @@ TEST_P(PartitionFaults, I_EtcdMemberCutOffFromTheMajority) {
   for (const auto& [begin, end] : windows) check_no_grant_during(history, "A-", begin, end, report);
   for (auto& v : violations) report.violations.push_back(v);
   print(std::cout, report);
-  std::cout << "PARTITION " << name_ << ": minority_probes=" << probes << "\n";
+  std::cout << "PARTITION " << name_ << ": cycles=" << report.faults / 2
+            << " operations=" << report.operations << " minority_probes=" << probes
+            << " answers=" << Recorder::histogram(statuses)
+            << " violations=" << report.violations.size() << "\n";
   EXPECT_TRUE(report.ok());
 #else
   GTEST_SKIP() << "built without the etcd store";

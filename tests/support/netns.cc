@@ -176,6 +176,8 @@ void Veth::add_address_a(const std::string& cidr) const {
   run_ip(on(a_ns_, {"addr", "add", cidr, "dev", a_}));
 }
 
+void Veth::set_a_up(bool up) const { run_ip(on(a_ns_, {"link", "set", a_, up ? "up" : "down"})); }
+
 void Veth::set_b_up(bool up) const { run_ip(on(b_ns_, {"link", "set", b_, up ? "up" : "down"})); }
 
 TcpRelay::TcpRelay(const std::string& listen_host, const std::string& target_host, int target_port)

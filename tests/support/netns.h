@@ -71,7 +71,11 @@ class Veth {
   const std::string& b() const { return b_; }
   // Adds another address to end a (e.g. a service address next to the primary one).
   void add_address_a(const std::string& cidr) const;
-  // Takes end b down (the cable is cut) or brings it up again.
+  // Takes one end down or brings it up again. With end a down, what the other side sends
+  // vanishes silently (its end only loses carrier, its route stays): the cut cable of a real
+  // partition, which a caller notices only through its own timeouts. End a's addresses stay
+  // reachable from end a's own namespace.
+  void set_a_up(bool up) const;
   void set_b_up(bool up) const;
 
  private:
