@@ -15,6 +15,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -65,6 +66,28 @@ std::uint64_t token_of(const testing::HttpResult& result) {
   return result.json.at("fencing_token").to_number<std::uint64_t>();
 }
 
+// A dlockd that hangs instead of answering 503 must fail the scenario, not hang it: the call
+// runs on a thread of its own and is given up (as unknown) after kAnswerBound. The abandoned
+// thread touches nothing but its own shared state.
+constexpr auto kAnswerBound = seconds(15);
+
+testing::HttpResult bounded_http_call(const std::string& address, const std::string& method,
+                                      const std::string& target, const std::string& body) {
+  auto answer = std::make_shared<std::promise<testing::HttpResult>>();
+  auto future = answer->get_future();
+  std::thread([answer, address, method, target, body] {
+    try {
+      answer->set_value(testing::http_call(address, method, target, body));
+    } catch (...) {
+      answer->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (future.wait_for(kAnswerBound) != std::future_status::ready) {
+    throw std::runtime_error("no answer within " + std::to_string(kAnswerBound.count()) + " s");
+  }
+  return future.get();
+}
+
 // HTTP calls against dlockd, each recorded as an operation (as in fencing_fault_test.cc), plus
 // the answers a partitioned dlockd gave. Thread-safe.
 class Recorder {
@@ -93,7 +116,7 @@ class Recorder {
     op.start_ns = monotonic_ns();
     testing::HttpResult result;
     try {
-      result = testing::http_call(address, method, target, body);
+      result = bounded_http_call(address, method, target, body);
       op.outcome = result.status / 100 == 2 ? Outcome::kOk : Outcome::kFail;
       op.detail = std::to_string(result.status) + " " + result.error_code();
     } catch (const std::exception& error) {
