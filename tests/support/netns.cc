@@ -78,8 +78,14 @@ void remove_stale_namespaces() {
     const std::string name = entry.path().filename().string();
     if (name.rfind(kPrefix, 0) != 0) continue;
     const std::string rest = name.substr(std::strlen(kPrefix));
-    const pid_t pid = static_cast<pid_t>(std::atol(rest.substr(0, rest.find('-')).c_str()));
-    if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) {
+    const std::string digits = rest.substr(0, rest.find('-'));
+    // Only names this fixture makes ("dlock-<pid>-<n>-<role>"); anything else is not ours.
+    if (digits.empty() || rest.size() == digits.size() ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    const pid_t pid = static_cast<pid_t>(std::atol(digits.c_str()));
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
       try {
         run_ip({"netns", "delete", name});
       } catch (const std::exception&) {
