@@ -244,9 +244,9 @@ class PartitionFaults : public ::testing::TestWithParam<std::string> {
   }
 
   // Scenario (g): the holder runs in its own namespace; it reaches dlockd and (through a relay)
-  // the resource database over one veth. Once it is inside a payment (validity checked, write
-  // not yet sent), its cable to dlockd is cut: it cannot extend, its lease ends, another
-  // executor takes the batch over with a greater token and pays. The partition heals; the
+  // the resource database, each over a veth of its own. Once it is inside a payment (validity
+  // checked, write not yet sent), its cable to dlockd is cut: it cannot extend, its lease ends,
+  // another executor takes the batch over with a greater token and pays. The partition heals; the
   // holder's late write reaches the resource and must be refused by the guard.
   Report run_holder_partition(bool fencing, int cycle_count) {
     testing::NetNamespace holder_ns("holder");
