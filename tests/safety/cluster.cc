@@ -41,6 +41,8 @@ void RestartableDlockd::start() {
   } else {
     options.argv.insert(options.argv.end(), {"--pg-url", config_.pg_url});
   }
+  options.argv.insert(options.argv.end(), config_.extra_args.begin(), config_.extra_args.end());
+  options.argv.insert(options.argv.begin(), config_.wrapper.begin(), config_.wrapper.end());
   options.log_path = dir_ + "/dlockd.log";
   process_ = std::make_unique<testing::Subprocess>(options);
   ++starts_;
@@ -83,6 +85,7 @@ ExecutorProcess::ExecutorProcess(const std::string& dir, ExecutorOptions options
                   "--give-up-s",
                   std::to_string(options_.give_up_s)};
   if (!options_.fencing) process.argv.push_back("--no-fencing");
+  process.argv.insert(process.argv.begin(), options_.wrapper.begin(), options_.wrapper.end());
   process.log_path = log_path_;
   process_ = std::make_unique<testing::Subprocess>(process);
 }

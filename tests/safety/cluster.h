@@ -18,6 +18,11 @@ struct DlockdConfig {
   std::string backend;         // sqlite | pg | etcd
   std::string pg_url;          // for backend pg
   std::string etcd_endpoints;  // for backend etcd
+  // Where it listens, and a command prefix (e.g. "ip netns exec NS") to run it inside a network
+  // namespace (tests/support/netns.h).
+  std::string listen_host = "127.0.0.1";
+  std::vector<std::string> wrapper = {};
+  std::vector<std::string> extra_args = {};  // e.g. {"--backend-timeout", "2s"}
 };
 
 class RestartableDlockd {
@@ -27,7 +32,7 @@ class RestartableDlockd {
   RestartableDlockd& operator=(const RestartableDlockd&) = delete;
   ~RestartableDlockd();
 
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string address() const { return config_.listen_host + ":" + std::to_string(port_); }
   std::string url() const { return "http://" + address(); }
   void kill9();
   // Starts again on the same port and storage; waits until it answers /readyz.
@@ -53,6 +58,7 @@ struct ExecutorOptions {
   int ttl_ms = 2000;
   bool fencing = true;
   int give_up_s = 90;
+  std::vector<std::string> wrapper;  // e.g. "ip netns exec NS": run inside a network namespace
 };
 
 // One payout-executor process; its JSON log is a file in `dir`.
