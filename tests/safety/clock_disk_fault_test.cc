@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -229,67 +230,110 @@ class ClockFaults : public ::testing::TestWithParam<std::string> {
 // The wall-clock steps of one cycle: +1 h, back, -1 h, back (each of them a step).
 const std::vector<seconds> kSteps = {seconds(3600), seconds(0), seconds(-3600), seconds(0)};
 
-// Scenario (j), dlockd's clock: before each step a holder takes a fresh key for kTtl; the step
-// happens while it holds it; a contender then polls the key. The contender must not be granted
-// before kTtl has passed in real time since the holder asked (no early takeover), and must be
-// granted soon after (the step must not make the lock outlive its TTL).
+constexpr int kTtlMs = 3000;
+// How long after the TTL a free key may take to be granted to a polling contender.
+constexpr int kGraceMs = 2500;
+
+// One fault under a held lock: a holder takes a fresh key for kTtlMs, `fault` runs (`label`
+// names it), then a contender that arrives after it polls the key. The contender must not be
+// granted before kTtlMs has passed in real time since the holder asked (no early takeover), and
+// must be granted soon after (the fault must not make the lock outlive its TTL).
+void hold_through(const std::string& address, Recorder& recorder, const std::string& key,
+                  const std::string& label, const std::function<void()>& fault,
+                  std::vector<std::string>& violations) {
+  const auto holder = open_session(address, 60000);
+  const auto held = recorder.acquire("client-holder", holder, key, kTtlMs, 0);
+  ASSERT_EQ(held.status, 200) << held.body;
+  const Operation grant = recorder.last();
+  fault();
+  // A client that arrives after the fault (its session is opened on the stepped clock).
+  const auto contender = open_session(address, 60000);
+  const std::int64_t ttl_ends = grant.start_ns + std::int64_t{kTtlMs} * 1000000;
+  const std::int64_t give_up = grant.end_ns + std::int64_t{kTtlMs + kGraceMs} * 1000000;
+  bool taken = false;
+  while (!taken && monotonic_ns() < give_up) {
+    const auto attempt = recorder.acquire("client-contender", contender, key, kTtlMs, 0);
+    if (attempt.status == 200) {
+      taken = true;
+      const Operation& took = recorder.last();
+      if (took.end_ns < ttl_ends) {
+        violations.push_back("J early takeover after " + label + ": granted " +
+                             std::to_string((ttl_ends - took.end_ns) / 1000000) +
+                             " ms before the holder's TTL ended");
+      }
+      recorder.release("client-contender", contender, key, token_of(attempt));
+    } else if (attempt.status != 409) {
+      // E.g. 404: the fault ended the contender's live session (the same bug, seen on the
+      // session instead of the lock).
+      violations.push_back("J unexpected answer " + std::to_string(attempt.status) + " after " +
+                           label + ": " + attempt.body);
+      break;
+    } else {
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+  }
+  if (!taken && monotonic_ns() >= give_up) {
+    violations.push_back("J lock outlived its TTL after " + label + ": not free " +
+                         std::to_string(kTtlMs + kGraceMs) + " ms after its grant");
+  }
+  testing::http_call(address, "DELETE", "/v1/sessions/" + holder);
+  testing::http_call(address, "DELETE", "/v1/sessions/" + contender);
+}
+
+// Scenario (j), dlockd's clock stepped while it runs: +1 h, back, -1 h, back, each under a held
+// lock.
 TEST_P(ClockFaults, J_WallClockStepsOnDlockd) {
   testing::SteppedClock clock;
   start_dlockd(clock.env());
-  constexpr int kTtlMs = 3000;
-  // How long after the TTL a free key may take to be granted to a polling contender.
-  constexpr int kGraceMs = 2500;
   History history;
   Recorder recorder(history, dlockd_->address());
   std::vector<std::string> violations;
   int step_index = 0;
   for (int cycle = 0; cycle < cycles(1, 10); ++cycle) {
     for (const auto offset : kSteps) {
-      const std::string key = "clock-" + std::to_string(step_index++);
-      const auto holder = open_session(dlockd_->address(), 60000);
-      const auto held = recorder.acquire("client-holder", holder, key, kTtlMs, 0);
-      ASSERT_EQ(held.status, 200) << held.body;
-      const Operation grant = recorder.last();
-      clock.set_offset(offset);
-      history.note_fault("dlockd wall clock set to real " + std::to_string(offset.count()) + " s");
-      // A client that arrives after the step (its session is opened on the stepped clock).
-      const auto contender = open_session(dlockd_->address(), 60000);
-      const std::int64_t ttl_ends = grant.start_ns + std::int64_t{kTtlMs} * 1000000;
-      const std::int64_t give_up = grant.end_ns + std::int64_t{kTtlMs + kGraceMs} * 1000000;
-      bool taken = false;
-      while (!taken && monotonic_ns() < give_up) {
-        const auto attempt = recorder.acquire("client-contender", contender, key, kTtlMs, 0);
-        if (attempt.status == 200) {
-          taken = true;
-          const Operation& took = recorder.last();
-          if (took.end_ns < ttl_ends) {
-            violations.push_back("J early takeover after a step to " +
-                                 std::to_string(offset.count()) + " s: granted " +
-                                 std::to_string((ttl_ends - took.end_ns) / 1000000) +
-                                 " ms before the holder's TTL ended");
-          }
-          recorder.release("client-contender", contender, key, token_of(attempt));
-        } else if (attempt.status != 409) {
-          // E.g. 404: the step ended the contender's live session (the same bug, seen on the
-          // session instead of the lock).
-          violations.push_back("J unexpected answer " + std::to_string(attempt.status) +
-                               " after a step to " + std::to_string(offset.count()) +
-                               " s: " + attempt.body);
-          break;
-        } else {
-          std::this_thread::sleep_for(milliseconds(100));
-        }
-      }
-      if (!taken && monotonic_ns() >= give_up) {
-        violations.push_back("J lock outlived its TTL after a step to " +
-                             std::to_string(offset.count()) + " s: not free " +
-                             std::to_string(kTtlMs + kGraceMs) + " ms after its grant");
-      }
-      testing::http_call(dlockd_->address(), "DELETE", "/v1/sessions/" + holder);
-      testing::http_call(dlockd_->address(), "DELETE", "/v1/sessions/" + contender);
+      const std::string label = "a step to real " + std::to_string(offset.count()) + " s";
+      hold_through(
+          dlockd_->address(), recorder, "clock-" + std::to_string(step_index++), label,
+          [&] {
+            clock.set_offset(offset);
+            history.note_fault("dlockd wall clock: " + label);
+          },
+          violations);
     }
   }
   auto report = check(name_ + "-dlockd-clock", history, nullptr);
+  for (auto& v : violations) report.violations.push_back(v);
+  print(std::cout, report);
+  EXPECT_EQ(report.faults, kSteps.size() * static_cast<std::size_t>(cycles(1, 10)));
+  EXPECT_TRUE(report.ok());
+}
+
+// Scenario (j), dlockd's clock stepped while it is down: kill -9 under a held lock, the clock
+// steps, dlockd restarts on the same storage. A lease persisted by the earlier run must keep the
+// rest of its lifetime (the restarted process cannot tell a step from time that passed).
+TEST_P(ClockFaults, J_WallClockStepsWhileDlockdIsDown) {
+  testing::SteppedClock clock;
+  start_dlockd(clock.env());
+  History history;
+  Recorder recorder(history, dlockd_->address());
+  std::vector<std::string> violations;
+  int step_index = 0;
+  for (int cycle = 0; cycle < cycles(1, 10); ++cycle) {
+    for (const auto offset : kSteps) {
+      const std::string label =
+          "kill -9, a step to real " + std::to_string(offset.count()) + " s, restart";
+      hold_through(
+          dlockd_->address(), recorder, "down-" + std::to_string(step_index++), label,
+          [&] {
+            dlockd_->kill9();
+            clock.set_offset(offset);
+            dlockd_->start();
+            history.note_fault(label);
+          },
+          violations);
+    }
+  }
+  auto report = check(name_ + "-dlockd-clock-down", history, nullptr);
   for (auto& v : violations) report.violations.push_back(v);
   print(std::cout, report);
   EXPECT_EQ(report.faults, kSteps.size() * static_cast<std::size_t>(cycles(1, 10)));

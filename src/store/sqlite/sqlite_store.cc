@@ -1,6 +1,8 @@
 #include "store/sqlite/sqlite_store.h"
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -17,9 +19,30 @@ const std::vector<std::pair<int, std::string_view>>& migrations();
 
 namespace {
 
-// SQLite's own clock, in integer milliseconds since the Unix epoch. 'now' is fixed for the
-// duration of one sqlite3_step, so every use inside one statement sees the same instant.
+// The store's clock, in integer milliseconds since the Unix epoch. 'now' is fixed for the
+// duration of one sqlite3_step, so every use inside one statement sees the same instant. The
+// database is opened through a ClockVfs, so 'now' is StoreClock, not the host's wall clock: a
+// step of that (NTP, an operator) would expire every lease at once or stretch every lease by the
+// step (docs/adr/0013-sqlite-store-clock.md).
 #define DLOCK_SQLITE_NOW "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+
+class StoreClock {
+ public:
+  StoreClock()
+      : wall_at_open_ms_(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             WallClock::now().time_since_epoch())
+                             .count()),
+        steady_at_open_(SteadyClock::now()) {}
+  std::int64_t now_ms() const {
+    return wall_at_open_ms_ + std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  SteadyClock::now() - steady_at_open_)
+                                  .count();
+  }
+
+ private:
+  std::int64_t wall_at_open_ms_;
+  SteadyClock::time_point steady_at_open_;
+};
 
 constexpr const char* kNextToken =
     "UPDATE fencing_token_seq SET value = value + 1 WHERE id = 1 RETURNING value";
@@ -57,7 +80,9 @@ class SqliteStore final : public Backend {
  public:
   explicit SqliteStore(const SqliteStoreOptions& options)
       : limits_(options.limits),
-        db_(with_parent_directory(options.path), static_cast<int>(options.busy_timeout.count())),
+        clock_vfs_([this] { return clock_.now_ms(); }),
+        db_(with_parent_directory(options.path), static_cast<int>(options.busy_timeout.count()),
+            clock_vfs_.name()),
         statements_(db_),
         writes_(db_, mutex_) {
     // WAL with synchronous=FULL: every commit (every grant, hence every token) is fsynced to the
@@ -65,6 +90,7 @@ class SqliteStore final : public Backend {
     db_.exec("PRAGMA journal_mode=WAL");
     db_.exec("PRAGMA synchronous=FULL");
     migrate();
+    rebase_persisted_times();
   }
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
@@ -372,6 +398,37 @@ class SqliteStore final : public Backend {
     transaction.commit();
   }
 
+  // Persisted times were read on an earlier run's clock, which this run's cannot be compared
+  // with (the wall clock may have stepped while the store was closed, by any amount). So every
+  // persisted time moves by one offset that puts the latest instant the earlier run provably
+  // reached (its latest grant, session creation or keepalive) at now: each lease keeps at least
+  // the lifetime it had left then, and the time the store was closed counts as none of it
+  // (docs/adr/0013-sqlite-store-clock.md). Never shorter than the truth; at most a lease's TTL
+  // longer.
+  void rebase_persisted_times() {
+    WriteTransaction transaction(db_);
+    std::int64_t reached = 0;
+    {
+      Statement last(db_.handle(),
+                     "SELECT coalesce(max(t), 0) FROM ("
+                     "SELECT max(acquired_at) AS t FROM locks "
+                     "UNION ALL SELECT max(created_at) FROM lock_session "
+                     "UNION ALL SELECT max(expires_at - ttl_ms) FROM lock_session)");
+      if (last.step()) reached = last.column_int64(0);
+    }
+    if (reached <= 0) return;  // nothing persisted: nothing to move
+    const std::int64_t offset = clock_.now_ms() - reached;
+    Statement locks(
+        db_.handle(),
+        "UPDATE locks SET acquired_at = acquired_at + ?1, expires_at = expires_at + ?1");
+    locks.bind(1, offset).step();
+    Statement sessions(db_.handle(),
+                       "UPDATE lock_session SET created_at = created_at + ?1, "
+                       "expires_at = expires_at + ?1");
+    sessions.bind(1, offset).step();
+    transaction.commit();
+  }
+
   FencingToken take_token() {
     Statement& next_token = statements_.get(kNextToken);
     ResetGuard reset(next_token);
@@ -398,6 +455,8 @@ class SqliteStore final : public Backend {
 
   const TtlLimits limits_;
   std::mutex mutex_;  // guards db_ and statements_; held by writes_ for a whole group
+  StoreClock clock_;
+  ClockVfs clock_vfs_;  // 'now' in SQL is clock_; outlives db_
   Database db_;
   StatementCache statements_;
   GroupCommit writes_;
