@@ -419,98 +419,108 @@ std::vector<std::string> safety_backends() {
 INSTANTIATE_TEST_SUITE_P(Backends, ClockFaults, ::testing::ValuesIn(safety_backends()),
                          [](const auto& info) { return info.param; });
 
-// Scenario (k), the embedded store only: its file system fills up while clients acquire and
-// release. Every answer is a grant or a clear 503 `unavailable` (never `held` for a free key,
-// never a 500); once space returns grants resume with larger tokens; after a kill -9 and a
-// restart every acknowledged grant is still there and every token stays unique.
-TEST(DiskFaults, K_FullDiskOfTheEmbeddedStore) {
-  if (!testing::SmallFilesystem::available()) {
-    GTEST_SKIP() << "cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)";
-  }
+// A storage fault of the embedded store, injected and cleared while one client acquires fresh
+// keys (long names, so that the store grows) and releases every other one. Every answer must be a
+// grant or a clear 503 `unavailable` (never `held` for a free key, never a 500); once the fault
+// is cleared grants resume with larger tokens; after a kill -9 and a restart every acknowledged
+// grant not released is still there with its token, and no token was acknowledged twice.
+struct StoreFault {
+  std::string name;              // for the report, e.g. "sqlite/K-disk-full"
+  std::string db_path;           // where the store lives
+  std::vector<std::string> env;  // of dlockd
+  std::function<void()> inject;
+  std::function<void()> clear;
+};
+
+void run_store_fault(const StoreFault& fault) {
   const std::string logs = testing::make_temp_dir("dlock-disk-logs");
   History history;
   std::vector<std::string> violations;
-  std::size_t unavailable = 0, full_cycles = 0;
-  {
-    testing::SmallFilesystem fs(2 * 1024 * 1024);
-    FaultDlockd dlockd(DlockdConfig{.backend = "sqlite", .pg_url = "", .etcd_endpoints = ""},
-                       fs.path() + "/dlock.db", {}, logs);
-    Recorder recorder(history, dlockd.address());
-    // Keys whose last acknowledged operation is a grant: key -> token.
-    std::map<std::string, std::uint64_t> held;
-    std::uint64_t max_token = 0;
-    std::string session = open_session(dlockd.address(), 600000);
-    int key_index = 0;
-    // Acquires a fresh key (a long name, so that the store grows) and releases every other one.
-    // Returns the HTTP status.
-    auto one_grant = [&]() {
-      const std::string key = "disk-" + std::to_string(key_index++) + "-" + std::string(200, 'k');
-      const auto granted = recorder.acquire("client", session, key, 600000, 0);
-      if (granted.status == 200) {
-        const auto token = token_of(granted);
-        if (token <= max_token) {
-          violations.push_back("K token " + std::to_string(token) + " not above " +
-                               std::to_string(max_token));
-        }
-        max_token = std::max(max_token, token);
-        held[key] = token;
-        if (key_index % 2 == 0 && recorder.release("client", session, key, token).status == 204) {
-          held.erase(key);
-        }
-      } else if (granted.status == 503) {
-        ++unavailable;
-        if (granted.error_code() != "unavailable") {
-          violations.push_back("K a 503 without `unavailable`: " + granted.body);
-        }
-      } else {
-        violations.push_back("K a free key answered " + std::to_string(granted.status) + ": " +
-                             granted.body);
+  std::size_t unavailable = 0, fault_cycles = 0;
+  FaultDlockd dlockd(DlockdConfig{.backend = "sqlite", .pg_url = "", .etcd_endpoints = ""},
+                     fault.db_path, fault.env, logs);
+  Recorder recorder(history, dlockd.address());
+  std::map<std::string, std::uint64_t> held;  // keys whose last acknowledged op is a grant
+  std::uint64_t max_token = 0;
+  const std::string session = open_session(dlockd.address(), 600000);
+  int key_index = 0;
+  auto one_grant = [&]() {
+    const std::string key = "disk-" + std::to_string(key_index++) + "-" + std::string(200, 'k');
+    const auto granted = recorder.acquire("client", session, key, 600000, 0);
+    if (granted.status == 200) {
+      const auto token = token_of(granted);
+      if (token <= max_token) {
+        violations.push_back("K token " + std::to_string(token) + " not above " +
+                             std::to_string(max_token));
       }
-      return granted.status;
-    };
-    for (int i = 0; i < 20; ++i) one_grant();
-    for (int cycle = 0; cycle < cycles(1, 10); ++cycle) {
-      fs.fill();
-      history.note_fault("store file system full");
-      // Grants go on until the store must grow; from then on the answer is 503.
-      int refused_in_a_row = 0;
-      for (int i = 0; i < 5000 && refused_in_a_row < 20; ++i) {
-        refused_in_a_row = one_grant() == 503 ? refused_in_a_row + 1 : 0;
+      max_token = std::max(max_token, token);
+      held[key] = token;
+      if (key_index % 2 == 0 && recorder.release("client", session, key, token).status == 204) {
+        held.erase(key);
       }
-      if (refused_in_a_row < 20) violations.push_back("K the full disk never refused a grant");
-      fs.free_space();
-      // Space is back: grants resume (the first attempts may still find the store recovering).
-      const bool resumed =
-          testing::wait_for([&] { return one_grant() == 200; }, seconds(30), milliseconds(100));
-      if (!resumed) violations.push_back("K grants did not resume once space returned");
-      for (int i = 0; i < 10; ++i) one_grant();
-      ++full_cycles;
+    } else if (granted.status == 503) {
+      ++unavailable;
+      if (granted.error_code() != "unavailable") {
+        violations.push_back("K a 503 without `unavailable`: " + granted.body);
+      }
+    } else {
+      violations.push_back("K a free key answered " + std::to_string(granted.status) + ": " +
+                           granted.body);
     }
-    // Every acknowledged grant must survive a crash of dlockd.
-    dlockd.kill9();
-    history.note_fault("kill -9 dlockd");
-    dlockd.start();
-    for (const auto& [key, token] : held) {
-      const auto read = testing::http_call(dlockd.address(), "GET", "/v1/locks/" + key);
-      if (read.status != 200 || token_of(read) != token) {
-        violations.push_back("K acknowledged grant lost after restart: " + key.substr(0, 12) +
-                             " token " + std::to_string(token) + ": " +
-                             std::to_string(read.status) + " " + read.error_code());
-      }
+    return granted.status;
+  };
+  for (int i = 0; i < 20; ++i) one_grant();
+  for (int cycle = 0; cycle < cycles(1, 10); ++cycle) {
+    fault.inject();
+    history.note_fault(fault.name + " injected");
+    // Grants may go on while the store needs no new space; from then on the answer is 503.
+    int refused_in_a_row = 0;
+    for (int i = 0; i < 5000 && refused_in_a_row < 20; ++i) {
+      refused_in_a_row = one_grant() == 503 ? refused_in_a_row + 1 : 0;
     }
-    if (one_grant() != 200) violations.push_back("K no grant after the restart");
-    std::cout << "disk scenario: " << unavailable << " grants refused with 503, " << held.size()
-              << " live grants checked after restart, highest token " << max_token << "\n";
+    if (refused_in_a_row < 20) violations.push_back("K the fault never refused a grant");
+    fault.clear();
+    // The fault is gone: grants resume (the first attempts may still find the store recovering).
+    const bool resumed =
+        testing::wait_for([&] { return one_grant() == 200; }, seconds(30), milliseconds(100));
+    if (!resumed) violations.push_back("K grants did not resume once the fault was cleared");
+    for (int i = 0; i < 10; ++i) one_grant();
+    ++fault_cycles;
   }
-  // Tokens of every acknowledged grant, across keys, are unique and increase in real time
-  // (the per-key I1 of the checker cannot see a token reissued to another key).
+  // Every acknowledged grant must survive a crash of dlockd.
+  dlockd.kill9();
+  history.note_fault("kill -9 dlockd");
+  dlockd.start();
+  for (const auto& [key, token] : held) {
+    const auto read = testing::http_call(dlockd.address(), "GET", "/v1/locks/" + key);
+    if (read.status != 200 || token_of(read) != token) {
+      violations.push_back("K acknowledged grant lost after restart: " + key.substr(0, 12) +
+                           " token " + std::to_string(token) + ": " + std::to_string(read.status) +
+                           " " + read.error_code());
+    }
+  }
+  // Whatever survived (acknowledged or not), no two live grants share a token.
+  const auto live =
+      testing::http_call(dlockd.address(), "GET", "/v1/locks?prefix=disk-&limit=1000");
+  std::map<std::uint64_t, int> live_tokens;
+  if (live.status == 200) {
+    for (const auto& lock : live.json.at("locks").as_array()) {
+      if (++live_tokens[lock.at("fencing_token").to_number<std::uint64_t>()] == 2) {
+        violations.push_back("K two live grants with token " +
+                             std::to_string(lock.at("fencing_token").to_number<std::uint64_t>()));
+      }
+    }
+  }
+  if (one_grant() != 200) violations.push_back("K no grant after the restart");
+  // Tokens of every acknowledged grant, across keys, are unique (the checker's per-key I1
+  // cannot see a token reissued to another key).
   std::map<std::uint64_t, int> tokens;
   for (const auto& op : history.operations()) {
     if (op.kind == "acquire" && op.outcome == Outcome::kOk && ++tokens[op.token] == 2) {
       violations.push_back("K token issued twice: " + std::to_string(op.token));
     }
   }
-  auto report = check("sqlite/K", history, nullptr);
+  auto report = check(fault.name, history, nullptr);
   // A broken store breaks every grant after the fault the same way: the first few say it.
   constexpr std::size_t kShown = 20;
   for (std::size_t i = 0; i < violations.size() && i < kShown; ++i)
@@ -520,24 +530,49 @@ TEST(DiskFaults, K_FullDiskOfTheEmbeddedStore) {
                                 " more");
   }
   print(std::cout, report);
-  std::cout << "  full-disk cycles=" << full_cycles << " refused_with_503=" << unavailable << "\n";
-  EXPECT_EQ(full_cycles, static_cast<std::size_t>(cycles(1, 10)));
+  std::cout << "  fault cycles=" << fault_cycles << " refused_with_503=" << unavailable
+            << " live grants checked after restart=" << held.size()
+            << " highest token=" << max_token << "\n";
+  EXPECT_EQ(fault_cycles, static_cast<std::size_t>(cycles(1, 10)));
   EXPECT_GT(unavailable, 0u);
   EXPECT_TRUE(report.ok());
-  if (!HasFailure())
+  if (!::testing::Test::HasFailure()) {
     std::filesystem::remove_all(logs);
-  else
+  } else {
     std::cout << "logs kept in " << logs << "\n";
+  }
 }
 
-// Scenario (k), a failing fsync: needs a block device that fails on demand (device-mapper's
-// dm-error or dm-flakey). Skipped where the kernel offers no device-mapper to this process.
-TEST(DiskFaults, K_FailingFsyncOfTheEmbeddedStore) {
-  if (!std::filesystem::exists("/dev/mapper/control")) {
-    GTEST_SKIP() << "no device-mapper here (/dev/mapper/control missing): a failing fsync "
-                    "cannot be injected; docs/fencing.md says what this leaves untested";
+// Scenario (k): the store's file system (a 16 MiB tmpfs) fills up, then the space returns. Not
+// smaller: SQLite checkpoints its WAL from 1000 pages (4 MiB) on, and a disk that the WAL alone
+// can fill before its first checkpoint wedges the store (every commit fails, and so would the
+// checkpoint that could shrink it).
+TEST(DiskFaults, K_FullDiskOfTheEmbeddedStore) {
+  if (!testing::SmallFilesystem::available()) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)";
   }
-  GTEST_SKIP() << "device-mapper present but the dm-flakey scenario is not written yet";
+  testing::SmallFilesystem fs(16 * 1024 * 1024);
+  run_store_fault(StoreFault{.name = "sqlite/K-disk-full",
+                             .db_path = fs.path() + "/dlock.db",
+                             .env = {},
+                             .inject = [&] { fs.fill(); },
+                             .clear = [&] { fs.free_space(); }});
+}
+
+// Scenario (k): fsync and fdatasync of dlockd fail with EIO, then succeed again. Device-mapper
+// (dm-error, dm-flakey) would fail the device itself; where the kernel offers none to the test,
+// a preloaded shim (support/fail_fsync.cc) fails the calls: what SQLite and dlockd see is the
+// same error, though the kernel still writes the data (a dm device could lose it).
+TEST(DiskFaults, K_FailingFsyncOfTheEmbeddedStore) {
+  const std::string dir = testing::make_temp_dir("dlock-fsync");
+  const std::string trigger = dir + "/fail-fsync";
+  run_store_fault(StoreFault{.name = "sqlite/K-fsync-fails",
+                             .db_path = dir + "/dlock.db",
+                             .env = {std::string("LD_PRELOAD=") + DLOCK_FAIL_FSYNC_PATH,
+                                     "DLOCK_FAIL_FSYNC_WHEN=" + trigger},
+                             .inject = [&] { std::ofstream(trigger) << "EIO\n"; },
+                             .clear = [&] { std::filesystem::remove(trigger); }});
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

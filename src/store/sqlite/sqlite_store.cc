@@ -1,5 +1,6 @@
 #include "store/sqlite/sqlite_store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -33,6 +34,11 @@ class StoreClock {
                              WallClock::now().time_since_epoch())
                              .count()),
         steady_at_open_(SteadyClock::now()) {}
+  // Continues from `unix_ms` as of now (called once, before the store is shared).
+  void resume_at(std::int64_t unix_ms) {
+    wall_at_open_ms_ = unix_ms;
+    steady_at_open_ = SteadyClock::now();
+  }
   std::int64_t now_ms() const {
     return wall_at_open_ms_ + std::chrono::duration_cast<std::chrono::milliseconds>(
                                   SteadyClock::now() - steady_at_open_)
@@ -90,7 +96,7 @@ class SqliteStore final : public Backend {
     db_.exec("PRAGMA journal_mode=WAL");
     db_.exec("PRAGMA synchronous=FULL");
     migrate();
-    rebase_persisted_times();
+    resume_clock();
   }
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
@@ -398,35 +404,28 @@ class SqliteStore final : public Backend {
     transaction.commit();
   }
 
-  // Persisted times were read on an earlier run's clock, which this run's cannot be compared
-  // with (the wall clock may have stepped while the store was closed, by any amount). So every
-  // persisted time moves by one offset that puts the latest instant the earlier run provably
-  // reached (its latest grant, session creation or keepalive) at now: each lease keeps at least
-  // the lifetime it had left then, and the time the store was closed counts as none of it
-  // (docs/adr/0013-sqlite-store-clock.md). Never shorter than the truth; at most a lease's TTL
-  // longer.
-  void rebase_persisted_times() {
-    WriteTransaction transaction(db_);
-    std::int64_t reached = 0;
-    {
-      Statement last(db_.handle(),
-                     "SELECT coalesce(max(t), 0) FROM ("
-                     "SELECT max(acquired_at) AS t FROM locks "
-                     "UNION ALL SELECT max(created_at) FROM lock_session "
-                     "UNION ALL SELECT max(expires_at - ttl_ms) FROM lock_session)");
-      if (last.step()) reached = last.column_int64(0);
-    }
-    if (reached <= 0) return;  // nothing persisted: nothing to move
-    const std::int64_t offset = clock_.now_ms() - reached;
-    Statement locks(
-        db_.handle(),
-        "UPDATE locks SET acquired_at = acquired_at + ?1, expires_at = expires_at + ?1");
-    locks.bind(1, offset).step();
-    Statement sessions(db_.handle(),
-                       "UPDATE lock_session SET created_at = created_at + ?1, "
-                       "expires_at = expires_at + ?1");
-    sessions.bind(1, offset).step();
-    transaction.commit();
+  // Persisted times were read on an earlier run's clock, which this run's wall clock cannot be
+  // compared with (it may have stepped while the store was closed, by any amount). While any
+  // lease or session was live at the latest instant the earlier run provably reached (its latest
+  // grant, session creation or keepalive), the store clock resumes from that instant: each lease
+  // keeps at least the lifetime it had left then, and the time the store was closed counts as
+  // none of it. Otherwise it resumes from the wall clock, never earlier than that instant, so
+  // nothing expired comes back. Reads only: opening a store on a full disk writes nothing
+  // (docs/adr/0013-sqlite-store-clock.md).
+  void resume_clock() {
+    Statement last(db_.handle(),
+                   "WITH reached(t) AS (SELECT coalesce(max(t), 0) FROM ("
+                   "SELECT max(acquired_at) AS t FROM locks "
+                   "UNION ALL SELECT max(created_at) FROM lock_session "
+                   "UNION ALL SELECT max(expires_at - ttl_ms) FROM lock_session)) "
+                   "SELECT t, EXISTS (SELECT 1 FROM locks, reached WHERE expires_at > t) "
+                   "OR EXISTS (SELECT 1 FROM lock_session, reached WHERE expires_at > t) "
+                   "FROM reached");
+    if (!last.step()) return;
+    const std::int64_t reached = last.column_int64(0);
+    const bool live = last.column_int64(1) != 0;
+    if (reached <= 0) return;  // nothing persisted
+    clock_.resume_at(live ? reached : std::max(reached, clock_.now_ms()));
   }
 
   FencingToken take_token() {
