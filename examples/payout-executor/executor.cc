@@ -62,6 +62,9 @@ ConnPtr connect(const std::string& url) {
   return conn;
 }
 
+// The dlock key that protects a batch; the fencing guard binds the batch to it.
+std::string lock_key(const std::string& batch) { return "payouts/" + batch; }
+
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS payout (
   id           bigserial PRIMARY KEY,
@@ -179,7 +182,7 @@ class Executor {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       return;
     }
-    const std::string key = "payouts/" + batch;
+    const std::string key = lock_key(batch);
     const auto start = now_ns();
     std::optional<dc::Lock> lock;
     try {
@@ -199,7 +202,11 @@ class Executor {
       op("acquire", key, start, "fail", 0, "held");
       return;
     }
-    op("acquire", key, start, "ok", lock->token(), "");
+    // The deadline the lock was promised until (the safety checker's I5 reads it).
+    op("acquire", key, start, "ok", lock->token(), "",
+       std::chrono::duration_cast<std::chrono::nanoseconds>(
+           lock->client_deadline().time_since_epoch())
+           .count());
     pay_batch(batch, key, *lock);
     const auto release_start = now_ns();
     try {
@@ -272,11 +279,12 @@ class Executor {
   }
 
   void op(const char* kind, const std::string& key, std::int64_t start, const char* outcome,
-          dlock::FencingToken token, const std::string& message) {
+          dlock::FencingToken token, const std::string& message, std::int64_t promised_until = 0) {
     json::object event{{"event", kind},   {"key", key},         {"start", start},
                        {"end", now_ns()}, {"outcome", outcome}, {"token", token}};
     event["session"] = session_ ? session_->id() : "";
     if (!message.empty()) event["message"] = message;
+    if (promised_until > 0) event["promised_until"] = promised_until;
     log_.emit(std::move(event));
   }
 
@@ -296,6 +304,8 @@ int init_database(const Config& config) {
   fencing::exec(conn.get(), "SELECT pg_advisory_xact_lock(7207002)");
   fencing::exec(conn.get(), kSchema);
   for (const auto& batch : config.batches) {
+    // The guard compares tokens of this batch's lock key only.
+    fencing::bind_resource(conn.get(), batch, lock_key(batch));
     const int existing =
         fencing::exec(conn.get(), "SELECT 1 FROM payout WHERE batch = $1 LIMIT 1", {batch});
     if (existing > 0) continue;

@@ -36,6 +36,10 @@ namespace dlock::client {
 // The server URL used when neither an option nor DLOCK_SERVER names one.
 inline constexpr std::string_view kDefaultServerUrl = "http://127.0.0.1:7070";
 
+// The clock-rate allowance used when neither ClientOptions::clock_drift nor DLOCK_CLOCK_DRIFT
+// sets one: every lease is trusted for 1 % less than its TTL (docs/adr/0012).
+inline constexpr double kDefaultClockDrift = 0.01;
+
 // Parses "500ms", "30s", "5m", "1h" (a non-negative integer and a unit; a bare "0" is allowed).
 // Throws InvalidArgumentError whose field() is `field`, so a CLI or config error names the flag.
 std::chrono::milliseconds parse_duration(std::string_view text,
@@ -68,6 +72,11 @@ struct ClientOptions {
   std::chrono::milliseconds backoff_max{std::chrono::seconds(2)};
   // Idle keep-alive connections kept for reuse.
   std::size_t max_idle_connections = 8;
+  // Allowance for clock-rate error between this host's steady clock and the clock that ends a
+  // lease on the server side (docs/adr/0012): a lease of `ttl` is trusted until its request's
+  // send time + ttl - ceil(ttl * clock_drift). A fraction in [0, 0.5). Empty: DLOCK_CLOCK_DRIFT
+  // when set ("0.02" or "2%"), else kDefaultClockDrift. Invalid: InvalidArgumentError.
+  std::optional<double> clock_drift;
   // Where errors that cannot be reported to a caller go (a Lock's destructor failing to
   // release, a keepalive failing). Called from any thread. Empty: one line on stderr.
   std::function<void(std::string_view message)> log;
@@ -78,8 +87,10 @@ using Deadline = std::optional<SteadyClock::time_point>;
 
 struct ExtendResult {
   FencingToken fencing_token = 0;  // unchanged by extend
+  // The TTL this client counts on: the smaller of the one asked for and the one answered.
   std::chrono::milliseconds ttl{0};
-  // Send time of the extend request + granted TTL: believe in the lock until then at most.
+  // Send time of the extend request + `ttl` less the clock-rate allowance: believe in the lock
+  // until then at most.
   SteadyClock::time_point client_deadline{};
   WallClock::time_point server_expiry{};
 };
@@ -122,9 +133,10 @@ class Lock {
   const std::string& session_id() const;
   // The fencing token of this grant; fixed for its whole life (INV-04).
   FencingToken token() const;
-  // True until the monotonic client deadline (send time of the last successful acquire or
-  // extend + granted TTL) passes, or the lock or its session was reported lost. The client
-  // thus stops believing in the lock no later than the server expires it.
+  // True until the monotonic client deadline passes, or the lock or its session was reported
+  // lost. The deadline is the send time of the last successful acquire or extend + the smaller
+  // of the TTL asked for and the TTL answered, less the clock-rate allowance (clock_drift), so
+  // the client stops believing in the lock no later than the server expires it.
   bool still_valid() const;
   SteadyClock::time_point client_deadline() const;
   // Expiry as the server's clock reported it; informational only.
@@ -197,15 +209,18 @@ class Client {
   // The server URL actually used (after DLOCK_SERVER and the default were applied).
   const std::string& server_url() const;
 
+  // SessionInfo::ttl is the smaller of `ttl` (when not 0) and the answered TTL.
   SessionInfo open_session(const std::string& owner, std::chrono::milliseconds ttl,
                            Deadline deadline = {});
-  // Returns the new TTL and server expiry. Throws SessionNotFoundError.
+  // Returns the new TTL and server expiry as answered. Throws SessionNotFoundError.
   SessionInfo keepalive(const std::string& session_id, Deadline deadline = {});
   // Releases the session's locks on the server. Throws SessionNotFoundError.
   void close_session(const std::string& session_id, Deadline deadline = {});
 
   // Empty = held after `wait`. LockHandle::client_deadline = steady time the granting request
-  // was sent + granted TTL. Waits longer than the server's maximum are re-issued until `wait`.
+  // was sent + min(ttl asked, ttl answered) less the clock-rate allowance (ttl 0 asks for the
+  // server's default: then the answered one). Waits longer than the server's maximum are
+  // re-issued until `wait`.
   std::optional<LockHandle> acquire(const std::string& key, const std::string& session_id,
                                     std::chrono::milliseconds ttl, std::chrono::milliseconds wait,
                                     const std::string& ns = {}, Deadline deadline = {});

@@ -80,7 +80,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->capture_default_str();
   app.add_flag("--json", flags.json, "print one JSON document instead of text");
 
-  std::string key, session_id, owner, ttl, wait, kill_grace = "10s", prefix;
+  std::string key, session_id, owner, ttl, wait, stop_margin, kill_grace, prefix;
   FencingToken token = 0;
   std::size_t limit = 0;
   std::vector<std::string> command;
@@ -136,8 +136,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_option("CMD", command, "command and arguments, after --")->required();
   run->add_option("--ttl", ttl, "lock and session TTL (default: the server's, 30s)");
   run->add_option("--wait", wait, "wait this long while the key is held (default 0)");
-  run->add_option("--kill-grace", kill_grace, "time between SIGTERM and SIGKILL when lost")
-      ->capture_default_str();
+  run->add_option("--stop-margin", stop_margin,
+                  "stop CMD this long before the lock's deadline when extends fail "
+                  "(default max(1s, TTL/10), at most TTL/3)");
+  run->add_option("--kill-grace", kill_grace,
+                  "time between SIGTERM and SIGKILL (default half the stop margin)");
   run->add_option("--owner", owner, "owner name (default $DLOCK_OWNER or USER@host)");
 
   try {
@@ -194,7 +197,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       options.owner = owner;
       options.ttl = duration_flag(ttl, "--ttl");
       options.wait = duration_flag(wait, "--wait");
-      options.kill_grace = duration_flag(kill_grace, "--kill-grace");
+      if (!stop_margin.empty()) {
+        options.stop_margin = client::parse_duration(stop_margin, "--stop-margin");
+      }
+      if (!kill_grace.empty()) {
+        options.kill_grace = client::parse_duration(kill_grace, "--kill-grace");
+      }
       options.command = command;
       return run_locked(client, options, err);
     }

@@ -22,7 +22,7 @@ EXIT STATUS
   64  usage error (bad flag, argument or duration)
   69  server or backend unavailable, or at a limit (after retrying)
   75  lock not acquired: held by someone else after --wait
-  76  lock lost (extend/release refused; for run: CMD was terminated)
+  76  lock lost (extend/release refused; for run: CMD's process group was stopped)
   77  admin token refused
   run exits with CMD's status (128+N when CMD was killed by signal N).
 
@@ -87,8 +87,8 @@ inline constexpr const char* kListFooter = R"(DESCRIPTION
 inline constexpr const char* kRevoke = "Force-release a lock (admin)";
 inline constexpr const char* kRevokeFooter = R"(DESCRIPTION
   Removes the current grant of KEY whoever holds it. The holder learns at its next extend
-  (lock_lost); `dlock run` then terminates its CMD. Needs the server's admin token
-  (--admin-token or DLOCK_ADMIN_TOKEN); exits 77 when it is refused.
+  (lock_lost); `dlock run` then stops its CMD's whole process group. Needs the server's
+  admin token (--admin-token or DLOCK_ADMIN_TOKEN); exits 77 when it is refused.
 
 EXAMPLE
   DLOCK_ADMIN_TOKEN=s3cret dlock revoke payouts/batch-17)";
@@ -100,16 +100,29 @@ inline constexpr const char* kRunFooter = R"(DESCRIPTION
     DLOCK_FENCING_TOKEN  the grant's fencing token: pass it along with every write
     DLOCK_SESSION_ID     the session
     DLOCK_NAMESPACE      the namespace
-  in its environment. While CMD runs, dlock keeps the session alive and extends the lock every
-  TTL/3. If the lock is lost (revoked, expired, the server unreachable until the lock's TTL
-  passed) dlock sends CMD SIGTERM, then SIGKILL after --kill-grace, and exits 76. SIGINT,
-  SIGTERM, SIGHUP and SIGQUIT sent to dlock are forwarded to CMD. When CMD exits dlock
-  releases the lock and exits with CMD's status.
+  in its environment, as the leader of a process group of its own: dlock signals the whole
+  group (CMD, `sleep &`, pipelines...), never one pid. While CMD runs, dlock keeps the session
+  alive and extends the lock every TTL/3. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dlock are
+  forwarded to the group. When CMD exits, dlock stops what it left running in its group,
+  releases the lock once nothing of the group is left, and exits with CMD's status.
+
+STOP TIMELINE
+  D is the lock's deadline: send time of the last successful acquire/extend + TTL. M is
+  --stop-margin (default max(1s, TTL/10), at most TTL/3; must be < TTL/2), G is --kill-grace
+  (default M/2).
+    D - M                    no extend succeeded in time: SIGTERM to CMD's group
+    min(D - M + G, D - M/2)  SIGKILL to the group
+    D                        the deadline; SIGKILL went out at least M/2 before
+  A lock lost outright (revoked, lock_lost, session gone; noticed at the next extend) is
+  stopped at once: SIGTERM now, SIGKILL after G, at the latest at D - M/2. Either way dlock
+  waits until the group is gone and exits 76. A 30s lock: SIGTERM 3s and SIGKILL 1.5s before D.
+  Processes that leave the group (setsid, daemons) escape. In the foreground of a terminal,
+  the terminal goes to CMD's group; Ctrl-Z does not suspend a lock holder (it is continued).
 
 EXIT STATUS
   CMD's status (128+N if CMD was killed by signal N); 75 KEY still held after --wait; 76 lock
-  lost while CMD ran (CMD was terminated); 69 server unavailable; 64 usage error; 127 CMD not
-  found; 126 CMD not executable.
+  lost, or not extended by D - M, while CMD ran (its group was stopped); 69 server
+  unavailable; 64 usage error; 127 CMD not found; 126 CMD not executable.
 
 EXAMPLE
   dlock run payouts/batch-17 --ttl 30s --wait 5m -- \

@@ -2,8 +2,10 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <ostream>
 #include <system_error>
@@ -11,6 +13,7 @@
 
 #include "cli/child_process.h"
 #include "cli/exit_codes.h"
+#include "cli/stop_timeline.h"
 
 namespace dlock::cli {
 namespace {
@@ -83,17 +86,59 @@ bool is_forwarded(int signo) {
   return false;
 }
 
-// Signals the terminal sends to the whole foreground process group (Ctrl-C) already reached
-// CMD; forwarding them again would deliver them twice.
-bool sent_by_terminal(const siginfo_t& info) { return info.si_code == SI_KERNEL; }
+// Makes this process the reaper of the orphans CMD leaves (a shell killed before its `sleep &`):
+// they are then dlock's children, so their zombies are reaped and the group can be seen empty
+// even where PID 1 reaps nothing (containers). Linux only; restored on scope exit so a test
+// calling run_locked in-process is left as it was.
+class OrphanReaper {
+ public:
+  OrphanReaper() {
+    int current = 0;
+    if (::prctl(PR_GET_CHILD_SUBREAPER, &current) == 0) previous_ = current;
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
+  OrphanReaper(const OrphanReaper&) = delete;
+  OrphanReaper& operator=(const OrphanReaper&) = delete;
+  ~OrphanReaper() { ::prctl(PR_SET_CHILD_SUBREAPER, previous_); }
+
+ private:
+  int previous_ = 0;
+};
+
+// While the group still has members after its leader was reaped, nothing signals their exit
+// (they are not all our children), so the supervisor looks again after this long.
+constexpr auto kGroupPoll = std::chrono::milliseconds(10);
+
+std::string describe(std::chrono::milliseconds d) { return client::format_duration(d); }
+
+// Why the lock can no longer cover CMD, or empty while it can: lost (revoked, lock_lost, the
+// session gone), or its deadline within the stop margin because no extend succeeded in time.
+std::string stop_reason(const client::Lock& lock, SteadyClock::time_point now,
+                        const StopTimes& times) {
+  std::string reason = lock.lost_reason();
+  if (!reason.empty()) return reason;
+  const SteadyClock::time_point deadline = lock.client_deadline();
+  if (now >= deadline) return "the lock's deadline passed without a successful extend";
+  if (now >= term_time(deadline, times)) {
+    return "no successful extend, and the lock's deadline is " +
+           describe(std::chrono::ceil<std::chrono::milliseconds>(deadline - now)) +
+           " away (stop margin " + describe(times.margin) + ")";
+  }
+  return {};
+}
 
 }  // namespace
 
 int run_locked(client::Client& client, const RunOptions& options, std::ostream& err) {
   BlockedSignals signals;  // before any thread starts, so every thread inherits the mask
+  OrphanReaper reaper;
 
   client::Session session(
       client, {options.owner, options.ttl, [](const std::string&) { wake_main_thread(); }});
+  // Without --ttl the lock gets the server's default lock TTL, which the session's TTL (the
+  // server's default session TTL, 30 s for both unless configured) stands in for.
+  const StopTimes times = stop_times(options.ttl.count() > 0 ? options.ttl : session.ttl(),
+                                     options.stop_margin, options.kill_grace);
 
   // Acquire on a helper thread: the main thread must stay responsive to SIGINT/SIGTERM while
   // the server makes us wait, without re-issuing the acquire (which would lose our place in
@@ -139,6 +184,16 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
         << client::format_duration(options.wait) << '\n';
     return kExitNotAcquired;
   }
+  // The deadline counts from when the granting request was sent: a long --wait can leave less
+  // than the stop margin. Extend once rather than start CMD only to stop it.
+  if (SteadyClock::now() >= term_time(lock->client_deadline(), times)) {
+    try {
+      lock->extend();
+    } catch (const LockLostError& error) {
+      err << "dlock: lost " << options.key << " before running CMD: " << error.what() << '\n';
+      return kExitLockLost;
+    }
+  }
 
   std::vector<std::string> env = {
       "DLOCK_KEY=" + options.key,
@@ -148,38 +203,69 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   };
   std::optional<ChildProcess> child;
   try {
-    child.emplace(options.command, env, signals.previous());
+    child.emplace(options.command, env, signals.previous(), /*take_terminal=*/true);
   } catch (const std::system_error& error) {
     err << "dlock: " << error.what() << '\n';
     return error.code().value() == ENOENT ? kExitCommandNotFound : kExitCannotExecute;
   }
 
-  // Supervise: wake on CMD's exit, a forwarded signal, a loss report, the lock's client
-  // deadline, or the SIGKILL deadline once CMD was asked to stop.
-  std::optional<SteadyClock::time_point> kill_at;
+  // Supervise CMD's process group until none of it is left (ADR-0014). Wake on SIGCHLD, a
+  // forwarded signal, a loss report, the stop time (deadline - margin, re-read every
+  // margin / 4), the SIGKILL time, and while members outlive the leader, every kGroupPoll.
+  const std::string& name = options.command[0];
   bool lost = false;
+  std::optional<SteadyClock::time_point> term_sent, kill_at;
+  bool killed = false;
   for (;;) {
-    if (child->try_wait()) break;
-    if (!lost && !lock->still_valid()) {
-      lost = true;
-      std::string reason = lock->lost_reason();
-      if (reason.empty()) reason = "the lock's deadline passed without a successful extend";
-      err << "dlock: lost " << options.key << " (token " << lock->token() << "): " << reason
-          << "; sending SIGTERM to " << options.command[0] << '\n';
-      child->signal(SIGTERM);
-      kill_at = SteadyClock::now() + options.kill_grace;
+    // The leader is waited for even if it left its group (then the group may be empty first).
+    child->try_wait();
+    if (!child->group_alive() && child->status()) break;
+    const bool leader_done = child->status().has_value();
+    const SteadyClock::time_point now = SteadyClock::now();
+    const SteadyClock::time_point deadline = lock->client_deadline();
+    if (!lost) {
+      const std::string reason = stop_reason(*lock, now, times);
+      if (!reason.empty()) {
+        lost = true;
+        err << "dlock: lost " << options.key << " (token " << lock->token() << "): " << reason
+            << '\n';
+      }
     }
-    if (kill_at && SteadyClock::now() >= *kill_at) {
-      err << "dlock: " << options.command[0] << " still running after "
-          << client::format_duration(options.kill_grace) << "; sending SIGKILL\n";
-      child->signal(SIGKILL);
-      kill_at.reset();
+    if (!kill_at && (lost || leader_done)) {
+      if (lost) {
+        err << "dlock: sending SIGTERM to the process group of " << name << '\n';
+      } else {
+        err << "dlock: " << name << " exited; stopping what it left running in its process "
+            << "group before releasing " << options.key << '\n';
+      }
+      child->signal_group(SIGTERM);
+      child->signal_group(SIGCONT);  // a stopped member acts on SIGTERM only once continued
+      term_sent = now;
+      kill_at = kill_time(now, deadline, times);
     }
-    std::optional<SteadyClock::time_point> until = kill_at;
-    if (!lost) until = lock->client_deadline();
+    if (kill_at && !killed && now >= *kill_at) {
+      err << "dlock: the process group of " << name << " still runs "
+          << describe(std::chrono::floor<std::chrono::milliseconds>(now - *term_sent))
+          << " after SIGTERM; sending SIGKILL\n";
+      child->signal_group(SIGKILL);
+      killed = true;
+    }
+    std::optional<SteadyClock::time_point> until;
+    if (!kill_at) {
+      // Nothing reports a successful extend, and one may bring the deadline closer (a shorter
+      // TTL answered than asked): look again every margin / 4 at least, so SIGTERM is never
+      // more than that late and SIGKILL still goes out by deadline - margin / 2.
+      until = std::min(term_time(deadline, times), now + std::max(times.margin / 4, kGroupPoll));
+    } else if (!killed) {
+      until = *kill_at;
+    }
+    if (leader_done) until = until ? std::min(*until, now + kGroupPoll) : now + kGroupPoll;
     siginfo_t info{};
     const int signo = signals.wait(until, info);
-    if (is_forwarded(signo) && !sent_by_terminal(info)) child->signal(signo);
+    // Ctrl-C from a terminal dlock kept reaches dlock alone (CMD's group is not the terminal's
+    // foreground group then); from a terminal handed to CMD it never reaches dlock. Either way
+    // forwarding it to the group delivers it once.
+    if (is_forwarded(signo)) child->signal_group(signo);
   }
   const int status = *child->status();
   child.reset();

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,17 +19,22 @@ struct RunOptions {
   // Lock and session TTL; 0 = the server's default.
   std::chrono::milliseconds ttl{0};
   std::chrono::milliseconds wait{0};
-  // Time between SIGTERM and SIGKILL when the lock is lost.
-  std::chrono::milliseconds kill_grace{std::chrono::seconds(10)};
+  // How long before the lock's client deadline CMD's group is sent SIGTERM, and how long
+  // after SIGTERM it is sent SIGKILL; empty = the defaults of stop_times() (ADR-0014).
+  std::optional<std::chrono::milliseconds> stop_margin;
+  std::optional<std::chrono::milliseconds> kill_grace;
   std::vector<std::string> command;
 };
 
 // Opens a session, acquires (waiting up to options.wait), runs CMD with DLOCK_KEY,
-// DLOCK_FENCING_TOKEN, DLOCK_SESSION_ID and DLOCK_NAMESPACE set, keeps session and lock alive
-// while it runs, and releases afterwards. Returns CMD's status, kExitNotAcquired when the key
-// stayed held, kExitLockLost when the lock was lost and CMD was terminated (SIGTERM, then
-// SIGKILL after kill_grace). SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to dlock are forwarded to CMD.
-// Errors from the client library propagate (the caller maps them to exit codes).
+// DLOCK_FENCING_TOKEN, DLOCK_SESSION_ID and DLOCK_NAMESPACE set, as the leader of its own
+// process group, keeps session and lock alive while it runs, and releases afterwards, once
+// nothing of the group is left (members CMD leaves behind are stopped first). Returns CMD's
+// status, kExitNotAcquired when the key stayed held, kExitLockLost when the lock was lost, or
+// could not be extended until stop_margin before its deadline, and CMD's group was stopped
+// (SIGTERM, then SIGKILL after kill_grace, at the latest stop_margin / 2 before the deadline).
+// SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to dlock are forwarded to CMD's group. Errors from the
+// client library propagate (the caller maps them to exit codes).
 int run_locked(client::Client& client, const RunOptions& options, std::ostream& err);
 
 }  // namespace dlock::cli

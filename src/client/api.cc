@@ -43,6 +43,7 @@ SessionInfo ClientCore::open_session(const std::string& owner, std::chrono::mill
   SessionInfo info = decode_session(parse_object(exchange.response.body, what));
   if (info.session_id.empty()) throw InternalError(what + ": server sent no session_id");
   if (info.owner_id.empty()) info.owner_id = owner;
+  info.ttl = trusted_ttl(ttl, info.ttl);
   return info;
 }
 
@@ -93,7 +94,7 @@ std::optional<Grant> ClientCore::acquire(const std::string& key, const std::stri
       const boost::json::object object = parse_object(response.body, what);
       Grant grant;
       LockHandle& handle = grant.handle;
-      grant.ttl = millis_member(object, "ttl_ms");
+      grant.ttl = trusted_ttl(ttl, millis_member(object, "ttl_ms"));
       handle.key = string_member(object, "key", /*required=*/false);
       if (handle.key.empty()) handle.key = key;
       handle.owner_id = string_member(object, "owner", /*required=*/false);
@@ -101,7 +102,7 @@ std::optional<Grant> ClientCore::acquire(const std::string& key, const std::stri
       handle.fencing_token = uint_member(object, "fencing_token");
       // The deadline counts from when the granting request was *sent*, never from when the
       // answer arrived, so the client stops believing no later than the server expires it.
-      handle.client_deadline = exchange.sent_at + grant.ttl;
+      handle.client_deadline = lease_deadline(exchange.sent_at, grant.ttl);
       handle.server_expiry = time_member(object, "expires_at");
       return grant;
     }
@@ -139,8 +140,8 @@ ExtendResult ClientCore::extend(const std::string& key, const std::string& sessi
                         std::to_string(result.fencing_token) + ", ours is " +
                         std::to_string(token));
   }
-  result.ttl = millis_member(object, "ttl_ms");
-  result.client_deadline = exchange.sent_at + result.ttl;
+  result.ttl = trusted_ttl(ttl, millis_member(object, "ttl_ms"));
+  result.client_deadline = lease_deadline(exchange.sent_at, result.ttl);
   result.server_expiry = time_member(object, "expires_at");
   return result;
 }

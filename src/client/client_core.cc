@@ -1,6 +1,8 @@
 #include "client/client_core.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 
@@ -40,6 +42,35 @@ struct LastFailure {
   throw UnavailableError(message);
 }
 
+// "0.01" or "1%" -> 0.01; anything else, or a value outside [0, 0.5), is refused.
+double parse_clock_drift(std::string_view text) {
+  const bool percent = !text.empty() && text.back() == '%';
+  if (percent) text.remove_suffix(1);
+  double value = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) value = -1;
+  if (percent) value /= 100;
+  return value;
+}
+
+double resolve_clock_drift(const std::optional<double>& option) {
+  double value = kDefaultClockDrift;
+  std::string source = "clock_drift";
+  if (option) {
+    value = *option;
+  } else if (const char* env = std::getenv("DLOCK_CLOCK_DRIFT"); env != nullptr && *env != '\0') {
+    value = parse_clock_drift(env);
+    source = std::string("DLOCK_CLOCK_DRIFT=") + env;
+  }
+  // Not NaN, and short of a half: beyond that the "allowance" would be the lease itself.
+  if (!(value >= 0 && value < 0.5)) {
+    throw InvalidArgumentError("clock_drift", source +
+                                                  ": the clock-rate allowance must be a "
+                                                  "fraction in [0, 0.5), e.g. 0.01 or 1%");
+  }
+  return value;
+}
+
 }  // namespace
 
 ClientCore::ClientCore(ClientOptions opts, TransportPtr injected)
@@ -48,6 +79,7 @@ ClientCore::ClientCore(ClientOptions opts, TransportPtr injected)
     options.server_url = env_or("DLOCK_SERVER", std::string(kDefaultServerUrl));
   }
   if (options.admin_token.empty()) options.admin_token = env_or("DLOCK_ADMIN_TOKEN", "");
+  clock_drift = resolve_clock_drift(options.clock_drift);
   // Parsed even with an injected transport so a bad URL is reported the same way in tests.
   ServerAddress address = parse_server_url(options.server_url);
   if (!transport) {
@@ -72,6 +104,20 @@ SteadyClock::time_point ClientCore::deadline_from(const Deadline& deadline,
 
 CallContext ClientCore::context(const Deadline& deadline) const {
   return CallContext{deadline_from(deadline), {}, {}, {}};
+}
+
+std::chrono::milliseconds ClientCore::trusted_ttl(std::chrono::milliseconds asked,
+                                                  std::chrono::milliseconds answered) {
+  if (asked.count() <= 0) return answered;
+  if (answered.count() <= 0) return asked;
+  return std::min(asked, answered);
+}
+
+SteadyClock::time_point ClientCore::lease_deadline(SteadyClock::time_point sent_at,
+                                                   std::chrono::milliseconds ttl) const {
+  const auto allowance = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::ceil(static_cast<double>(ttl.count()) * clock_drift)));
+  return sent_at + ttl - allowance;
 }
 
 std::uint64_t ClientCore::random_bits() {

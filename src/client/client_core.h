@@ -49,6 +49,8 @@ struct ClientCore {
   ClientCore(ClientOptions options, TransportPtr transport);
 
   ClientOptions options;
+  // options.clock_drift, DLOCK_CLOCK_DRIFT or kDefaultClockDrift, validated.
+  double clock_drift = kDefaultClockDrift;
   TransportPtr transport;
   BackoffPolicy backoff;
   RetryClock clock = RetryClock::real();
@@ -58,6 +60,16 @@ struct ClientCore {
   SteadyClock::time_point deadline_from(const Deadline& deadline,
                                         std::chrono::milliseconds extra = {}) const;
   CallContext context(const Deadline& deadline) const;
+
+  // The TTL a lease is trusted for: the smaller of what was asked (0: the server's default,
+  // not known here) and what the server answered. A server answering more than was asked never
+  // extends the client's trust (docs/adr/0012).
+  static std::chrono::milliseconds trusted_ttl(std::chrono::milliseconds asked,
+                                               std::chrono::milliseconds answered);
+  // Until when a lease of `ttl` whose request was sent at `sent_at` is believed: sent_at + ttl
+  // less ceil(ttl * clock_drift), for a server clock that runs faster than ours.
+  SteadyClock::time_point lease_deadline(SteadyClock::time_point sent_at,
+                                         std::chrono::milliseconds ttl) const;
 
   // Sends `request`, retrying transient failures (transport errors, 429/502/503/504) with
   // backoff until context.deadline; returns the first other response, whatever its status.

@@ -50,9 +50,10 @@ void keepalive_loop(const std::stop_token& stop, SessionState& state) {
     }
     try {
       auto [info, sent_at] = core.keepalive(state.id, CallContext{deadline, stop, {}, {}});
-      const auto ttl = info.ttl.count() > 0 ? info.ttl : state.ttl;
+      // A keepalive renews for the session's TTL: never trust more than the one it opened with.
+      const auto ttl = ClientCore::trusted_ttl(state.ttl, info.ttl);
       std::lock_guard lock(state.mutex);
-      state.deadline = sent_at + ttl;
+      state.deadline = core.lease_deadline(sent_at, ttl);
       next = sent_at + ttl / 3;
     } catch (const SessionNotFoundError& error) {
       state.gone = true;
@@ -104,7 +105,7 @@ Session::Session(Client& client, SessionOptions options)
   if (state_->ttl.count() <= 0) {
     throw InternalError("open session: server granted no ttl_ms");
   }
-  state_->deadline = sent_at + state_->ttl;
+  state_->deadline = core.lease_deadline(sent_at, state_->ttl);
   state_->keepalive = std::jthread(
       [state = state_.get()](std::stop_token stop) { detail::keepalive_loop(stop, *state); });
 }

@@ -40,8 +40,8 @@ struct SessionState {
   std::atomic<bool> gone{false};
 
   std::mutex mutex;
-  // Send time of the last successful open/keepalive + TTL: the server cannot have expired the
-  // session before then.
+  // Send time of the last successful open/keepalive + TTL less the clock-rate allowance: the
+  // server cannot have expired the session before then.
   SteadyClock::time_point deadline;
 
   std::jthread keepalive;  // last: joined before the members it uses are destroyed

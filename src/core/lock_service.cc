@@ -1,6 +1,7 @@
 #include "core/lock_service.h"
 
 #include <boost/asio/post.hpp>
+#include <set>
 #include <utility>
 
 namespace dlock::core {
@@ -140,6 +141,7 @@ void LockService::keepalive(std::string session_id, Callback<SessionInfo> done) 
       return session;
     } catch (const SessionNotFoundError&) {
       forget_session(session_id);
+      drop_waiters_of({session_id});
       throw;
     }
   });
@@ -152,9 +154,11 @@ void LockService::close_session(std::string session_id, Callback<std::vector<Loc
       released = backend_.close_session(session_id);
     } catch (const SessionNotFoundError&) {
       forget_session(session_id);
+      drop_waiters_of({session_id});
       throw;
     }
     forget_session(session_id);
+    drop_waiters_of({session_id});
     for (const auto& info : released) {
       observer_.on_release(info.key, info.fencing_token);
       pump(info.key);
@@ -303,6 +307,59 @@ void LockService::drop_queue_if_idle(const std::string& key) {
   }
 }
 
+void LockService::drop_waiters_of(const std::vector<std::string>& session_ids) {
+  if (session_ids.empty()) return;
+  const std::set<std::string, std::less<>> ended(session_ids.begin(), session_ids.end());
+  std::vector<std::pair<std::string, WaiterPtr>> dropped;
+  {
+    std::lock_guard lock(mutex_);
+    if (waiters_ == 0) return;
+    for (const auto& [key, queue] : queues_) {
+      for (const auto& waiter : queue.waiters) {
+        if (ended.contains(waiter->session_id)) dropped.emplace_back(key, waiter);
+      }
+    }
+    // A head whose attempt is in flight is taken too: that attempt then finds it answered and
+    // gives back whatever it was granted (the store refuses a dead session anyway, C2).
+    std::erase_if(dropped,
+                  [this](const auto& entry) { return !take_locked(entry.first, entry.second); });
+  }
+  std::set<std::string> keys;
+  for (const auto& [key, waiter] : dropped) {
+    finish(waiter, {std::nullopt, std::make_exception_ptr(SessionNotFoundError(
+                                      "session " + waiter->session_id +
+                                      " ended while waiting (closed or expired)"))});
+    keys.insert(key);
+  }
+  // The next waiter may now be the head (or the queue empty, its subscription no longer needed).
+  for (const auto& key : keys) pump(key);
+}
+
+std::vector<std::string> LockService::dead_waiting_sessions() {
+  std::set<std::string> unsure;
+  {
+    std::lock_guard lock(mutex_);
+    const auto now = WallClock::now();
+    for (const auto& [key, queue] : queues_) {
+      for (const auto& waiter : queue.waiters) {
+        const auto known = local_sessions_.find(waiter->session_id);
+        if (known == local_sessions_.end() || known->second <= now) {
+          unsure.insert(waiter->session_id);
+        }
+      }
+    }
+  }
+  std::vector<std::string> dead;
+  for (const auto& session_id : unsure) {
+    try {
+      if (!backend_.get_session(session_id)) dead.push_back(session_id);
+    } catch (...) {
+      report(std::current_exception());  // unknown: the waiter keeps its place until next time
+    }
+  }
+  return dead;
+}
+
 void LockService::pump(const std::string& key) {
   WaiterPtr head;
   {
@@ -370,6 +427,7 @@ void LockService::pump_locked_out(const std::string& key, const WaiterPtr& head)
     }
   } else if (refused) {
     if (delivered) finish(head, {std::nullopt, refused});
+    drop_waiters_of({head->session_id});  // its other keys' waits are just as dead
     pump(key);
   } else if (again) {
     pump(key);
@@ -486,6 +544,7 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
             finish(head, {std::nullopt, std::make_exception_ptr(SessionNotFoundError(
                                             "session expired while waiting"))});
           }
+          drop_waiters_of({head->session_id});
           pump(key);
         } else if (delivered) {
           const auto expiry = next->server_expiry;
@@ -534,6 +593,10 @@ void LockService::reap() {
           observer_.on_session_lost(session);
           forget_session(session);
         }
+        drop_waiters_of(report_.expired_sessions);
+        // Stores do not report every ended session (an etcd session lease that lapsed with no
+        // grant, a session closed through another dlockd): ask about the waiting ones.
+        drop_waiters_of(dead_waiting_sessions());
       } catch (...) {
         report(std::current_exception());
       }

@@ -122,6 +122,12 @@ class LockService {
   bool take_if_pending(const std::string& key, const WaiterPtr& waiter);
   bool take_locked(const std::string& key, const WaiterPtr& waiter);  // under mutex_
   void drop_queue_if_idle(const std::string& key);
+  // Answers every queued waiter of these sessions with SessionNotFoundError at once: a waiter
+  // whose session ended must neither keep its place (and the gauge) nor ever be granted.
+  void drop_waiters_of(const std::vector<std::string>& session_ids);
+  // The waiting sessions this server cannot vouch for (opened elsewhere, or past the expiry it
+  // last saw) that the backend no longer has; called by the reaper.
+  std::vector<std::string> dead_waiting_sessions();
   void reap();
   void report(const std::exception_ptr& error);
 

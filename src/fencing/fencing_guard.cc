@@ -30,14 +30,40 @@ ResultPtr run(pg_conn* conn, const std::string& sql, const std::vector<std::stri
   return result;
 }
 
+// holder_key is the lock key bound to the resource; NULL or '' (rows written before keys were
+// bound) means not bound yet, and the first key to write binds it.
+#define DLOCK_FENCING_SAME_KEY \
+  "COALESCE(NULLIF(fencing_resource.holder_key, ''), EXCLUDED.holder_key) = EXCLUDED.holder_key"
+
 // The whole rule in one statement: insert the resource's first token, or raise the highest
-// accepted token only if the new one is not smaller. Zero rows returned = stale.
+// accepted token only if the new one is not smaller and comes from the bound key. Zero rows
+// returned = stale or another key; the conflicting row is locked either way, so the follow-up
+// read of its key in the same transaction tells the two apart.
 constexpr const char* kAdmitSql =
     "INSERT INTO fencing_resource (resource, highest_token, holder_key) VALUES ($1, $2, $3) "
     "ON CONFLICT (resource) DO UPDATE SET highest_token = EXCLUDED.highest_token, "
     "holder_key = EXCLUDED.holder_key "
     "WHERE fencing_resource.highest_token <= EXCLUDED.highest_token "
-    "RETURNING highest_token";
+    "AND " DLOCK_FENCING_SAME_KEY " RETURNING highest_token";
+
+constexpr const char* kBindSql =
+    "INSERT INTO fencing_resource (resource, highest_token, holder_key) VALUES ($1, 0, $2) "
+    "ON CONFLICT (resource) DO UPDATE SET holder_key = EXCLUDED.holder_key "
+    "WHERE " DLOCK_FENCING_SAME_KEY " RETURNING 1";
+
+[[noreturn]] void key_mismatch(std::string_view resource, const std::string& bound,
+                               std::string_view presented) {
+  throw LockKeyMismatchError("fencing: resource \"" + std::string(resource) +
+                             "\" is protected by lock key \"" + bound +
+                             "\"; a token of lock key \"" + std::string(presented) +
+                             "\" is refused (tokens of different keys are not comparable)");
+}
+
+void check_lock_key(std::string_view lock_key) {
+  if (lock_key.empty()) {
+    throw FencingError("fencing: the lock key the token belongs to is required");
+  }
+}
 
 }  // namespace
 
@@ -49,8 +75,22 @@ void install_schema(pg_conn* conn) {
   tx.commit();
 }
 
+void bind_resource(pg_conn* conn, std::string_view resource, std::string_view lock_key) {
+  check_lock_key(lock_key);
+  const auto result = run(conn, kBindSql, {std::string(resource), std::string(lock_key)});
+  if (PQntuples(result.get()) == 0) key_mismatch(resource, bound_key(conn, resource), lock_key);
+}
+
+std::string bound_key(pg_conn* conn, std::string_view resource) {
+  const auto result = run(conn, "SELECT holder_key FROM fencing_resource WHERE resource = $1",
+                          {std::string(resource)});
+  if (PQntuples(result.get()) == 0 || PQgetisnull(result.get(), 0, 0)) return {};
+  return PQgetvalue(result.get(), 0, 0);
+}
+
 Admission admit(pg_conn* conn, std::string_view resource, FencingToken token,
-                std::string_view holder_key) {
+                std::string_view lock_key) {
+  check_lock_key(lock_key);
   if (PQtransactionStatus(conn) != PQTRANS_INTRANS) {
     throw FencingError(
         "fencing admit outside a transaction: the check and the write must commit "
@@ -60,8 +100,12 @@ Admission admit(pg_conn* conn, std::string_view resource, FencingToken token,
     throw FencingError("fencing token does not fit a bigint");
   }
   const auto result =
-      run(conn, kAdmitSql, {std::string(resource), std::to_string(token), std::string(holder_key)});
-  return PQntuples(result.get()) == 1 ? Admission::kAdmitted : Admission::kStale;
+      run(conn, kAdmitSql, {std::string(resource), std::to_string(token), std::string(lock_key)});
+  if (PQntuples(result.get()) == 1) return Admission::kAdmitted;
+  if (const std::string bound = bound_key(conn, resource); !bound.empty() && bound != lock_key) {
+    key_mismatch(resource, bound, lock_key);
+  }
+  return Admission::kStale;
 }
 
 FencingToken highest_accepted(pg_conn* conn, std::string_view resource) {

@@ -9,8 +9,9 @@
 // transaction, which takes the resource row's lock until the transaction ends, so two writers
 // of one resource are serialized and a write stamped with a smaller token is refused.
 //
+//   dlock::fencing::bind_resource(conn, "batch-17", "payouts/batch-17");  // once, at set-up
 //   dlock::fencing::Transaction tx(conn);                       // BEGIN
-//   if (dlock::fencing::admit(conn, "payouts/batch-17", lock->token()) ==
+//   if (dlock::fencing::admit(conn, "batch-17", lock->token(), lock->key()) ==
 //       dlock::fencing::Admission::kStale) {
 //     return;                                                   // ~Transaction: ROLLBACK
 //   }
@@ -19,6 +20,11 @@
 //
 // The same token may write repeatedly (token >= highest: one grant, many writes); tokens are
 // unique per grant, so a new grant always carries a strictly greater token than the last.
+//
+// Tokens are ordered per lock key only: a token of another key says nothing about this
+// resource's holders (on sqlite and pg each key counts on its own; on etcd a busy unrelated key
+// runs far ahead). So each resource is bound to the one lock key that protects it, and a token
+// of any other key is refused with LockKeyMismatchError instead of being compared.
 
 #include <cstdint>
 #include <initializer_list>
@@ -42,9 +48,23 @@ class FencingError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The resource is protected by another lock key than the one whose token was presented: a
+// configuration or programming error, never a decision. The transaction must be rolled back.
+class LockKeyMismatchError : public FencingError {
+ public:
+  using FencingError::FencingError;
+};
+
 // Creates the fencing_resource table if it does not exist. Takes a transaction-scoped advisory
 // lock so that several processes installing it at once do not collide.
 void install_schema(pg_conn* conn);
+
+// Binds `resource` to `lock_key`, the dlock key whose holders may write it (as the client names
+// it: Lock::key()). Idempotent; throws LockKeyMismatchError when the resource is bound to another
+// key already (a binding never changes). Runs in the caller's transaction when one is open.
+// A resource never bound is bound by its first admission; bind ahead to close that first-use
+// window.
+void bind_resource(pg_conn* conn, std::string_view resource, std::string_view lock_key);
 
 enum class Admission {
   kAdmitted,  // token >= highest accepted: the highest is now `token`; go on and write
@@ -52,13 +72,17 @@ enum class Admission {
 };
 
 // Checks and raises the highest accepted token of `resource`, in the caller's open
-// transaction (throws FencingError if none is open). On kAdmitted the row stays locked until
-// the transaction ends. `holder_key` (e.g. the dlock key) is recorded for diagnostics.
+// transaction (throws FencingError if none is open). `lock_key` is the key the token belongs
+// to (required): a resource bound to another key throws LockKeyMismatchError; an unbound one
+// is bound to `lock_key`. On kAdmitted the row stays locked until the transaction ends.
 Admission admit(pg_conn* conn, std::string_view resource, FencingToken token,
-                std::string_view holder_key = {});
+                std::string_view lock_key);
 
 // The highest token `resource` has accepted, or 0 when it has accepted none.
 FencingToken highest_accepted(pg_conn* conn, std::string_view resource);
+
+// The lock key `resource` is bound to, or empty when it is not bound.
+std::string bound_key(pg_conn* conn, std::string_view resource);
 
 // RAII transaction on a libpq connection: BEGIN on construction, ROLLBACK on destruction
 // unless commit() succeeded.

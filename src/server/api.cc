@@ -1,10 +1,12 @@
 #include "server/api.h"
 
+#include <algorithm>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 #include <charconv>
+#include <chrono>
 #include <vector>
 
 #include "dlock/errors.h"
@@ -86,10 +88,25 @@ bool constant_time_equal(std::string_view given, std::string_view expected) {
 std::string store_key(const std::string& ns, const std::string& key) { return ns + "/" + key; }
 std::string api_key(const std::string& stored) { return stored.substr(stored.find('/') + 1); }
 
-json::object handle_json(const LockHandle& handle, milliseconds ttl) {
-  return {{"key", api_key(handle.key)}, {"fencing_token", handle.fencing_token},
-          {"owner", handle.owner_id},   {"session_id", handle.session_id},
-          {"ttl_ms", ttl.count()},      {"expires_at", format_time(handle.server_expiry)}};
+// The lifetime answered for a grant (C3, docs/adr/0011-honest-lock-lifetimes.md): never more
+// than was asked, and never more than the store says the lock is certain to live, counted from
+// when this request arrived. A client counts it from its send time, which is earlier, so the
+// deadline it computes is one the backend keeps -- even where the backend kept less than asked
+// (an etcd lease renews for its first TTL, whatever an extend asks).
+milliseconds honoured_ttl(const LockHandle& handle, milliseconds asked,
+                          SteadyClock::time_point received) {
+  const auto kept = std::chrono::floor<milliseconds>(handle.client_deadline - received);
+  return std::clamp(kept, milliseconds(0), asked);
+}
+
+json::object handle_json(const LockHandle& handle, milliseconds asked,
+                         SteadyClock::time_point received) {
+  return {{"key", api_key(handle.key)},
+          {"fencing_token", handle.fencing_token},
+          {"owner", handle.owner_id},
+          {"session_id", handle.session_id},
+          {"ttl_ms", honoured_ttl(handle, asked, received).count()},
+          {"expires_at", format_time(handle.server_expiry)}};
 }
 
 json::object info_json(const LockInfo& info) {
@@ -158,6 +175,8 @@ void Api::route(const Request& request, const Reply& reply) {
   };
   const auto method = request.method();
   const auto& body = request.body();
+  // Before any store call: the lifetimes answered count from here (honoured_ttl).
+  const auto received = SteadyClock::now();
 
   if (path.size() == 1 && (path[0] == "healthz" || path[0] == "readyz")) {
     if (path[0] == "readyz" && !ready_) {
@@ -265,17 +284,17 @@ void Api::route(const Request& request, const Reply& reply) {
       throw InvalidArgumentError(
           "wait_ms", "wait_ms must be between 0 and " + std::to_string(config_.max_wait.count()));
     }
-    return service_.acquire(
-        key, checked_session_id(*session_id), ttl, wait,
-        answer<std::optional<LockHandle>>(reply, [key, ttl](std::optional<LockHandle> handle) {
-          if (!handle) {
-            return error_response(409, "held",
-                                  "lock " + api_key(key) +
-                                      " is held by another "
-                                      "session");
-          }
-          return ok(200, handle_json(*handle, ttl));
-        }));
+    return service_.acquire(key, checked_session_id(*session_id), ttl, wait,
+                            answer<std::optional<LockHandle>>(
+                                reply, [key, ttl, received](std::optional<LockHandle> handle) {
+                                  if (!handle) {
+                                    return error_response(409, "held",
+                                                          "lock " + api_key(key) +
+                                                              " is held by another "
+                                                              "session");
+                                  }
+                                  return ok(200, handle_json(*handle, ttl, received));
+                                }));
   }
   if (path.size() == 3 && path[2] == "extend" && method == http::verb::post) {
     const BodyReader reader(body, {"session_id", "fencing_token", "ttl_ms", "ns"});
@@ -288,8 +307,8 @@ void Api::route(const Request& request, const Reply& reply) {
     const auto ttl =
         checked_ttl(reader.integer("ttl_ms"), config_.default_lock_ttl, config_.store.limits);
     return service_.extend(key, checked_session_id(*session_id), *token, ttl,
-                           answer<LockHandle>(reply, [ttl](LockHandle handle) {
-                             return ok(200, handle_json(handle, ttl));
+                           answer<LockHandle>(reply, [ttl, received](LockHandle handle) {
+                             return ok(200, handle_json(handle, ttl, received));
                            }));
   }
   reply(error_response(

@@ -201,6 +201,36 @@ TEST_P(LockStoreConformance, ExtendKeepsTokenAndMovesExpiry) {
   EXPECT_EQ(store_->read(key)->fencing_token, handle.fencing_token);
 }
 
+// An extend that asks for more than the grant's first TTL: the handle may promise less than
+// was asked (an etcd lease renews for the TTL it was granted with), never more than the backend
+// keeps. Measured: another session probing the key is not granted it before the deadline the
+// extended handle promises (docs/adr/0011-honest-lock-lifetimes.md).
+TEST_P(LockStoreConformance, ExtendAnswersNoMoreThanTheBackendKeeps) {
+  const auto key = fresh_key();
+  const auto bob = open("bob");
+  const auto handle = acquire(key, open("alice"), kMinTtl);
+  const auto sent_at = SteadyClock::now();
+  const auto extended = store_->extend(handle, seconds(4));
+  EXPECT_LE(extended.client_deadline, SteadyClock::now() + seconds(4));
+  EXPECT_GE(extended.client_deadline, sent_at + kMinTtl)
+      << "an extend keeps at least the grant's first TTL";
+  std::optional<LockHandle> taken;
+  SteadyClock::time_point taken_by{};
+  ASSERT_TRUE(testing::wait_for(
+      [&] {
+        taken = store_->try_insert(key, bob.owner_id, bob.session_id, seconds(30));
+        taken_by = SteadyClock::now();  // the grant happened before this instant
+        return taken.has_value();
+      },
+      seconds(15)))
+      << "the extended lock never ended";
+  const auto early =
+      std::chrono::duration_cast<std::chrono::microseconds>(extended.client_deadline - taken_by);
+  EXPECT_LE(early.count(), 0) << "another session was granted the key " << early.count() / 1000
+                              << " ms before the extended handle's deadline";
+  EXPECT_GT(taken->fencing_token, handle.fencing_token);
+}
+
 TEST_P(LockStoreConformance, ExtendByStaleGrantIsLockLost) {
   const auto key = fresh_key();
   const auto alice = open("alice");

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <barrier>
 #include <boost/json.hpp>
+#include <iostream>
 #include <set>
 #include <thread>
 
@@ -153,6 +154,65 @@ TEST_P(ServerEndToEnd, SessionLifecycle) {
   EXPECT_EQ(defaulted.json.at("ttl_ms").as_int64(), 30000);
 }
 
+// An extend asks for more than the grant's first TTL. Whatever ttl_ms the answer carries, the
+// lock must really be held until the deadline a client computes from it (its send time plus
+// ttl_ms): a waiting session is not granted the key before then (docs/adr/0011).
+TEST_P(ServerEndToEnd, ExtendAnswersNoMoreThanTheBackendKeeps) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice, 1000);
+  ASSERT_EQ(held.status, 200) << held.body;
+  const auto sent_at = std::chrono::steady_clock::now();
+  const auto extended =
+      call("POST", "/v1/locks/" + key + "/extend",
+           json::serialize(json::object{
+               {"session_id", alice}, {"fencing_token", token_of(held)}, {"ttl_ms", 5000}}));
+  ASSERT_EQ(extended.status, 200) << extended.body;
+  const auto told = milliseconds(extended.json.at("ttl_ms").as_int64());
+  EXPECT_LE(told, milliseconds(5000));
+  EXPECT_GE(told, milliseconds(1000)) << "an extend keeps at least the grant's first TTL";
+  const auto deadline = sent_at + told;
+  // Bob waits for the key: it is his only once alice's lock has really ended.
+  const auto waited = acquire(key, bob, 30000, 10000);
+  const auto returned = std::chrono::steady_clock::now();
+  ASSERT_EQ(waited.status, 200) << "the lock never ended: " << waited.body;
+  const auto early = std::chrono::duration_cast<std::chrono::microseconds>(deadline - returned);
+  EXPECT_LE(early.count(), 0) << "bob was granted the key " << early.count() / 1000
+                              << " ms before the deadline alice was told (ttl_ms " << told.count()
+                              << ")";
+  EXPECT_GT(token_of(waited), token_of(held));
+}
+
+// A session lives at least as long as the ttl_ms its creation and each keepalive answered,
+// counted from the request's send time: acquires with it keep succeeding until then.
+TEST_P(ServerEndToEnd, SessionAnswersNoMoreThanTheBackendKeeps) {
+  const auto created_at = std::chrono::steady_clock::now();
+  const auto created = call("POST", "/v1/sessions", R"({"owner":"carol","ttl_ms":1000})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string sid(created.json.at("session_id").as_string());
+  EXPECT_LE(created.json.at("ttl_ms").as_int64(), 1000);
+  const auto kept_at = std::chrono::steady_clock::now();
+  const auto kept = call("POST", "/v1/sessions/" + sid + "/keepalive");
+  ASSERT_EQ(kept.status, 200) << kept.body;
+  EXPECT_LE(kept.json.at("ttl_ms").as_int64(), 1000);
+  const auto deadline = std::max(created_at + milliseconds(created.json.at("ttl_ms").as_int64()),
+                                 kept_at + milliseconds(kept.json.at("ttl_ms").as_int64()));
+  int acquires = 0;
+  while (true) {
+    const auto result = acquire(fresh_key(), sid, 1000);
+    const auto returned = std::chrono::steady_clock::now();
+    if (returned >= deadline) break;
+    ASSERT_EQ(result.status, 200)
+        << "the session ended "
+        << std::chrono::duration_cast<std::chrono::microseconds>(deadline - returned).count() / 1000
+        << " ms before the deadline it was told: " << result.body;
+    ++acquires;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_GT(acquires, 0);
+}
+
 TEST_P(ServerEndToEnd, AcquireExtendReadListRelease) {
   const auto sid = open_session("alice");
   const auto key = "payouts%2F" + fresh_key();  // one percent-encoded segment with a '/'
@@ -173,7 +233,9 @@ TEST_P(ServerEndToEnd, AcquireExtendReadListRelease) {
            R"({"session_id":")" + sid + R"(","fencing_token":)" + token + R"(,"ttl_ms":40000})");
   ASSERT_EQ(extended.status, 200) << extended.body;
   EXPECT_EQ(token_of(extended), token_of(second));
-  EXPECT_EQ(extended.json.at("ttl_ms").as_int64(), 40000);
+  // The answer is what the backend keeps (C3): an etcd grant's lease renews for the 30 s it was
+  // granted with, whatever the extend asks; the relational stores lengthen the lock.
+  EXPECT_EQ(extended.json.at("ttl_ms").as_int64(), GetParam() == "etcd" ? 30000 : 40000);
 
   const auto read = call("GET", "/v1/locks/" + key);
   ASSERT_EQ(read.status, 200);
@@ -437,6 +499,38 @@ TEST_P(ServerEndToEnd, HotKeyWaitersDoNotHerdTheBackend) {
   EXPECT_GE(attempts, kWaiters);
 }
 
+// A holder keeps extending past its first expiry while bob waits. The lock's reported expiry
+// must follow the extends (on etcd the grant's record keeps its first expiry: an extend renews
+// the lease without rewriting the key, ADR-0011), or the waiter is woken for a retry every
+// 10 ms -- one backend write each -- for as long as the holder extends.
+TEST_P(ServerEndToEnd, ExtendedHolderDoesNotMakeItsWaitersPoll) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice, 1000);
+  ASSERT_EQ(held.status, 200) << held.body;
+  HttpResult waited;
+  std::thread waiter([&] { waited = acquire(key, bob, 30000, 20000); });
+  ASSERT_TRUE(wait_for_waiters(1));
+  const double before =
+      metric(call("GET", "/metrics").body, "dlock_backend_acquire_attempts_total");
+  // Four extends 500 ms apart: the lock lives about 2.5 s, 1.5 s past its first expiry.
+  for (int i = 0; i < 4; ++i) {
+    std::this_thread::sleep_for(milliseconds(500));
+    const auto extended =
+        call("POST", "/v1/locks/" + key + "/extend",
+             json::serialize(json::object{
+                 {"session_id", alice}, {"fencing_token", token_of(held)}, {"ttl_ms", 1000}}));
+    ASSERT_EQ(extended.status, 200) << extended.body;
+  }
+  const double during =
+      metric(call("GET", "/metrics").body, "dlock_backend_acquire_attempts_total") - before;
+  waiter.join();
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  std::cout << GetParam() << ": " << during << " backend acquire attempts while extended\n";
+  EXPECT_LE(during, 10) << "backend acquire attempts for one waiter while the holder extended";
+}
+
 TEST_P(ServerEndToEnd, WaiterIsGrantedAtHolderExpiry) {
   const auto alice = open_session("alice");
   const auto bob = open_session("bob");
@@ -596,6 +690,54 @@ TEST_P(ServerEndToEnd, MetricsAndHealth) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ServerEndToEnd, ::testing::ValuesIn(e2e_backends()),
+                         [](const auto& info) { return info.param; });
+
+// A waiter whose session ends while it waits is answered at once with 404 session_not_found (as
+// any request of an ended session is, C3) and leaves the queue; the key is never granted to it.
+class EndedSessionWaiter : public ServerEndToEnd {
+ protected:
+  void expect_dropped_at_once(const std::string& alice, const std::string& bob,
+                              const std::function<void()>& end_bobs_session,
+                              std::chrono::milliseconds promptly) {
+    const auto key = fresh_key();
+    const auto held = acquire(key, alice);
+    ASSERT_EQ(held.status, 200);
+    HttpResult waited;
+    std::atomic<bool> answered{false};
+    std::thread waiter([&] {
+      waited = acquire(key, bob, 30000, 25000);
+      answered = true;
+    });
+    ASSERT_TRUE(wait_for_waiters(1));
+    end_bobs_session();
+    EXPECT_TRUE(testing::wait_for([&] { return answered.load(); }, promptly))
+        << "the waiter of an ended session stayed queued";
+    EXPECT_TRUE(wait_for_waiters(0));
+    ASSERT_EQ(release(key, alice, token_of(held)).status, 204);
+    waiter.join();
+    EXPECT_EQ(waited.status, 404) << waited.body;
+    EXPECT_EQ(waited.error_code(), "session_not_found");
+    EXPECT_EQ(call("GET", "/v1/locks/" + key).error_code(), "lock_not_found");  // nobody's
+  }
+};
+
+TEST_P(EndedSessionWaiter, ClosedSessionsWaiterIsAnsweredAtOnceAndNeverGranted) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  expect_dropped_at_once(
+      alice, bob, [&] { ASSERT_EQ(call("DELETE", "/v1/sessions/" + bob).status, 204); },
+      seconds(3));
+}
+
+TEST_P(EndedSessionWaiter, ExpiredSessionsWaiterIsAnsweredAtOnceAndNeverGranted) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob", 1000);  // never kept alive
+  // Expiry (1 s) + the reaper's interval (1 s), far below the 25 s wait.
+  expect_dropped_at_once(
+      alice, bob, [] {}, seconds(8));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, EndedSessionWaiter, ::testing::ValuesIn(e2e_backends()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "safety/checker.h"
 
+#include <algorithm>
 #include <set>
+#include <utility>
 
 namespace dlock::safety {
 namespace {
@@ -34,6 +36,49 @@ void check_grants(const History& history, Report& report) {
           report.violations.push_back("I1 token did not increase: " + describe(*earlier) +
                                       " then " + describe(*later));
         }
+      }
+    }
+  }
+}
+
+// Grants of one key are ordered by their tokens (I1), so a grant with a greater token started
+// after the earlier grant; if it was acknowledged before the earlier holder's promised deadline,
+// it certainly started inside that promise. A holder's own later grant (re-entrant acquire)
+// replaces its earlier one and is no violation; nor is any grant after the holder sent a release.
+void check_lifetimes(const History& history, Report& report) {
+  struct Promise {
+    const Operation* grant = nullptr;
+    std::int64_t until_ns = 0;
+  };
+  std::map<std::pair<std::string, std::uint64_t>, Promise> promises;  // by (key, token)
+  for (const auto& op : history.operations()) {
+    if (op.kind == "acquire" && op.outcome == Outcome::kOk && op.promised_until_ns > 0) {
+      promises[{op.key, op.token}] = Promise{&op, op.promised_until_ns};
+    }
+  }
+  for (const auto& op : history.operations()) {
+    const auto found = promises.find({op.key, op.token});
+    if (found == promises.end()) continue;
+    auto& until = found->second.until_ns;
+    if (op.kind == "extend" && op.outcome == Outcome::kOk) {
+      until = std::max(until, op.promised_until_ns);
+    } else if (op.kind == "release") {  // any attempt: the holder gave the lock up
+      until = std::min(until, op.start_ns);
+    }
+  }
+  report.promises = promises.size();
+  const auto grants = ok_by_key(history, "acquire");
+  for (const auto& [id, promise] : promises) {
+    const auto found = grants.find(id.first);
+    if (found == grants.end()) continue;
+    for (const auto* later : found->second) {
+      if (later->token > promise.grant->token && later->session != promise.grant->session &&
+          later->end_ns < promise.until_ns) {
+        report.violations.push_back(
+            "I5 granted " + std::to_string((promise.until_ns - later->end_ns) / 1000000) +
+            " ms or more inside another holder's promised lifetime (until " +
+            std::to_string(promise.until_ns) + "): " + describe(*later) + " while " +
+            describe(*promise.grant));
       }
     }
   }
@@ -97,6 +142,7 @@ Report check(const std::string& name, const History& history, const LedgerSnapsh
   }
   check_grants(history, report);
   check_resource(history, report);
+  check_lifetimes(history, report);
   if (ledger != nullptr) check_ledger(history, *ledger, report);
   return report;
 }
@@ -105,7 +151,8 @@ void print(std::ostream& out, const Report& report) {
   out << "SAFETY " << report.name << ": operations=" << report.operations
       << " faults=" << report.faults << " failed_ops=" << report.failed
       << " unknown_ops=" << report.unknown << " rejected_stale_writes=" << report.rejected_writes
-      << " violations=" << report.violations.size() << "\n";
+      << " promised_grants=" << report.promises << " violations=" << report.violations.size()
+      << "\n";
   for (const auto& violation : report.violations) out << "  VIOLATION " << violation << "\n";
 }
 

@@ -6,7 +6,10 @@
 //   I2  the resource never accepts a token lower than one it already accepted (an accepted
 //       write that started after another accepted write ended carries a token >= that one's);
 //   I3  every payout is paid exactly once (ledger rows per payout);
-//   I4  every acknowledged write is present at the end (its ledger row, with its token).
+//   I4  every acknowledged write is present at the end (its ledger row, with its token);
+//   I5  no grant of a key starts inside another grant's promised lifetime (from its grant to the
+//       latest deadline its holder was told, by the acquire or an extend), unless that holder
+//       released first (its release was sent before the later grant was acknowledged).
 
 #include <cstdint>
 #include <map>
@@ -31,6 +34,7 @@ struct Report {
   std::size_t failed = 0;               // operations with outcome fail (held, refused, errors)
   std::size_t unknown = 0;              // operations with outcome unknown
   std::size_t rejected_writes = 0;      // stale writes the guard refused
+  std::size_t promises = 0;             // grants with a recorded promised deadline (I5)
   std::vector<std::string> violations;  // each starts with its invariant, e.g. "I3 ..."
   bool ok() const { return violations.empty(); }
   bool has(const std::string& invariant) const;

@@ -78,5 +78,54 @@ TEST(SafetyChecker, I4AcknowledgedWriteMissing) {
   EXPECT_TRUE(check("i4", history, &ledger).has("I4"));
 }
 
+Operation promised(const std::string& kind, const std::string& session, std::int64_t start,
+                   std::int64_t end, std::uint64_t token, std::int64_t until) {
+  auto result = op(kind, "k", start, end, token);
+  result.session = session;
+  result.promised_until_ns = until;
+  return result;
+}
+
+// The checker's negative control for I5: a grant acknowledged inside another holder's promised
+// lifetime (the etcd extend that promised more than its lease kept looked like this).
+TEST(SafetyChecker, I5GrantInsideAnotherHoldersPromisedLifetime) {
+  History history;
+  history.add(promised("acquire", "a", 0, 10, 5, 1000));
+  history.add(promised("acquire", "b", 20, 900, 7, 2000));  // granted by 900 < 1000
+  const auto report = check("i5", history, nullptr);
+  EXPECT_TRUE(report.has("I5"));
+  EXPECT_EQ(report.violations.size(), 1u);
+  EXPECT_EQ(report.promises, 2u);
+}
+
+TEST(SafetyChecker, I5ExtendMovesThePromise) {
+  History history;
+  history.add(promised("acquire", "a", 0, 10, 5, 1000));
+  history.add(promised("extend", "a", 500, 510, 5, 4000));
+  history.add(promised("acquire", "b", 20, 3000, 7, 5000));
+  EXPECT_TRUE(check("i5-extend", history, nullptr).has("I5"));
+  // An extend that failed promised nothing.
+  History refused;
+  refused.add(promised("acquire", "a", 0, 10, 5, 1000));
+  auto late = promised("extend", "a", 500, 510, 5, 4000);
+  late.outcome = Outcome::kFail;
+  refused.add(late);
+  refused.add(promised("acquire", "b", 20, 3000, 7, 5000));
+  EXPECT_TRUE(check("i5-refused-extend", refused, nullptr).ok());
+}
+
+TEST(SafetyChecker, I5GrantAfterThePromiseOrAReleaseOrByTheSameSessionIsFine) {
+  History history;
+  history.add(promised("acquire", "a", 0, 10, 5, 1000));
+  history.add(promised("acquire", "b", 20, 1001, 7, 2000));  // after a's promise
+  auto release = op("release", "k", 1500, 1510, 7, Outcome::kUnknown);
+  release.session = "b";
+  history.add(release);
+  history.add(promised("acquire", "c", 1505, 1600, 9, 3000));   // b released first
+  history.add(promised("acquire", "c", 1700, 1710, 11, 4000));  // c's own re-entrant acquire
+  const auto report = check("i5-clean", history, nullptr);
+  EXPECT_TRUE(report.ok()) << report.violations.front();
+}
+
 }  // namespace
 }  // namespace dlock::safety

@@ -140,6 +140,12 @@ class Recorder {
         result.json.as_object().contains("fencing_token")) {
       op.token = result.json.at("fencing_token").to_number<std::uint64_t>();
     }
+    // The deadline the holder was told: its send time plus the answered ttl_ms (I5).
+    if (op.outcome == Outcome::kOk && result.json.is_object() &&
+        result.json.as_object().contains("ttl_ms")) {
+      op.promised_until_ns =
+          op.start_ns + result.json.at("ttl_ms").to_number<std::int64_t>() * 1000000;
+    }
     last_ = op;
     history_.add(op);
     return result;

@@ -272,6 +272,12 @@ class Recorder {
         result.json.as_object().contains("fencing_token")) {
       op.token = result.json.at("fencing_token").to_number<std::uint64_t>();
     }
+    // The deadline the holder was told: its send time plus the answered ttl_ms (I5).
+    if (op.outcome == Outcome::kOk && result.json.is_object() &&
+        result.json.as_object().contains("ttl_ms")) {
+      op.promised_until_ns =
+          op.start_ns + result.json.at("ttl_ms").to_number<std::int64_t>() * 1000000;
+    }
     {
       std::lock_guard lock(mutex_);
       history_.add(op);
@@ -286,10 +292,10 @@ class Recorder {
                     {"session_id", session}, {"ttl_ms", ttl_ms}, {"wait_ms", wait_ms}}));
   }
   testing::HttpResult extend(const std::string& process, const std::string& session,
-                             const std::string& key, std::uint64_t token) {
+                             const std::string& key, std::uint64_t token, int ttl_ms = 1000) {
     return call(process, session, key, "extend", "POST", "/v1/locks/" + key + "/extend",
                 json::serialize(json::object{
-                    {"session_id", session}, {"fencing_token", token}, {"ttl_ms", 1000}}),
+                    {"session_id", session}, {"fencing_token", token}, {"ttl_ms", ttl_ms}}),
                 token);
   }
   testing::HttpResult release(const std::string& process, const std::string& session,
@@ -401,6 +407,31 @@ TEST_P(FencingFaults, D_WaiterWhoseSessionDiesIsNotGranted) {
   }
   auto report = check(name_, history, nullptr);
   for (auto& v : violations) report.violations.push_back("WAIT " + v);
+  print(std::cout, report);
+  EXPECT_TRUE(report.ok());
+}
+
+// Scenario (m): a holder extends its lock for longer than it first asked, and a waiter queues
+// for the key. I5: the waiter is not granted the key inside the lifetime the holder was told.
+// (An etcd lease renews only for its first TTL; dlockd once answered the asked ttl_ms, and the
+// waiter got the key seconds early: ADR-0011.)
+TEST_P(FencingFaults, M_ExtendBeyondTheFirstTtlIsKeptAsAnswered) {
+  History history;
+  Recorder recorder(history, dlockd_->address());
+  for (int cycle = 0; cycle < cycles(1, 10); ++cycle) {
+    const std::string key = "longer-" + std::to_string(cycle);
+    const auto holder = open_session(dlockd_->address(), 60000);
+    const auto waiter = open_session(dlockd_->address(), 60000);
+    const auto held = recorder.acquire("client-holder", holder, key, 1000, 0);
+    ASSERT_EQ(held.status, 200) << held.body;
+    const auto extended = recorder.extend("client-holder", holder, key, token_of(held), 4000);
+    ASSERT_EQ(extended.status, 200) << extended.body;
+    history.note_fault("extend beyond the first TTL");
+    const auto taken = recorder.acquire("client-waiter", waiter, key, 30000, 10000);
+    ASSERT_EQ(taken.status, 200) << "the extended lock never ended: " << taken.body;
+    EXPECT_EQ(recorder.release("client-waiter", waiter, key, token_of(taken)).status, 204);
+  }
+  const auto report = check(name_, history, nullptr);
   print(std::cout, report);
   EXPECT_TRUE(report.ok());
 }

@@ -46,9 +46,9 @@ class FencingGuard : public ::testing::Test {
   }
 
   // One fenced write: admit + insert, committed together. Returns the admission.
-  Admission write(PGconn* conn, FencingToken token) {
+  Admission write(PGconn* conn, FencingToken token, const std::string& lock_key = "key") {
     Transaction tx(conn);
-    const auto admission = admit(conn, resource_, token, "key");
+    const auto admission = admit(conn, resource_, token, lock_key);
     if (admission == Admission::kStale) return admission;  // ~Transaction rolls back
     exec(conn, "INSERT INTO writes VALUES ($1, $2)", {resource_, std::to_string(token)});
     tx.commit();
@@ -78,14 +78,14 @@ TEST_F(FencingGuard, SameTokenWritesRepeatedlyGreaterTakesOverSmallerIsStale) {
 }
 
 TEST_F(FencingGuard, AdmitOutsideATransactionIsRefused) {
-  EXPECT_THROW(admit(conn_.get(), resource_, 1), FencingError);
+  EXPECT_THROW(admit(conn_.get(), resource_, 1, "key"), FencingError);
   EXPECT_EQ(highest_accepted(conn_.get(), resource_), 0u);
 }
 
 TEST_F(FencingGuard, RolledBackAdmissionDoesNotRaiseTheHighest) {
   {
     Transaction tx(conn_.get());
-    EXPECT_EQ(admit(conn_.get(), resource_, 50), Admission::kAdmitted);
+    EXPECT_EQ(admit(conn_.get(), resource_, 50, "key"), Admission::kAdmitted);
   }  // no commit: the write and the raise go together
   EXPECT_EQ(highest_accepted(conn_.get(), resource_), 0u);
   EXPECT_EQ(write(conn_.get(), 20), Admission::kAdmitted);
@@ -96,7 +96,7 @@ TEST_F(FencingGuard, RolledBackAdmissionDoesNotRaiseTheHighest) {
 TEST_F(FencingGuard, ConcurrentStaleWriterWaitsAndIsRejected) {
   EXPECT_EQ(write(conn_.get(), 5), Admission::kAdmitted);
   Transaction newer(conn_.get());
-  ASSERT_EQ(admit(conn_.get(), resource_, 9), Admission::kAdmitted);
+  ASSERT_EQ(admit(conn_.get(), resource_, 9, "key"), Admission::kAdmitted);
   auto other = connect();
   Admission stale_result = Admission::kAdmitted;
   std::thread stale([&] { stale_result = write(other.get(), 5); });
@@ -104,6 +104,48 @@ TEST_F(FencingGuard, ConcurrentStaleWriterWaitsAndIsRejected) {
   newer.commit();
   stale.join();
   EXPECT_EQ(stale_result, Admission::kStale);
+}
+
+// Tokens are ordered per key: a greater token of another key must not take the resource over
+// (it would lock out the real holders, and a stale holder of the other key could write).
+TEST_F(FencingGuard, TokenOfAnotherLockKeyIsRefused) {
+  EXPECT_EQ(write(conn_.get(), 10, "payouts/a"), Admission::kAdmitted);
+  EXPECT_THROW(write(conn_.get(), 1000, "payouts/b"), LockKeyMismatchError);
+  EXPECT_THROW(write(conn_.get(), 3, "payouts/b"), LockKeyMismatchError);  // stale and foreign
+  EXPECT_EQ(highest_accepted(conn_.get(), resource_), 10u);
+  EXPECT_EQ(writes_with(1000), 0);
+  EXPECT_EQ(bound_key(conn_.get(), resource_), "payouts/a");
+  EXPECT_EQ(write(conn_.get(), 11, "payouts/a"), Admission::kAdmitted);  // its holders go on
+  try {
+    write(conn_.get(), 12, "payouts/b");
+    ADD_FAILURE() << "admitted a token of another key";
+  } catch (const LockKeyMismatchError& error) {
+    EXPECT_NE(std::string(error.what()).find("protected by lock key \"payouts/a\""),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+TEST_F(FencingGuard, BindPinsTheKeyBeforeTheFirstWrite) {
+  bind_resource(conn_.get(), resource_, "payouts/a");
+  bind_resource(conn_.get(), resource_, "payouts/a");  // idempotent
+  EXPECT_EQ(highest_accepted(conn_.get(), resource_), 0u);
+  EXPECT_THROW(bind_resource(conn_.get(), resource_, "payouts/b"), LockKeyMismatchError);
+  EXPECT_THROW(write(conn_.get(), 7, "payouts/b"), LockKeyMismatchError);  // no first-use bind
+  EXPECT_EQ(write(conn_.get(), 5, "payouts/a"), Admission::kAdmitted);
+  Transaction tx(conn_.get());
+  EXPECT_THROW(admit(conn_.get(), resource_, 6, ""), FencingError);  // the key is required
+}
+
+// Rows written before keys were bound (holder_key NULL) are bound by their next writer.
+TEST_F(FencingGuard, UnboundRowIsBoundByItsNextWriter) {
+  exec(conn_.get(), "INSERT INTO fencing_resource (resource, highest_token) VALUES ($1, 4)",
+       {resource_});
+  EXPECT_EQ(write(conn_.get(), 3, "payouts/a"), Admission::kStale);
+  EXPECT_EQ(bound_key(conn_.get(), resource_), "");  // a stale writer binds nothing
+  EXPECT_EQ(write(conn_.get(), 4, "payouts/a"), Admission::kAdmitted);
+  EXPECT_EQ(bound_key(conn_.get(), resource_), "payouts/a");
+  EXPECT_THROW(write(conn_.get(), 9, "payouts/b"), LockKeyMismatchError);
 }
 
 }  // namespace

@@ -65,6 +65,7 @@ void History::load_executor_log(const std::string& path, const std::string& proc
     operation.start_ns = int_of(event, "start");
     operation.end_ns = int_of(event, "end");
     operation.token = static_cast<std::uint64_t>(int_of(event, "token"));
+    operation.promised_until_ns = int_of(event, "promised_until");
     operation.payout = text_of(event, "payout");
     operation.detail = text_of(event, "message");
     const std::string outcome = text_of(event, "outcome");

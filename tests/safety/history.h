@@ -27,6 +27,9 @@ struct Operation {
   std::int64_t end_ns = 0;
   Outcome outcome = Outcome::kFail;
   std::uint64_t token = 0;
+  // acquire and extend with outcome ok: the deadline the holder was told, on the same clock as
+  // start_ns (its send time plus the answered ttl_ms); 0 when not recorded. Checked by I5.
+  std::int64_t promised_until_ns = 0;
   // write only: the payout written, and whether the guard refused it (then outcome kFail).
   std::string payout;
   bool rejected = false;

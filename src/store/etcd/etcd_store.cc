@@ -80,6 +80,13 @@ class LeaseBook {
     until = std::max(until, alive_until);
   }
 
+  std::optional<SteadyClock::time_point> peek(std::int64_t lease_id) {
+    std::lock_guard lock(mutex_);
+    const auto found = until_.find(lease_id);
+    if (found == until_.end()) return std::nullopt;
+    return found->second;
+  }
+
   std::optional<SteadyClock::time_point> take(std::int64_t lease_id) {
     std::lock_guard lock(mutex_);
     const auto found = until_.find(lease_id);
@@ -148,6 +155,7 @@ struct GrantLease {
   std::int64_t id = 0;
   std::int64_t seconds = 0;
   SteadyClock::time_point counting_from;
+  WallClock::time_point wall_from;  // the store's wall clock at counting_from
   SteadyClock::time_point alive_until;
   std::optional<KeepAliveStream::Pending> renewal;
 };
@@ -179,7 +187,7 @@ class EtcdStore final : public Backend {
     core::check_key(key);
     const auto response = client_.range(range_request(format_lock_key(key)));
     if (response.kvs_size() == 0) return std::nullopt;  // never granted, released or expired
-    return lock_info(response.kvs(0));
+    return live_lock_info(response.kvs(0));
   }
 
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
@@ -193,7 +201,7 @@ class EtcdStore final : public Backend {
       for (const auto& kv : response.kvs()) {
         const auto key = parse_lock_key(kv.key());
         if (!key || !key->starts_with(prefix)) continue;
-        locks.push_back(lock_info(kv));
+        locks.push_back(live_lock_info(kv));
         if (locks.size() == limit) break;
       }
       if (!response.more() || response.kvs_size() == 0) break;
@@ -209,11 +217,13 @@ class EtcdStore final : public Backend {
     const auto session_lease = parse_session_id(handle.session_id);
     if (!session_lease) throw lost(handle.key, handle.fencing_token);
     const auto sent_at = SteadyClock::now();
+    const auto wall_sent_at = wall_now();
     const auto grant_lease =
         live_grant_lease(etcd_key, handle.owner_id, handle.session_id, handle.fencing_token);
     if (!grant_lease) throw lost(handle.key, handle.fencing_token);
     // A lease renews for the TTL it was granted with; a Put to attach a longer one would move
-    // the key's revision, i.e. change the token. So the TTL can be renewed, never lengthened.
+    // the key's revision, i.e. change the token. So the TTL can be renewed, never lengthened:
+    // the handle says the shorter lifetime (docs/adr/0011-honest-lock-lifetimes.md).
     const std::int64_t renewed_seconds = client_.lease_keep_alive(*grant_lease);
     if (renewed_seconds <= 0) throw lost(handle.key, handle.fencing_token);
     book_.note(*grant_lease, sent_at + seconds(renewed_seconds));
@@ -227,8 +237,10 @@ class EtcdStore final : public Backend {
     }
     const milliseconds believed = std::min(ttl, milliseconds(seconds(renewed_seconds)));
     LockHandle extended = handle;
+    // Both counted from before the keep-alive was sent: the renewed lease lives at least that
+    // long.
     extended.client_deadline = sent_at + believed;
-    extended.server_expiry = wall_now() + believed;
+    extended.server_expiry = wall_sent_at + believed;
     return extended;
   }
 
@@ -265,7 +277,7 @@ class EtcdStore final : public Backend {
     const auto next_session = parse_session_id(next_session_id);
     if (!next_session) return release_instead_of_handover(from);
     GrantLease grant = lease_for(ttl);
-    const auto now = wall_now();
+    const auto now = grant.wall_from;
     const std::string next_record = session_record_key(*next_session);
     etcdserverpb::TxnRequest request;
     *request.add_compare() = compare_mod_revision(etcd_key, to_revision(from.fencing_token));
@@ -349,14 +361,16 @@ class EtcdStore final : public Backend {
   SessionInfo open_session(std::string_view owner_id, milliseconds ttl) override {
     core::check_owner(owner_id);
     check_ttl(ttl, limits_, "ttl_ms");
+    const auto sent_at = wall_now();
     const auto lease = client_.lease_grant(lease_seconds(ttl));
     etcdserverpb::PutRequest put;
     put.set_key(session_record_key(lease.id()));
     put.set_value(encode_session(owner_id, ttl));
     put.set_lease(lease.id());
     client_.put(put);  // on failure the lease, holding nothing, expires by itself
-    return SessionInfo{format_session_id(lease.id()), std::string(owner_id), ttl,
-                       wall_now() + seconds(lease.ttl())};
+    // What the lease keeps, counted from before it was asked for (etcd may grant another TTL).
+    const auto kept = std::min(ttl, milliseconds(seconds(lease.ttl())));
+    return SessionInfo{format_session_id(lease.id()), std::string(owner_id), kept, sent_at + kept};
   }
 
   SessionInfo heartbeat(std::string_view session_id) override {
@@ -366,10 +380,12 @@ class EtcdStore final : public Backend {
     // The record first, so a lease that is not a dlock session is never renewed.
     const auto record = session_record(*lease);
     if (!record) throw session_not_found(session_id);
+    const auto sent_at = wall_now();
     const std::int64_t renewed_seconds = client_.lease_keep_alive(*lease);
     if (renewed_seconds <= 0) throw session_not_found(session_id);
-    return SessionInfo{std::string(session_id), record->owner_id(), milliseconds(record->ttl_ms()),
-                       wall_now() + seconds(renewed_seconds)};
+    const auto kept =
+        std::min(milliseconds(record->ttl_ms()), milliseconds(seconds(renewed_seconds)));
+    return SessionInfo{std::string(session_id), record->owner_id(), kept, sent_at + kept};
   }
 
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
@@ -378,10 +394,11 @@ class EtcdStore final : public Backend {
     if (!lease) return std::nullopt;
     const auto record = session_record(*lease);
     if (!record) return std::nullopt;  // the record dies with the lease
+    const auto sent_at = wall_now();
     const auto remaining = client_.lease_time_to_live(*lease, false);
     if (remaining.ttl() < 0) return std::nullopt;
     return SessionInfo{std::string(session_id), record->owner_id(), milliseconds(record->ttl_ms()),
-                       wall_now() + seconds(remaining.ttl())};
+                       sent_at + seconds(remaining.ttl())};
   }
 
   std::vector<LockInfo> close_session(std::string_view session_id) override;
@@ -408,6 +425,9 @@ class EtcdStore final : public Backend {
   // When the next session of a hand-over is gone, the outgoing grant is simply released.
   std::optional<LockHandle> release_instead_of_handover(const LockHandle& from);
   std::optional<SessionRecord> session_record(std::int64_t lease);
+  // The grant as read and list report it, its expiry the later of the one written at the grant
+  // and what its lease is known to live (an extend renews the lease without rewriting the key).
+  LockInfo live_lock_info(const mvccpb::KeyValue& kv);
   std::vector<mvccpb::KeyValue> read_keys(const std::vector<std::string>& etcd_keys);
   // A grant seen holding a key: the revision of the failed acquire that saw it, and the grant's
   // create revision (a hand-over or re-entrant acquire keeps it; a new grant has a new one).
@@ -473,7 +493,8 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
   // The grant's lease starts counting before the grant exists, so it ends no earlier than
   // counting_from + ttl: the client deadline below can never outlive the key.
   GrantLease grant = lease_for(ttl);
-  const auto now = wall_now();
+  // Counted, like the lease, from before the lease was asked for.
+  const auto now = grant.wall_from;
   const std::string value = encode_grant(owner_id, session_id, now, now + ttl);
   const std::string record_key = session_record_key(*parse_session_id(session_id));
   // The whole acquire: If(CreateRevision(key) == 0, session alive) Then(Put) Else(Get).
@@ -649,6 +670,28 @@ std::optional<SessionRecord> EtcdStore::session_record(std::int64_t lease) {
   return decode_session(response.kvs(0));
 }
 
+LockInfo EtcdStore::live_lock_info(const mvccpb::KeyValue& kv) {
+  LockInfo info = lock_info(kv);
+  const auto now = wall_now();
+  if (info.expires_at > now || kv.lease() == 0) return info;
+  // The expiry written at the grant has passed and the key lives: its lease was renewed by an
+  // extend (rewriting the key would change the token, ADR-0011). Without a later expiry, the
+  // waiters of this server would retry every few milliseconds until the lock ends.
+  const auto steady_now = SteadyClock::now();
+  if (const auto until = book_.peek(kv.lease()); until && *until > steady_now) {
+    info.expires_at = now + std::chrono::duration_cast<WallClock::duration>(*until - steady_now);
+    return info;
+  }
+  try {
+    // Renewed through another server: etcd reports whole seconds left, rounded down.
+    const auto remaining = client_.lease_time_to_live(kv.lease(), false);
+    if (remaining.ttl() > 0) info.expires_at = now + seconds(remaining.ttl());
+  } catch (const Error&) {
+    // Informational only: the expiry written at the grant stands.
+  }
+  return info;
+}
+
 std::vector<mvccpb::KeyValue> EtcdStore::read_keys(const std::vector<std::string>& etcd_keys) {
   std::vector<mvccpb::KeyValue> found;
   for (std::size_t first = 0; first < etcd_keys.size(); first += kMaxOpsPerTxn) {
@@ -690,11 +733,16 @@ GrantLease EtcdStore::lease_for(milliseconds ttl) {
   const std::int64_t wanted = lease_seconds(ttl);
   while (const auto pooled = leases_.take(wanted)) {
     const auto counting_from = SteadyClock::now();
+    const auto wall_from = wall_now();
     if (pooled->alive_until &&
         *pooled->alive_until >= counting_from + client_.call_timeout() + kParallelRenewalMargin) {
       // Certainly alive when the Txn (sent now, with that deadline) is applied: renew it in
       // parallel with the Txn instead of one round trip before it.
-      return GrantLease{pooled->lease_id, wanted, counting_from, *pooled->alive_until,
+      return GrantLease{pooled->lease_id,
+                        wanted,
+                        counting_from,
+                        wall_from,
+                        *pooled->alive_until,
                         client_.keep_alive_stream().start(pooled->lease_id,
                                                           counting_from + client_.call_timeout())};
     }
@@ -706,15 +754,18 @@ GrantLease EtcdStore::lease_for(milliseconds ttl) {
     }
     // etcd raises a TTL below its minimum (2 s with default timings), as for a new lease.
     if (renewed >= wanted && renewed <= std::max<std::int64_t>(wanted, 2)) {
-      return GrantLease{pooled->lease_id, wanted, counting_from, counting_from + seconds(renewed),
-                        std::nullopt};
+      return GrantLease{
+          pooled->lease_id, wanted, counting_from, wall_from, counting_from + seconds(renewed),
+          std::nullopt};
     }
     if (renewed > 0) revoke_lease(pooled->lease_id);  // not the TTL this grant needs
   }
   const auto counting_from = SteadyClock::now();
+  const auto wall_from = wall_now();
   const auto granted = client_.lease_grant(wanted);
-  return GrantLease{granted.id(), wanted, counting_from, counting_from + seconds(granted.ttl()),
-                    std::nullopt};
+  return GrantLease{
+      granted.id(), wanted, counting_from, wall_from, counting_from + seconds(granted.ttl()),
+      std::nullopt};
 }
 
 etcdserverpb::TxnResponse EtcdStore::txn_on(GrantLease& grant,

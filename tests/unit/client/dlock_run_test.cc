@@ -1,6 +1,7 @@
 // `dlock run` as a user runs it: the real dlock binary against a fake dlockd. Covers exit
 // status propagation, the environment given to CMD, SIGTERM -> SIGKILL escalation when the
-// lock is lost, signal forwarding and the sysexits codes.
+// lock is lost, the stop timeline before the lock's deadline (ADR-0014), CMD's whole process
+// group being stopped, signal forwarding and the sysexits codes.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,6 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <mutex>
 #include <sstream>
 
 #include "cli/child_process.h"
@@ -22,6 +25,7 @@ using cli::ChildProcess;
 using std::chrono::milliseconds;
 using testing::FakeLockApi;
 using testing::FakeRequest;
+using testing::FakeResponse;
 using testing::FakeServer;
 using testing::wait_until;
 
@@ -34,11 +38,47 @@ std::string read_file(const std::filesystem::path& path) {
 
 class DlockRunTest : public ::testing::Test {
  protected:
-  DlockRunTest() : server_([this](const FakeRequest& request) { return api_.handle(request); }) {
+  DlockRunTest() : server_([this](const FakeRequest& request) { return this->handle(request); }) {
     char pattern[] = "/tmp/dlock-run-test-XXXXXX";
     dir_ = ::mkdtemp(pattern);
   }
-  ~DlockRunTest() override { std::filesystem::remove_all(dir_); }
+  ~DlockRunTest() override {
+    // A process a failing test left behind (dlock's grandchild, not ours to reap).
+    for (pid_t pid : leftovers_) ::kill(pid, SIGKILL);
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Answers as FakeLockApi does, noting when the last successful extend arrived and running
+  // the test's hook first.
+  FakeResponse handle(const FakeRequest& request) {
+    if (on_request_) on_request_(request);
+    FakeResponse response = api_.handle(request);
+    if (request.method == "POST" && request.target.find("/extend") != std::string::npos &&
+        response.status == 200) {
+      std::lock_guard lock(mutex_);
+      last_extend_ok_ = std::chrono::steady_clock::now();
+    }
+    return response;
+  }
+
+  std::chrono::steady_clock::time_point last_extend_ok() const {
+    std::lock_guard lock(mutex_);
+    return last_extend_ok_;
+  }
+
+  // The pid CMD wrote to $DIR/<name>, waiting for it; -1 when it never came.
+  pid_t pid_from(const char* name) {
+    const auto path = dir_ / name;
+    if (!wait_until([&] { return read_file(path).find('\n') != std::string::npos; },
+                    milliseconds(10'000))) {
+      return -1;
+    }
+    const pid_t pid = std::stoi(read_file(path));
+    leftovers_.push_back(pid);
+    return pid;
+  }
+
+  static bool gone(pid_t pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
 
   // Starts `dlock --server <fake> run KEY <flags> -- sh -c SCRIPT`.
   std::unique_ptr<ChildProcess> start(const std::string& script,
@@ -62,6 +102,10 @@ class DlockRunTest : public ::testing::Test {
   bool file_exists(const char* name) const { return std::filesystem::exists(dir_ / name); }
 
   FakeLockApi api_;
+  std::function<void(const FakeRequest&)> on_request_;  // set before start()
+  mutable std::mutex mutex_;
+  std::chrono::steady_clock::time_point last_extend_ok_;
+  std::vector<pid_t> leftovers_;
   FakeServer server_;
   std::filesystem::path dir_;
 };
@@ -123,6 +167,128 @@ TEST_F(DlockRunTest, LockLostWhenNoExtendSucceedsBeforeTheDeadline) {
   api_.extend_unavailable = true;
   // sh exits on SIGTERM: no SIGKILL needed, and dlock still reports the loss.
   EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 76);
+}
+
+TEST_F(DlockRunTest, LostLockStopsEveryProcessOfTheCommandsGroup) {
+  // The shell waits on a background child: SIGTERM to the shell alone would leave `sleep`
+  // running without the lock.
+  auto dlock = start(R"(sleep 1000 & echo $! > "$DIR/pid"; wait)", {"--ttl", "1s"});
+  const pid_t grandchild = pid_from("pid");
+  ASSERT_GT(grandchild, 0);
+  api_.lock_lost = true;
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 76);
+  // dlock exits only once its group is empty, and reaps the orphans it adopted.
+  EXPECT_TRUE(gone(grandchild)) << "the background child of CMD survived the lost lock";
+}
+
+TEST_F(DlockRunTest, StopsTheGroupSoThatSigkillLandsBeforeTheDeadlineWhenExtendsFail) {
+  // TTL 3 s: extends every 1 s. From the moment extends fail the lock is valid until
+  // (send time of the last successful extend) + 3 s <= last_extend_ok + 3 s. Timeline:
+  // SIGTERM at deadline - 1 s, SIGKILL 300 ms later, i.e. 700 ms before the deadline.
+  api_.lock_ttl_ms = 3000;
+  api_.session_ttl_ms = 3000;
+  auto dlock = start(R"(trap 'echo term >> "$DIR/term"' TERM; echo $$ > "$DIR/pid";
+                        while :; do sleep 0.05; done)",
+                     {"--ttl", "3s", "--stop-margin", "1s", "--kill-grace", "300ms"});
+  const pid_t command = pid_from("pid");
+  ASSERT_GT(command, 0);
+  ASSERT_TRUE(server_.wait_for_requests(
+      [](const FakeRequest& r) { return r.target.find("/extend") != std::string::npos; }, 1,
+      milliseconds(10'000)));
+  api_.extend_unavailable = true;
+  const auto failing_from = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_until([&] { return gone(command); }, milliseconds(10'000)));
+  const auto died = std::chrono::steady_clock::now();
+  const auto deadline_bound = last_extend_ok() + milliseconds(3000);
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 76);
+  EXPECT_TRUE(file_exists("term")) << "SIGKILL without SIGTERM first";
+  // Dead at about deadline - 700 ms; 300 ms of that allowed for scheduling. Stopping at the
+  // deadline would kill it at about deadline_bound.
+  std::cout << "[ measured ] CMD died "
+            << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
+            << " ms before the latest possible deadline\n";
+  EXPECT_LT(died, deadline_bound - milliseconds(400))
+      << "died " << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
+      << " ms before the latest possible deadline";
+  // Not stopped while the lock was still far from its deadline.
+  EXPECT_GT(died, failing_from + milliseconds(500));
+  EXPECT_GT(died, deadline_bound - milliseconds(1500));
+}
+
+TEST_F(DlockRunTest, AnExtendThatShortensTheDeadlineIsNoticed) {
+  // Acquired for 3 s; the first extend answers only 1.2 s (a server telling the truth about a
+  // shorter lease), every later one fails. dlock must stop CMD by the new, earlier deadline,
+  // not by the one it computed before the extend.
+  api_.lock_ttl_ms = 3000;
+  api_.session_ttl_ms = 3000;
+  std::atomic<int> extends{0};
+  on_request_ = [&](const FakeRequest& r) {
+    if (r.target.find("/extend") == std::string::npos) return;
+    if (extends++ == 0) {
+      api_.lock_ttl_ms = 1200;
+    } else {
+      api_.extend_unavailable = true;
+    }
+  };
+  auto dlock = start(R"(trap "" TERM; echo $$ > "$DIR/pid"; while :; do sleep 0.05; done)",
+                     {"--ttl", "3s", "--stop-margin", "1s", "--kill-grace", "300ms"});
+  const pid_t command = pid_from("pid");
+  ASSERT_GT(command, 0);
+  ASSERT_TRUE(wait_until([&] { return gone(command); }, milliseconds(10'000)));
+  const auto died = std::chrono::steady_clock::now();
+  const auto deadline_bound = last_extend_ok() + milliseconds(1200);
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 76);
+  // Due by about deadline - 500 ms (SIGKILL at deadline - margin / 2 at the latest).
+  EXPECT_LT(died, deadline_bound - milliseconds(300))
+      << "died " << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
+      << " ms before the shortened deadline";
+}
+
+TEST_F(DlockRunTest, ProcessesLeftByACommandThatExitedAreStoppedBeforeTheRelease) {
+  std::atomic<bool> released_while_alive{false};
+  on_request_ = [&](const FakeRequest& r) {
+    if (r.method != "DELETE" || r.target.rfind("/v1/locks/", 0) != 0) return;
+    const std::string text = read_file(dir_ / "pid");
+    if (!text.empty() && !gone(std::stoi(text))) released_while_alive = true;
+  };
+  auto dlock = start(R"(sleep 1000 & echo $! > "$DIR/pid"; exit 3)");
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 3);
+  const pid_t grandchild = pid_from("pid");
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(gone(grandchild));
+  EXPECT_TRUE(server_.wait_for_requests(
+      [](const FakeRequest& r) { return r.method == "DELETE" && r.target.find("/v1/locks/") == 0; },
+      1, milliseconds(0)));
+  EXPECT_FALSE(released_while_alive) << "the lock was released while CMD's group still ran";
+}
+
+TEST_F(DlockRunTest, ForwardedSignalReachesTheWholeGroup) {
+  // The shell survives SIGTERM (its trap) and waits for its background child, which only the
+  // group signal stops.
+  auto dlock = start(R"(trap 'echo term >> "$DIR/term"' TERM; sleep 1000 & echo $! > "$DIR/pid";
+                        wait; wait; exit 7)");
+  const pid_t grandchild = pid_from("pid");
+  ASSERT_GT(grandchild, 0);
+  // Until it execs, the forked child still has the shell's trap and would survive SIGTERM.
+  ASSERT_TRUE(wait_until(
+      [&] { return read_file("/proc/" + std::to_string(grandchild) + "/comm") == "sleep\n"; },
+      milliseconds(10'000)));
+  dlock->signal(SIGTERM);
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 7);
+  EXPECT_TRUE(gone(grandchild));
+}
+
+TEST_F(DlockRunTest, ACommandStoppedBySigtstpIsContinued) {
+  // What Ctrl-Z does to a terminal's foreground group; a lock holder must not sit suspended.
+  auto dlock = start(R"(kill -TSTP $$; echo resumed > "$DIR/resumed"; exit 5)");
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 5);
+  EXPECT_TRUE(file_exists("resumed"));
+}
+
+TEST_F(DlockRunTest, StopMarginOfHalfTheTtlIsAUsageError) {
+  auto dlock = start(R"(touch "$DIR/ran")", {"--ttl", "1s", "--stop-margin", "500ms"});
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 64);
+  EXPECT_FALSE(file_exists("ran"));
 }
 
 TEST_F(DlockRunTest, ForwardsSigtermToTheCommand) {
