@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <cstdint>
 #include <string>
 
 #include "dlock/errors.h"
@@ -75,10 +76,55 @@ void Statement::reset() noexcept {
   sqlite3_clear_bindings(stmt_);
 }
 
-Database::Database(const std::string& path, int busy_timeout_ms) {
-  const int rc =
-      sqlite3_open_v2(path.c_str(), &db_,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+namespace {
+
+// The Unix epoch as a Julian day number in milliseconds (xCurrentTimeInt64's unit).
+constexpr std::int64_t kUnixEpochJulianMs = 210866760000000;
+
+}  // namespace
+
+// The VFS first, so that the sqlite3_vfs* SQLite passes back is also this. The copied VFS keeps
+// the default's pAppData, which the default's own methods read.
+struct ClockVfs::Registered {
+  sqlite3_vfs vfs;
+  const std::function<std::int64_t()>* unix_ms;
+};
+
+namespace {
+
+int clock_vfs_now_int64(sqlite3_vfs* vfs, sqlite3_int64* now) {
+  const auto* self = reinterpret_cast<const ClockVfs::Registered*>(vfs);
+  *now = kUnixEpochJulianMs + (*self->unix_ms)();
+  return SQLITE_OK;
+}
+
+int clock_vfs_now(sqlite3_vfs* vfs, double* now) {
+  sqlite3_int64 ms = 0;
+  clock_vfs_now_int64(vfs, &ms);
+  *now = static_cast<double>(ms) / 86400000.0;
+  return SQLITE_OK;
+}
+
+}  // namespace
+
+ClockVfs::ClockVfs(std::function<std::int64_t()> unix_ms) : unix_ms_(std::move(unix_ms)) {
+  sqlite3_initialize();
+  const sqlite3_vfs* base = sqlite3_vfs_find(nullptr);
+  if (base == nullptr) throw InternalError("sqlite: no default VFS");
+  vfs_ = std::make_unique<Registered>(Registered{*base, &unix_ms_});
+  name_ = "dlock-clock-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
+  vfs_->vfs.zName = name_.c_str();
+  vfs_->vfs.xCurrentTime = clock_vfs_now;
+  if (vfs_->vfs.iVersion >= 2) vfs_->vfs.xCurrentTimeInt64 = clock_vfs_now_int64;
+  const int rc = sqlite3_vfs_register(&vfs_->vfs, 0);
+  if (rc != SQLITE_OK) throw_sqlite_error(nullptr, rc, "register the store clock");
+}
+
+ClockVfs::~ClockVfs() { sqlite3_vfs_unregister(&vfs_->vfs); }
+
+Database::Database(const std::string& path, int busy_timeout_ms, const char* vfs) {
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
   if (rc != SQLITE_OK) {
     const std::string message = "sqlite: cannot open " + path + ": " +
                                 (db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));

@@ -16,6 +16,7 @@
 
 struct sqlite3;
 struct sqlite3_stmt;
+struct sqlite3_vfs;
 
 namespace dlock::store::sqlite {
 
@@ -57,10 +58,30 @@ class ResetGuard {
   Statement& statement_;
 };
 
+// A copy of SQLite's default VFS whose clock -- what 'now' means in SQL, read once per statement
+// -- is `unix_ms` (milliseconds since the Unix epoch) instead of the host's wall clock. Registered
+// under a name of its own while it lives; `unix_ms` must outlive it and every database opened
+// with it.
+class ClockVfs {
+ public:
+  explicit ClockVfs(std::function<std::int64_t()> unix_ms);
+  ClockVfs(const ClockVfs&) = delete;
+  ClockVfs& operator=(const ClockVfs&) = delete;
+  ~ClockVfs();
+  const char* name() const { return name_.c_str(); }
+  struct Registered;  // the VFS SQLite calls, then a pointer back to unix_ms_
+
+ private:
+  std::function<std::int64_t()> unix_ms_;
+  std::string name_;
+  std::unique_ptr<Registered> vfs_;
+};
+
 class Database {
  public:
-  // Opens (creating if needed) the database file at `path`.
-  Database(const std::string& path, int busy_timeout_ms);
+  // Opens (creating if needed) the database file at `path`, through the VFS named `vfs` (null:
+  // SQLite's default).
+  Database(const std::string& path, int busy_timeout_ms, const char* vfs = nullptr);
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
   ~Database();

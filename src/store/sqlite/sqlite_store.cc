@@ -1,6 +1,9 @@
 #include "store/sqlite/sqlite_store.h"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -17,9 +20,35 @@ const std::vector<std::pair<int, std::string_view>>& migrations();
 
 namespace {
 
-// SQLite's own clock, in integer milliseconds since the Unix epoch. 'now' is fixed for the
-// duration of one sqlite3_step, so every use inside one statement sees the same instant.
+// The store's clock, in integer milliseconds since the Unix epoch. 'now' is fixed for the
+// duration of one sqlite3_step, so every use inside one statement sees the same instant. The
+// database is opened through a ClockVfs, so 'now' is StoreClock, not the host's wall clock: a
+// step of that (NTP, an operator) would expire every lease at once or stretch every lease by the
+// step (docs/adr/0013-sqlite-store-clock.md).
 #define DLOCK_SQLITE_NOW "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+
+class StoreClock {
+ public:
+  StoreClock()
+      : wall_at_open_ms_(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             WallClock::now().time_since_epoch())
+                             .count()),
+        steady_at_open_(SteadyClock::now()) {}
+  // Continues from `unix_ms` as of now (called once, before the store is shared).
+  void resume_at(std::int64_t unix_ms) {
+    wall_at_open_ms_ = unix_ms;
+    steady_at_open_ = SteadyClock::now();
+  }
+  std::int64_t now_ms() const {
+    return wall_at_open_ms_ + std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  SteadyClock::now() - steady_at_open_)
+                                  .count();
+  }
+
+ private:
+  std::int64_t wall_at_open_ms_;
+  SteadyClock::time_point steady_at_open_;
+};
 
 constexpr const char* kNextToken =
     "UPDATE fencing_token_seq SET value = value + 1 WHERE id = 1 RETURNING value";
@@ -64,7 +93,9 @@ class SqliteStore final : public Backend {
  public:
   explicit SqliteStore(const SqliteStoreOptions& options)
       : limits_(options.limits),
-        db_(with_parent_directory(options.path), static_cast<int>(options.busy_timeout.count())),
+        clock_vfs_([this] { return clock_.now_ms(); }),
+        db_(with_parent_directory(options.path), static_cast<int>(options.busy_timeout.count()),
+            clock_vfs_.name()),
         statements_(db_),
         writes_(db_, mutex_) {
     // WAL with synchronous=FULL: every commit (every grant, hence every token) is fsynced to the
@@ -72,6 +103,7 @@ class SqliteStore final : public Backend {
     db_.exec("PRAGMA journal_mode=WAL");
     db_.exec("PRAGMA synchronous=FULL");
     migrate();
+    resume_clock();
   }
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
@@ -383,6 +415,30 @@ class SqliteStore final : public Backend {
     transaction.commit();
   }
 
+  // Persisted times were read on an earlier run's clock, which this run's wall clock cannot be
+  // compared with (it may have stepped while the store was closed, by any amount). While any
+  // lease or session was live at the latest instant the earlier run provably reached (its latest
+  // grant, session creation or keepalive), the store clock resumes from that instant: each lease
+  // keeps at least the lifetime it had left then, and the time the store was closed counts as
+  // none of it. Otherwise it resumes from the wall clock, never earlier than that instant, so
+  // nothing expired comes back. Reads only: opening a store on a full disk writes nothing
+  // (docs/adr/0013-sqlite-store-clock.md).
+  void resume_clock() {
+    Statement last(db_.handle(),
+                   "WITH reached(t) AS (SELECT coalesce(max(t), 0) FROM ("
+                   "SELECT max(acquired_at) AS t FROM locks "
+                   "UNION ALL SELECT max(created_at) FROM lock_session "
+                   "UNION ALL SELECT max(expires_at - ttl_ms) FROM lock_session)) "
+                   "SELECT t, EXISTS (SELECT 1 FROM locks, reached WHERE expires_at > t) "
+                   "OR EXISTS (SELECT 1 FROM lock_session, reached WHERE expires_at > t) "
+                   "FROM reached");
+    if (!last.step()) return;
+    const std::int64_t reached = last.column_int64(0);
+    const bool live = last.column_int64(1) != 0;
+    if (reached <= 0) return;  // nothing persisted
+    clock_.resume_at(live ? reached : std::max(reached, clock_.now_ms()));
+  }
+
   FencingToken take_token() {
     Statement& next_token = statements_.get(kNextToken);
     ResetGuard reset(next_token);
@@ -409,6 +465,8 @@ class SqliteStore final : public Backend {
 
   const TtlLimits limits_;
   std::mutex mutex_;  // guards db_ and statements_; held by writes_ for a whole group
+  StoreClock clock_;
+  ClockVfs clock_vfs_;  // 'now' in SQL is clock_; outlives db_
   Database db_;
   StatementCache statements_;
   GroupCommit writes_;
