@@ -107,12 +107,16 @@ const std::string kKey = "ns/key";
 
 class LockServiceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  virtual core::ServiceOptions options() const {
     core::ServiceOptions options;
     options.workers = 4;
     options.reap_interval = 50ms;
     options.retry_backoff = 20ms;
-    service_ = std::make_unique<core::LockService>(faults_, io_, options, observer_);
+    return options;
+  }
+
+  void SetUp() override {
+    service_ = std::make_unique<core::LockService>(faults_, io_, options(), observer_);
     io_thread_ = std::thread([this] { io_.run(); });
   }
 
@@ -126,9 +130,9 @@ class LockServiceTest : public ::testing::Test {
     service_.reset();
   }
 
-  std::string open(const std::string& owner) {
+  std::string open(const std::string& owner, milliseconds ttl = kLongTtl) {
     Pending<SessionInfo> pending;
-    service_->open_session(owner, kLongTtl, pending.callback());
+    service_->open_session(owner, ttl, pending.callback());
     const auto outcome = pending.get();
     if (outcome.error || !outcome.value) {
       ADD_FAILURE() << "open_session failed";
@@ -468,6 +472,66 @@ TEST_F(LockServiceTest, FailedGiveBackOfAnOrphanGrantDoesNotLoseTheNextWaiter) {
   if (orphan) {
     EXPECT_GT(token_of(outcome), orphan->fencing_token);
   }
+}
+
+// --- backend faults around waiting: subscription and reaper --------------------------------
+
+TEST_F(LockServiceTest, FailedSubscriptionAnswersTheWaiterUnavailableAndTheServiceCarriesOn) {
+  const auto holder = open("holder");
+  const auto a = open("a");
+  const auto grant = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  faults_.inject("watch_releases", Fault::kUnavailable, 1);
+  const auto refused = acquire(a, 5s)->get();
+  EXPECT_EQ(error_code(refused.error), ErrorCode::kUnavailable);
+  EXPECT_FALSE(refused.value) << "never held: the service could not wait";
+  EXPECT_EQ(observer_.waiters.load(), 0);
+  const auto waiter = queue(a);
+  ASSERT_TRUE(release(holder, token_of(grant)).value);
+  EXPECT_TRUE(granted(waiter->get()));
+}
+
+TEST_F(LockServiceTest, FailingReaperIsRetriedAndThenDropsTheWaiterOfAnExpiredSession) {
+  const auto holder = open("holder");
+  const auto mortal = open("mortal", 100ms);  // never kept alive
+  const auto grant = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  faults_.inject("reap_expired", Fault::kUnavailable);
+  const auto waiter = queue(mortal, 10s);
+  // The session expires while the reaper fails; the waiter keeps its place meanwhile (a failed
+  // run skips the check of waiting sessions too).
+  ASSERT_TRUE(wait_until([&] { return !store_.get_session(mortal); }));
+  const auto runs = faults_.calls("reap_expired");
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("reap_expired") >= runs + 2; }));
+  EXPECT_FALSE(waiter->answered());
+  faults_.clear("reap_expired");
+  const auto outcome = waiter->get();
+  EXPECT_EQ(error_code(outcome.error), ErrorCode::kSessionNotFound);
+  EXPECT_EQ(observer_.waiters.load(), 0);
+  EXPECT_EQ(store_.read(kKey)->session_id, holder);
+}
+
+// One worker: a hung store call occupies the whole pool.
+class LockServiceOneWorkerTest : public LockServiceTest {
+ protected:
+  core::ServiceOptions options() const override {
+    auto options = LockServiceTest::options();
+    options.workers = 1;
+    return options;
+  }
+};
+
+// FINDING: a waiter's deadline is answered on the worker pool, so when every worker is blocked
+// in a store call, waiters are answered only when a call returns — after the store's call
+// timeout (C2), not at wait_ms (ADR-0007 "Deadlines"). Expected behaviour asserted below.
+TEST_F(LockServiceOneWorkerTest, DISABLED_WaiterIsAnsweredAtItsDeadlineWhileEveryWorkerIsBlocked) {
+  const auto a = open("a");
+  faults_.inject("try_insert", Fault::kHang, 1);
+  const auto started = SteadyClock::now();
+  const auto waiter = acquire(a, 100ms);
+  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  EXPECT_TRUE(waiter->answered(1s)) << "not answered while the only worker is blocked";
+  EXPECT_LT(SteadyClock::now() - started, 1s);
 }
 
 }  // namespace
