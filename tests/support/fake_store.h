@@ -4,13 +4,16 @@
 // It follows include/dlock/lock_store.h closely enough to drive the service: one global token
 // counter (so every key's tokens strictly increase), expiry on an injected clock, re-entrant
 // grants, hand-over, sessions whose locks die with them, and release notifications through
-// core::ReleaseHub as the sqlite store does. Not a conformance-tested backend: no persistence,
-// no call timeout (nothing here blocks), and backend_id() is "fake".
+// core::ReleaseHub as the sqlite store does. Several FakeStores may share one FakeStorage, as
+// several dlockd share one database; the storage can be made unavailable (an outage). The
+// conformance matrix runs against it (fake_store_conformance_test). No persistence, no call
+// timeout (nothing here blocks), and backend_id() is "fake".
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -29,9 +32,36 @@ struct FakeStoreOptions {
   TtlLimits limits{std::chrono::milliseconds(1), std::chrono::hours(1)};
 };
 
+// The state FakeStores share: grants, sessions, the token counter and the release feed.
+class FakeStorage {
+ public:
+  // Until end_outage(), every call of every store on this storage throws UnavailableError.
+  void begin_outage();
+  void end_outage();
+  // Deletes `key`'s row behind the stores' backs (no notification).
+  void raw_delete(std::string_view key);
+
+ private:
+  friend class FakeStore;
+  struct Session {
+    std::string owner_id;
+    std::chrono::milliseconds ttl{0};
+    WallClock::time_point expires_at{};
+  };
+
+  core::ReleaseHub hub;  // notified outside mutex
+  mutable std::mutex mutex;
+  bool outage = false;
+  std::map<std::string, LockInfo, std::less<>> locks;  // rows, live or expired
+  std::map<std::string, Session, std::less<>> sessions;
+  FencingToken next_token = 1;
+  std::uint64_t next_session = 1;
+};
+
 class FakeStore : public Backend {
  public:
-  explicit FakeStore(FakeStoreOptions options = {});
+  explicit FakeStore(FakeStoreOptions options = {},
+                     std::shared_ptr<FakeStorage> storage = std::make_shared<FakeStorage>());
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
                                        std::string_view session_id,
@@ -59,26 +89,19 @@ class FakeStore : public Backend {
   FencingToken last_token() const;
 
  private:
-  struct Session {
-    std::string owner_id;
-    std::chrono::milliseconds ttl{0};
-    WallClock::time_point expires_at{};
-  };
-
-  bool session_live(std::string_view session_id, WallClock::time_point now) const;  // under mutex_
+  // Locks the storage; throws UnavailableError during an outage.
+  std::unique_lock<std::mutex> enter() const;
+  bool session_live(std::string_view session_id,
+                    WallClock::time_point now) const;  // under the storage mutex
   const LockInfo* live_grant(std::string_view key,
-                             WallClock::time_point now) const;  // under mutex_
+                             WallClock::time_point now) const;  // under the storage mutex
   LockHandle grant(std::string_view key, std::string_view owner_id, std::string_view session_id,
                    std::chrono::milliseconds ttl, SteadyClock::time_point sent_at,
-                   WallClock::time_point now);  // under mutex_
+                   WallClock::time_point now);  // under the storage mutex
 
   const FakeStoreOptions options_;
-  core::ReleaseHub hub_;  // notified outside mutex_
-  mutable std::mutex mutex_;
-  std::map<std::string, LockInfo, std::less<>> locks_;  // rows, live or expired
-  std::map<std::string, Session, std::less<>> sessions_;
-  FencingToken next_token_ = 1;
-  std::uint64_t next_session_ = 1;
+  const std::shared_ptr<FakeStorage> storage_;
+  FakeStorage& s_;  // *storage_
 };
 
 }  // namespace dlock::testing
