@@ -308,12 +308,10 @@ TEST_F(LockServiceTest, HeadWaiterKeepsItsPlaceThroughFailingAttemptsAndIsGrante
   EXPECT_TRUE(granted(next->get()));
 }
 
-// FINDING (ADR-0007 "Retries" + "Deadlines"): a waiter whose every attempt failed with
-// UnavailableError is answered "held" at wait_ms — the service's guess, though no backend
-// decision was ever made (lock_store.h: a failure is never disguised as "held"). Over HTTP a
-// client waiting through a backend outage gets 409 held instead of 503. Expected behaviour
-// asserted below; disabled until LockService remembers the head's last failure.
-TEST_F(LockServiceTest, DISABLED_WaiterWhoseAttemptsAllFailedIsAnsweredUnavailableNotHeld) {
+// A waiter whose every attempt failed with UnavailableError is answered with that failure at
+// wait_ms, not "held": no backend decision was made (lock_store.h: a failure is never
+// disguised as "held"). Over HTTP, a client waiting through a backend outage gets 503, not 409.
+TEST_F(LockServiceTest, WaiterWhoseAttemptsAllFailedIsAnsweredUnavailableNotHeld) {
   const auto a = open("a");
   faults_.inject("try_insert", Fault::kUnavailable);
   const auto outcome = acquire(a, 200ms)->get();
@@ -331,8 +329,8 @@ TEST_F(LockServiceTest, HangingAttemptIsAnsweredByTheWaitersDeadlineNeverGranted
   const auto waiter = acquire(a, 200ms);
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
   // The service's promise: a waiter is answered at wait_ms even while its store call hangs
-  // (the deadline timer runs on the io_context, the answer on a free worker). Today that
-  // answer is "held" (see the disabled test above); it is never a grant.
+  // (the deadline timer runs on the io_context, the answer on a free worker). The attempt in
+  // flight has neither decided nor failed yet, so that answer is "held"; it is never a grant.
   const auto outcome = waiter->get(2s);
   EXPECT_LT(SteadyClock::now() - started, 1500ms);
   EXPECT_EQ(faults_.blocked(), 1u) << "answered while the store call still hangs";
