@@ -23,6 +23,10 @@ struct LockService::KeyQueue {
   ReleaseSubscriptionPtr subscription;
   bool busy = false;   // a backend attempt for the head waiter is in flight
   bool again = false;  // a wake-up arrived while busy: try once more afterwards
+  // The failure of the last backend attempt for this key, cleared by an attempt that decided
+  // (granted or held). A waiter whose wait_ms ends while it is set is answered with it, never
+  // "held": no backend decision was made (lock_store.h: a failure is never "held").
+  std::exception_ptr last_failure;
   std::unique_ptr<asio::steady_timer> wake_timer;
 };
 
@@ -249,15 +253,22 @@ bool LockService::enqueue(const std::string& key, const WaiterPtr& waiter, milli
   const bool is_head = queue.waiters.size() == 1;
   ++waiters_;
   observer_.on_waiters(+1);
-  // At the deadline a still-queued waiter is answered "held".
+  // At the deadline a still-queued waiter is answered "held", or the backend's failure when
+  // the last attempt for the key failed.
   waiter->deadline->expires_after(wait);
   waiter->deadline->async_wait([this, key, weak = std::weak_ptr<Waiter>(waiter)](auto error) {
     if (error) return;
     asio::post(workers_, [this, key, weak] {
       const auto expired = weak.lock();
-      if (expired && take_if_pending(key, expired)) {
-        finish(expired, {std::optional<LockHandle>{}, nullptr});
+      if (!expired) return;
+      std::exception_ptr failure;
+      {
+        std::lock_guard lock(mutex_);
+        const auto queue = queues_.find(key);
+        if (queue != queues_.end()) failure = queue->second.last_failure;
+        if (!take_locked(key, expired)) return;
       }
+      finish(expired, {std::optional<LockHandle>{}, failure});
     });
   });
   return is_head;
@@ -399,6 +410,7 @@ void LockService::pump_locked_out(const std::string& key, const WaiterPtr& head)
     {
       std::lock_guard lock(mutex_);
       queues_[key].busy = false;
+      queues_[key].last_failure = std::current_exception();
     }
     schedule_pump(key, options_.retry_backoff);  // transient: the head keeps its place
     return;
@@ -408,6 +420,7 @@ void LockService::pump_locked_out(const std::string& key, const WaiterPtr& head)
   {
     std::lock_guard lock(mutex_);
     auto& queue = queues_[key];
+    queue.last_failure = nullptr;  // the backend decided
     // Take the head out before clearing `busy`: otherwise another pump could find the same head
     // still queued and grant it again (a re-entrant acquire with a newer token), leaving the
     // waiter with a superseded token.
@@ -525,6 +538,7 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
         } catch (...) {
           {
             std::lock_guard lock(mutex_);
+            queues_[key].last_failure = std::current_exception();
             queues_[key].busy = false;
           }
           pump(key);

@@ -1,0 +1,254 @@
+#include "support/fake_store.h"
+
+#include <utility>
+
+#include "core/validate.h"
+
+namespace dlock::testing {
+
+using std::chrono::milliseconds;
+
+void FakeStorage::begin_outage() {
+  std::lock_guard lock(mutex);
+  outage = true;
+}
+
+void FakeStorage::end_outage() {
+  std::lock_guard lock(mutex);
+  outage = false;
+}
+
+void FakeStorage::raw_delete(std::string_view key) {
+  std::lock_guard lock(mutex);
+  if (const auto row = locks.find(key); row != locks.end()) locks.erase(row);
+}
+
+FakeStore::FakeStore(FakeStoreOptions options, std::shared_ptr<FakeStorage> storage)
+    : options_(std::move(options)), storage_(std::move(storage)), s_(*storage_) {}
+
+std::unique_lock<std::mutex> FakeStore::enter() const {
+  std::unique_lock lock(s_.mutex);
+  if (s_.outage) throw UnavailableError("fake storage: outage");
+  return lock;
+}
+
+bool FakeStore::session_live(std::string_view session_id, WallClock::time_point now) const {
+  const auto found = s_.sessions.find(session_id);
+  return found != s_.sessions.end() && found->second.expires_at > now;
+}
+
+const LockInfo* FakeStore::live_grant(std::string_view key, WallClock::time_point now) const {
+  const auto found = s_.locks.find(key);
+  if (found == s_.locks.end() || found->second.expires_at <= now) return nullptr;
+  return &found->second;
+}
+
+LockHandle FakeStore::grant(std::string_view key, std::string_view owner_id,
+                            std::string_view session_id, milliseconds ttl,
+                            SteadyClock::time_point sent_at, WallClock::time_point now) {
+  LockInfo info{
+      std::string(key), std::string(owner_id), std::string(session_id), s_.next_token++, now,
+      now + ttl};
+  s_.locks.insert_or_assign(std::string(key), info);
+  return LockHandle{info.key,           info.owner_id, info.session_id,
+                    info.fencing_token, sent_at + ttl, info.expires_at};
+}
+
+std::optional<LockHandle> FakeStore::try_insert(std::string_view key, std::string_view owner_id,
+                                                std::string_view session_id, milliseconds ttl) {
+  const auto sent_at = SteadyClock::now();
+  core::check_key(key);
+  core::check_owner(owner_id);
+  core::check_session_id(session_id);
+  check_ttl(ttl, options_.limits, "ttl_ms");
+  const auto lock = enter();
+  const auto now = options_.now();
+  if (!session_live(session_id, now)) {
+    throw SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
+  }
+  if (const auto* holder = live_grant(key, now)) {
+    if (holder->owner_id != owner_id || holder->session_id != session_id) return std::nullopt;
+  }
+  return grant(key, owner_id, session_id, ttl, sent_at, now);
+}
+
+std::optional<LockInfo> FakeStore::read(std::string_view key) {
+  const auto lock = enter();
+  const auto* holder = live_grant(key, options_.now());
+  if (!holder) return std::nullopt;
+  return *holder;
+}
+
+std::vector<LockInfo> FakeStore::list(std::string_view prefix, std::size_t limit) {
+  const auto lock = enter();
+  const auto now = options_.now();
+  std::vector<LockInfo> found;
+  for (auto row = s_.locks.lower_bound(prefix); row != s_.locks.end() && found.size() < limit;
+       ++row) {
+    if (!row->first.starts_with(prefix)) break;
+    if (row->second.expires_at > now) found.push_back(row->second);
+  }
+  return found;
+}
+
+LockHandle FakeStore::extend(const LockHandle& handle, milliseconds ttl) {
+  const auto sent_at = SteadyClock::now();
+  check_ttl(ttl, options_.limits, "ttl_ms");
+  const auto lock = enter();
+  const auto now = options_.now();
+  const auto row = s_.locks.find(handle.key);
+  if (row == s_.locks.end() || row->second.expires_at <= now ||
+      row->second.fencing_token != handle.fencing_token ||
+      row->second.session_id != handle.session_id || row->second.owner_id != handle.owner_id) {
+    throw LockLostError("lock " + handle.key + " is not held by this grant");
+  }
+  row->second.expires_at = now + ttl;
+  auto extended = handle;
+  extended.client_deadline = sent_at + ttl;
+  extended.server_expiry = row->second.expires_at;
+  return extended;
+}
+
+bool FakeStore::delete_if_owner(std::string_view key, std::string_view owner_id,
+                                std::string_view session_id, FencingToken fencing_token) {
+  bool released = false;
+  {
+    const auto lock = enter();
+    const auto row = s_.locks.find(key);
+    if (row == s_.locks.end() || row->second.fencing_token != fencing_token ||
+        row->second.owner_id != owner_id || row->second.session_id != session_id) {
+      return false;
+    }
+    released = row->second.expires_at > options_.now();
+    s_.locks.erase(row);
+  }
+  s_.hub.notify(key);
+  return released;
+}
+
+std::optional<LockHandle> FakeStore::handover(const LockHandle& from,
+                                              std::string_view next_owner_id,
+                                              std::string_view next_session_id, milliseconds ttl) {
+  const auto sent_at = SteadyClock::now();
+  core::check_owner(next_owner_id);
+  core::check_session_id(next_session_id);
+  check_ttl(ttl, options_.limits, "ttl_ms");
+  {
+    const auto lock = enter();
+    const auto now = options_.now();
+    const auto* holder = live_grant(from.key, now);
+    if (!holder || holder->fencing_token != from.fencing_token ||
+        holder->session_id != from.session_id || holder->owner_id != from.owner_id) {
+      throw LockLostError("lock " + from.key + " is not held by this grant");
+    }
+    if (session_live(next_session_id, now)) {
+      return grant(from.key, next_owner_id, next_session_id, ttl, sent_at, now);
+    }
+    s_.locks.erase(from.key);
+  }
+  s_.hub.notify(from.key);
+  return std::nullopt;
+}
+
+LockOutcome FakeStore::revoke(std::string_view key) {
+  LockOutcome outcome;
+  {
+    const auto lock = enter();
+    const auto* holder = live_grant(key, options_.now());
+    if (!holder) return outcome;
+    outcome = {true, holder->fencing_token, holder->owner_id};
+    s_.locks.erase(s_.locks.find(key));
+  }
+  s_.hub.notify(key);
+  return outcome;
+}
+
+ReapReport FakeStore::reap_expired() {
+  ReapReport report;
+  {
+    const auto lock = enter();
+    const auto now = options_.now();
+    for (auto session = s_.sessions.begin(); session != s_.sessions.end();) {
+      if (session->second.expires_at > now) {
+        ++session;
+        continue;
+      }
+      report.expired_sessions.push_back(session->first);
+      session = s_.sessions.erase(session);
+    }
+    for (auto row = s_.locks.begin(); row != s_.locks.end();) {
+      const bool session_gone = !s_.sessions.contains(row->second.session_id);
+      if (row->second.expires_at > now && !session_gone) {
+        ++row;
+        continue;
+      }
+      report.expired_locks.push_back(row->second);
+      row = s_.locks.erase(row);
+    }
+  }
+  for (const auto& info : report.expired_locks) s_.hub.notify(info.key);
+  return report;
+}
+
+ReleaseSubscriptionPtr FakeStore::watch_releases(std::string_view key,
+                                                 std::function<void()> on_released) {
+  return s_.hub.subscribe(key, std::move(on_released));
+}
+
+SessionInfo FakeStore::open_session(std::string_view owner_id, milliseconds ttl) {
+  core::check_owner(owner_id);
+  check_ttl(ttl, options_.limits, "ttl_ms");
+  const auto lock = enter();
+  const auto now = options_.now();
+  SessionInfo info{"session-" + std::to_string(s_.next_session++), std::string(owner_id), ttl,
+                   now + ttl};
+  s_.sessions.emplace(info.session_id, FakeStorage::Session{info.owner_id, ttl, info.expires_at});
+  return info;
+}
+
+SessionInfo FakeStore::heartbeat(std::string_view session_id) {
+  const auto lock = enter();
+  const auto now = options_.now();
+  if (!session_live(session_id, now)) {
+    throw SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
+  }
+  auto& session = s_.sessions.find(session_id)->second;
+  session.expires_at = now + session.ttl;
+  return SessionInfo{std::string(session_id), session.owner_id, session.ttl, session.expires_at};
+}
+
+std::optional<SessionInfo> FakeStore::get_session(std::string_view session_id) {
+  const auto lock = enter();
+  if (!session_live(session_id, options_.now())) return std::nullopt;
+  const auto& session = s_.sessions.find(session_id)->second;
+  return SessionInfo{std::string(session_id), session.owner_id, session.ttl, session.expires_at};
+}
+
+std::vector<LockInfo> FakeStore::close_session(std::string_view session_id) {
+  std::vector<LockInfo> released;
+  {
+    const auto lock = enter();
+    const auto now = options_.now();
+    if (!session_live(session_id, now)) {
+      throw SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
+    }
+    s_.sessions.erase(s_.sessions.find(session_id));
+    for (auto row = s_.locks.begin(); row != s_.locks.end();) {
+      if (row->second.session_id != session_id) {
+        ++row;
+        continue;
+      }
+      if (row->second.expires_at > now) released.push_back(row->second);
+      row = s_.locks.erase(row);
+    }
+  }
+  for (const auto& info : released) s_.hub.notify(info.key);
+  return released;
+}
+
+FencingToken FakeStore::last_token() const {
+  const auto lock = enter();
+  return s_.next_token - 1;
+}
+
+}  // namespace dlock::testing

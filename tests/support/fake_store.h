@@ -1,0 +1,107 @@
+#pragma once
+
+// An in-memory dlock::Backend for unit tests of the code above the store SPI (LockService).
+// It follows include/dlock/lock_store.h closely enough to drive the service: one global token
+// counter (so every key's tokens strictly increase), expiry on an injected clock, re-entrant
+// grants, hand-over, sessions whose locks die with them, and release notifications through
+// core::ReleaseHub as the sqlite store does. Several FakeStores may share one FakeStorage, as
+// several dlockd share one database; the storage can be made unavailable (an outage). The
+// conformance matrix runs against it (fake_store_conformance_test). No persistence, no call
+// timeout (nothing here blocks), and backend_id() is "fake".
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/release_hub.h"
+#include "dlock/lock_store.h"
+
+namespace dlock::testing {
+
+struct FakeStoreOptions {
+  // The store's clock (the "database now()"); the real wall clock unless a test injects one.
+  std::function<WallClock::time_point()> now = [] { return WallClock::now(); };
+  // Small by default so tests can let grants expire in milliseconds.
+  TtlLimits limits{std::chrono::milliseconds(1), std::chrono::hours(1)};
+};
+
+// The state FakeStores share: grants, sessions, the token counter and the release feed.
+class FakeStorage {
+ public:
+  // Until end_outage(), every call of every store on this storage throws UnavailableError.
+  void begin_outage();
+  void end_outage();
+  // Deletes `key`'s row behind the stores' backs (no notification).
+  void raw_delete(std::string_view key);
+
+ private:
+  friend class FakeStore;
+  struct Session {
+    std::string owner_id;
+    std::chrono::milliseconds ttl{0};
+    WallClock::time_point expires_at{};
+  };
+
+  core::ReleaseHub hub;  // notified outside mutex
+  mutable std::mutex mutex;
+  bool outage = false;
+  std::map<std::string, LockInfo, std::less<>> locks;  // rows, live or expired
+  std::map<std::string, Session, std::less<>> sessions;
+  FencingToken next_token = 1;
+  std::uint64_t next_session = 1;
+};
+
+class FakeStore : public Backend {
+ public:
+  explicit FakeStore(FakeStoreOptions options = {},
+                     std::shared_ptr<FakeStorage> storage = std::make_shared<FakeStorage>());
+
+  std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
+                                       std::string_view session_id,
+                                       std::chrono::milliseconds ttl) override;
+  std::optional<LockInfo> read(std::string_view key) override;
+  std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override;
+  LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override;
+  bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
+                       FencingToken fencing_token) override;
+  std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
+                                     std::string_view next_session_id,
+                                     std::chrono::milliseconds ttl) override;
+  LockOutcome revoke(std::string_view key) override;
+  ReapReport reap_expired() override;
+  ReleaseSubscriptionPtr watch_releases(std::string_view key,
+                                        std::function<void()> on_released) override;
+  std::string_view backend_id() const override { return "fake"; }
+
+  SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override;
+  SessionInfo heartbeat(std::string_view session_id) override;
+  std::optional<SessionInfo> get_session(std::string_view session_id) override;
+  std::vector<LockInfo> close_session(std::string_view session_id) override;
+
+  // Test access: the last token minted (for any key), 0 before the first grant.
+  FencingToken last_token() const;
+
+ private:
+  // Locks the storage; throws UnavailableError during an outage.
+  std::unique_lock<std::mutex> enter() const;
+  bool session_live(std::string_view session_id,
+                    WallClock::time_point now) const;  // under the storage mutex
+  const LockInfo* live_grant(std::string_view key,
+                             WallClock::time_point now) const;  // under the storage mutex
+  LockHandle grant(std::string_view key, std::string_view owner_id, std::string_view session_id,
+                   std::chrono::milliseconds ttl, SteadyClock::time_point sent_at,
+                   WallClock::time_point now);  // under the storage mutex
+
+  const FakeStoreOptions options_;
+  const std::shared_ptr<FakeStorage> storage_;
+  FakeStorage& s_;  // *storage_
+};
+
+}  // namespace dlock::testing

@@ -1,0 +1,161 @@
+#include "support/fault_injecting_store.h"
+
+#include <utility>
+
+namespace dlock::testing {
+
+using std::chrono::milliseconds;
+
+FaultInjectingStore::FaultInjectingStore(Backend& inner, milliseconds hang_timeout)
+    : inner_(inner), hang_timeout_(hang_timeout) {}
+
+void FaultInjectingStore::inject(std::string_view operation, Fault fault, std::size_t count) {
+  std::lock_guard lock(mutex_);
+  faults_.insert_or_assign(std::string(operation), Injected{fault, count});
+}
+
+void FaultInjectingStore::clear(std::string_view operation) {
+  std::lock_guard lock(mutex_);
+  if (const auto found = faults_.find(operation); found != faults_.end()) faults_.erase(found);
+}
+
+void FaultInjectingStore::clear_all() {
+  std::lock_guard lock(mutex_);
+  faults_.clear();
+}
+
+void FaultInjectingStore::release_hung() {
+  {
+    std::lock_guard lock(mutex_);
+    ++release_epoch_;
+  }
+  changed_.notify_all();
+}
+
+std::size_t FaultInjectingStore::calls(std::string_view operation) const {
+  std::lock_guard lock(mutex_);
+  const auto found = calls_.find(operation);
+  return found == calls_.end() ? 0 : found->second;
+}
+
+std::size_t FaultInjectingStore::blocked() const {
+  std::lock_guard lock(mutex_);
+  return blocked_;
+}
+
+bool FaultInjectingStore::wait_for_blocked(std::size_t count, milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return blocked_ >= count; });
+}
+
+std::optional<Fault> FaultInjectingStore::enter(std::string_view operation) {
+  std::lock_guard lock(mutex_);
+  if (const auto counted = calls_.find(operation); counted != calls_.end()) {
+    ++counted->second;
+  } else {
+    calls_.emplace(std::string(operation), 1);
+  }
+  const auto found = faults_.find(operation);
+  if (found == faults_.end()) return std::nullopt;
+  const auto fault = found->second.fault;
+  if (found->second.remaining != kUntilCleared && --found->second.remaining == 0) {
+    faults_.erase(found);
+  }
+  return fault;
+}
+
+void FaultInjectingStore::block() {
+  std::unique_lock lock(mutex_);
+  const auto epoch = release_epoch_;
+  ++blocked_;
+  changed_.notify_all();
+  changed_.wait_for(lock, hang_timeout_, [&] { return release_epoch_ != epoch; });
+  --blocked_;
+  changed_.notify_all();
+}
+
+template <typename Call>
+auto FaultInjectingStore::invoke(std::string_view operation, Call call) -> decltype(call()) {
+  const auto fault = enter(operation);
+  if (!fault) return call();
+  const std::string what = "injected fault in " + std::string(operation);
+  switch (*fault) {
+    case Fault::kUnavailable:
+      throw UnavailableError(what + ": unavailable");
+    case Fault::kHang:
+      block();
+      throw UnavailableError(what + ": call timed out");
+    case Fault::kStall:
+      block();
+      return call();
+    case Fault::kUnknownOutcome:
+      call();
+      throw UnknownOutcomeError(what + ": outcome unknown");
+  }
+  return call();
+}
+
+std::optional<LockHandle> FaultInjectingStore::try_insert(std::string_view key,
+                                                          std::string_view owner_id,
+                                                          std::string_view session_id,
+                                                          milliseconds ttl) {
+  return invoke("try_insert", [&] { return inner_.try_insert(key, owner_id, session_id, ttl); });
+}
+
+std::optional<LockInfo> FaultInjectingStore::read(std::string_view key) {
+  return invoke("read", [&] { return inner_.read(key); });
+}
+
+std::vector<LockInfo> FaultInjectingStore::list(std::string_view prefix, std::size_t limit) {
+  return invoke("list", [&] { return inner_.list(prefix, limit); });
+}
+
+LockHandle FaultInjectingStore::extend(const LockHandle& handle, milliseconds ttl) {
+  return invoke("extend", [&] { return inner_.extend(handle, ttl); });
+}
+
+bool FaultInjectingStore::delete_if_owner(std::string_view key, std::string_view owner_id,
+                                          std::string_view session_id, FencingToken fencing_token) {
+  return invoke("delete_if_owner",
+                [&] { return inner_.delete_if_owner(key, owner_id, session_id, fencing_token); });
+}
+
+std::optional<LockHandle> FaultInjectingStore::handover(const LockHandle& from,
+                                                        std::string_view next_owner_id,
+                                                        std::string_view next_session_id,
+                                                        milliseconds ttl) {
+  return invoke("handover",
+                [&] { return inner_.handover(from, next_owner_id, next_session_id, ttl); });
+}
+
+LockOutcome FaultInjectingStore::revoke(std::string_view key) {
+  return invoke("revoke", [&] { return inner_.revoke(key); });
+}
+
+ReapReport FaultInjectingStore::reap_expired() {
+  return invoke("reap_expired", [&] { return inner_.reap_expired(); });
+}
+
+ReleaseSubscriptionPtr FaultInjectingStore::watch_releases(std::string_view key,
+                                                           std::function<void()> on_released) {
+  return invoke("watch_releases",
+                [&] { return inner_.watch_releases(key, std::move(on_released)); });
+}
+
+SessionInfo FaultInjectingStore::open_session(std::string_view owner_id, milliseconds ttl) {
+  return invoke("open_session", [&] { return inner_.open_session(owner_id, ttl); });
+}
+
+SessionInfo FaultInjectingStore::heartbeat(std::string_view session_id) {
+  return invoke("heartbeat", [&] { return inner_.heartbeat(session_id); });
+}
+
+std::optional<SessionInfo> FaultInjectingStore::get_session(std::string_view session_id) {
+  return invoke("get_session", [&] { return inner_.get_session(session_id); });
+}
+
+std::vector<LockInfo> FaultInjectingStore::close_session(std::string_view session_id) {
+  return invoke("close_session", [&] { return inner_.close_session(session_id); });
+}
+
+}  // namespace dlock::testing
