@@ -138,8 +138,9 @@ class Lock {
   FencingToken token() const;
   // True until the monotonic client deadline passes, or the lock or its session was reported
   // lost. The deadline is the send time of the last successful acquire or extend + the smaller
-  // of the TTL asked for and the TTL answered, less the clock-rate allowance (clock_drift), so
-  // the client stops believing in the lock no later than the server expires it.
+  // of the TTL asked for and the TTL answered, less the clock-rate allowance (clock_drift), and
+  // never later than its session's deadline (a lock dies with its session), so the client stops
+  // believing in the lock no later than the server expires it.
   bool still_valid() const;
   SteadyClock::time_point client_deadline() const;
   // Expiry as the server's clock reported it; informational only.

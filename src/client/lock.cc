@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <condition_variable>
 
 #include "client/session_state.h"
@@ -121,13 +122,18 @@ FencingToken Lock::token() const { return state_->token; }
 
 bool Lock::still_valid() const {
   if (state_->released || state_->loss.lost() || state_->session->loss.lost()) return false;
-  std::lock_guard lock(state_->mutex);
-  return SteadyClock::now() < state_->client_deadline;
+  return SteadyClock::now() < client_deadline();
 }
 
+// A lock dies with its session (C2): it is trusted no longer than the session is.
 SteadyClock::time_point Lock::client_deadline() const {
-  std::lock_guard lock(state_->mutex);
-  return state_->client_deadline;
+  SteadyClock::time_point lock_deadline;
+  {
+    std::lock_guard lock(state_->mutex);
+    lock_deadline = state_->client_deadline;
+  }
+  std::lock_guard session_lock(state_->session->mutex);
+  return std::min(lock_deadline, state_->session->deadline);
 }
 
 WallClock::time_point Lock::server_expiry() const {

@@ -65,6 +65,17 @@ TEST_F(ClientDeadlineTest, AcquireTrustsTheTtlAskedForNotALongerAnswer) {
   EXPECT_LE(handle->client_deadline, SteadyClock::now() + milliseconds(1000));
 }
 
+// A lock dies with its session (C2): a lock whose own TTL is longer than its session's is
+// trusted only until the session's deadline. `dlock run` stops CMD a margin before this one.
+TEST_F(ClientDeadlineTest, LockIsTrustedNoLongerThanItsSession) {
+  auto plain = client(0.0);
+  Session session(*plain, {"tester", milliseconds(1500), {}});
+  api_.lock_ttl_ms = 60000;
+  auto lock = session.acquire("k", {milliseconds(60000), milliseconds(0), "", false, {}});
+  ASSERT_TRUE(lock);
+  EXPECT_LE(lock->client_deadline(), SteadyClock::now() + milliseconds(1500));
+}
+
 TEST_F(ClientDeadlineTest, ExtendTrustsTheTtlAskedForNotALongerAnswer) {
   auto plain = client(0.0);
   Session session(*plain, {"tester", milliseconds(60000), {}});
@@ -101,6 +112,7 @@ TEST_F(ClientDeadlineTest, KeepaliveAnsweringMoreDoesNotLengthenTheSession) {
 
 TEST_F(ClientDeadlineTest, DefaultAllowanceIsOnePercentOfTheTtl) {
   auto plain = client(std::nullopt);
+  api_.session_ttl_ms = 60000;  // the session outlives the lock: its deadline is the lock's own
   Session session(*plain, {"tester", milliseconds(60000), {}});
   api_.lock_ttl_ms = 10000;
   const auto before = SteadyClock::now();
@@ -119,6 +131,7 @@ TEST_F(ClientDeadlineTest, DefaultAllowanceIsOnePercentOfTheTtl) {
 TEST_F(ClientDeadlineTest, ConfiguredAllowanceShortensLocksAndSessions) {
   auto drifting = client(0.45);
   api_.lock_ttl_ms = 2000;
+  api_.session_ttl_ms = 60000;  // the session outlives the lock: its deadline is the lock's own
   {
     Session session(*drifting, {"tester", milliseconds(60000), {}});
     const auto before = SteadyClock::now();
