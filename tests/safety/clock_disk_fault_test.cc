@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "safety/answer.h"
 #include "safety/checker.h"
 #include "safety/cluster.h"
 #include "safety/history.h"
@@ -136,16 +137,7 @@ class Recorder {
     }
     op.end_ns = monotonic_ns();
     op.token = token;
-    if (op.outcome == Outcome::kOk && result.json.is_object() &&
-        result.json.as_object().contains("fencing_token")) {
-      op.token = result.json.at("fencing_token").to_number<std::uint64_t>();
-    }
-    // The deadline the holder was told: its send time plus the answered ttl_ms (I5).
-    if (op.outcome == Outcome::kOk && result.json.is_object() &&
-        result.json.as_object().contains("ttl_ms")) {
-      op.promised_until_ns =
-          op.start_ns + result.json.at("ttl_ms").to_number<std::int64_t>() * 1000000;
-    }
+    note_answer(op, result);
     last_ = op;
     history_.add(op);
     return result;

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <thread>
 
+#include "safety/answer.h"
 #include "safety/checker.h"
 #include "safety/cluster.h"
 #include "safety/history.h"
@@ -93,19 +94,6 @@ testing::HttpResult bounded_http_call(const std::string& address, const std::str
   return future.get();
 }
 
-// The deadline a granted holder was told, its send time plus the answered ttl_ms, for the
-// checker's lifetime invariant where the history records one (Operation::promised_until_ns).
-template <typename Op>
-void note_promise(Op& op, const testing::HttpResult& result) {
-  if constexpr (requires { op.promised_until_ns; }) {
-    if (op.outcome == Outcome::kOk && result.json.is_object() &&
-        result.json.as_object().contains("ttl_ms")) {
-      op.promised_until_ns =
-          op.start_ns + result.json.at("ttl_ms").template to_number<std::int64_t>() * 1000000;
-    }
-  }
-}
-
 // HTTP calls against dlockd, each recorded as an operation (as in fencing_fault_test.cc), plus
 // the answers a partitioned dlockd gave. Thread-safe.
 class Recorder {
@@ -143,11 +131,7 @@ class Recorder {
     }
     op.end_ns = monotonic_ns();
     op.token = token;
-    if (op.outcome == Outcome::kOk && result.json.is_object() &&
-        result.json.as_object().contains("fencing_token")) {
-      op.token = token_of(result);
-    }
-    note_promise(op, result);
+    note_answer(op, result);
     std::lock_guard lock(mutex_);
     history_.add(op);
     return result;
