@@ -15,7 +15,9 @@ void check_admin_token(std::string_view token) {
   const auto fail = [](const std::string& reason) {
     throw InvalidArgumentError(
         "admin.token",
-        "admin.token " + reason + "; generate one with `dlock token new admin admin:*`");
+        "admin.token " + reason +
+            "; use e.g. the token (not the line) that `dlock token new admin admin:*` "
+            "prints");
   };
   if (token.size() < kMinAdminTokenChars) {
     fail("is too short (" + std::to_string(token.size()) + " characters, at least " +

@@ -6,7 +6,16 @@ namespace dlock::auth {
 
 using std::chrono::milliseconds;
 
-FailureThrottle::FailureThrottle(ThrottleOptions options) : options_(std::move(options)) {}
+namespace {
+ThrottleOptions normalized(ThrottleOptions options) {
+  options.burst = std::max<std::size_t>(options.burst, 1);
+  options.max_addresses = std::max<std::size_t>(options.max_addresses, 1);
+  return options;
+}
+}  // namespace
+
+FailureThrottle::FailureThrottle(ThrottleOptions options)
+    : options_(normalized(std::move(options))) {}
 
 void FailureThrottle::forget_refilled(TimePoint now) {
   std::erase_if(buckets_, [now](const auto& entry) { return entry.second <= now; });

@@ -18,7 +18,7 @@ namespace dlock::auth {
 using SteadyNow = std::function<std::chrono::steady_clock::time_point()>;
 
 struct ThrottleOptions {
-  // Failures an address may have in a burst before it is throttled (at least 1).
+  // Failures an address may have in a burst before it is throttled (0 counts as 1).
   std::size_t burst = 10;
   // One more failure is allowed per this interval (the bucket's refill rate): 10 a minute.
   std::chrono::milliseconds refill_interval{6000};

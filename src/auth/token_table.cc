@@ -15,6 +15,13 @@ bool Principal::allows(Role role, std::string_view ns) const noexcept {
   return false;
 }
 
+bool Principal::has_role_somewhere(Role role) const noexcept {
+  for (const auto& permission : permissions) {
+    if (static_cast<int>(permission.role) >= static_cast<int>(role)) return true;
+  }
+  return false;
+}
+
 void check_principal_name(std::string_view name) {
   if (name.empty()) throw InvalidArgumentError("principal", "the principal name is empty");
   if (name.front() == '#') {

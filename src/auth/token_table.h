@@ -22,6 +22,9 @@ struct Principal {
 
   // Whether any permission allows `role` on namespace `ns`.
   bool allows(Role role, std::string_view ns) const noexcept;
+  // Whether some permission grants `role` (or more) on some namespace: opening a session,
+  // which belongs to no namespace, needs `lock` somewhere (ADR-0016).
+  bool has_role_somewhere(Role role) const noexcept;
 };
 
 // Throws InvalidArgumentError (field "principal") unless `name` is 1-128 bytes of printable

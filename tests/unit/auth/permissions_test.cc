@@ -48,6 +48,11 @@ TEST(PermissionTest, PrincipalCombinesItsPermissions) {
   EXPECT_TRUE(worker.allows(Role::kAdmin, "ops-eu"));
   EXPECT_FALSE(worker.allows(Role::kAdmin, "payments"));
   EXPECT_FALSE(Principal{}.allows(Role::kRead, "default"));
+  EXPECT_TRUE(worker.has_role_somewhere(Role::kAdmin));
+  const Principal reader{"reader", std::nullopt, parse_permissions("read:*")};
+  EXPECT_TRUE(reader.has_role_somewhere(Role::kRead));
+  EXPECT_FALSE(reader.has_role_somewhere(Role::kLock));
+  EXPECT_FALSE(Principal{}.has_role_somewhere(Role::kRead));
 }
 
 TEST(ParsePermissionsTest, ParsesAndFormatsBack) {
