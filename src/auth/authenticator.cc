@@ -52,7 +52,7 @@ Authenticator::Authenticator(TokenTable table, std::vector<Principal> built_in,
       options_(std::move(options)),
       observer_(observer),
       throttle_(options_.throttle) {
-  table_.store(with_built_ins(std::move(table)));
+  swap_in(with_built_ins(std::move(table)));
 }
 
 std::shared_ptr<const TokenTable> Authenticator::with_built_ins(TokenTable table) const {
@@ -70,7 +70,7 @@ AuthResult Authenticator::authenticate(std::string_view authorization,
     throttle_.record_failure(remote_address);
     return deny(AuthOutcome::kMalformed, remote_address);
   }
-  std::shared_ptr<const TokenTable> table = table_.load();
+  std::shared_ptr<const TokenTable> table = this->table();
   const Principal* principal = table->find_by_token(token);
   if (principal == nullptr) {
     throttle_.record_failure(remote_address);
@@ -112,7 +112,7 @@ AuthResult Authenticator::deny(AuthOutcome reason, std::string_view remote_addre
 }
 
 std::shared_ptr<const Principal> Authenticator::principal_named(std::string_view name) const {
-  std::shared_ptr<const TokenTable> table = table_.load();
+  std::shared_ptr<const TokenTable> table = this->table();
   const Principal* principal = table->find_by_name(name);
   if (principal == nullptr) return nullptr;
   return std::shared_ptr<const Principal>(std::move(table), principal);
@@ -129,10 +129,21 @@ std::size_t Authenticator::reload(const std::string& path) {
         std::string(error.what()) + " (dlockd defines it itself: `admin` comes from admin.token)");
   }
   const std::size_t size = table->size();
-  table_.store(std::move(table));
+  swap_in(std::move(table));
   return size;
 }
 
-void Authenticator::replace(TokenTable table) { table_.store(with_built_ins(std::move(table))); }
+std::shared_ptr<const TokenTable> Authenticator::table() const {
+  std::lock_guard lock(table_mutex_);
+  return table_;
+}
+
+void Authenticator::swap_in(std::shared_ptr<const TokenTable> table) {
+  std::lock_guard lock(table_mutex_);
+  table_.swap(table);
+  // The old table is released after the lock, outside it, when `table` goes out of scope.
+}
+
+void Authenticator::replace(TokenTable table) { swap_in(with_built_ins(std::move(table))); }
 
 }  // namespace dlock::auth

@@ -2,7 +2,9 @@
 
 // Bearer-token authentication for dlockd (contract C6, ADR-0016). Thread-safe: requests call
 // authenticate() concurrently while SIGHUP calls reload(); each request sees one whole table,
-// the old or the new one (an atomic shared_ptr swap), never a mix.
+// the old or the new one (a shared_ptr swapped under a mutex held only for the copy), never a
+// mix. Not std::atomic<std::shared_ptr>: libstdc++ 12 releases its load-side lock with relaxed
+// order, a data race ThreadSanitizer reports.
 //
 // Outcomes and what the API answers (the wiring lives in src/server):
 //   kOk         the principal; the route then checks Principal::allows (403 permission_denied)
@@ -14,7 +16,6 @@
 // Every 401 carries `WWW-Authenticate: Bearer`. Only kMalformed and kUnknown (guesses) drain
 // the address's FailureThrottle bucket; every failure is counted through AuthObserver.
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -86,7 +87,7 @@ class Authenticator {
   // on a clash.
   void replace(TokenTable table);
 
-  std::shared_ptr<const TokenTable> table() const { return table_.load(); }
+  std::shared_ptr<const TokenTable> table() const;
 
  private:
   std::shared_ptr<const TokenTable> with_built_ins(TokenTable table) const;
@@ -96,7 +97,10 @@ class Authenticator {
   const std::vector<Principal> built_in_;
   const AuthenticatorOptions options_;
   AuthObserver* const observer_;
-  std::atomic<std::shared_ptr<const TokenTable>> table_;
+  void swap_in(std::shared_ptr<const TokenTable> table);
+
+  mutable std::mutex table_mutex_;
+  std::shared_ptr<const TokenTable> table_;  // guarded by table_mutex_
   FailureThrottle throttle_;
 
   std::mutex log_mutex_;
