@@ -402,7 +402,7 @@ TEST_P(FencingFaults, L_RestoreOfTheStoreFromAnEarlierBackup) {
   const int restore_cycles = cycles(2, 20);
   const std::string backup = dir_ + "/store-backup";
   const std::string tools_log = dir_ + "/restore-tools.log";
-  const auto& config = dlockd_->config();
+  const auto& config = dlockd_->options();
   auto back_up = [&] {
     if (GetParam() == "sqlite") {
       for (const char* suffix : {"", "-wal"}) {

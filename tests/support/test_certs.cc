@@ -1,5 +1,9 @@
 #include "support/test_certs.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,9 +15,22 @@
 namespace dlock::testing {
 namespace {
 
+// The openssl tool on PATH (Subprocess does not search PATH).
+std::string openssl_path() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const auto end = std::min(dirs.find(':', start), dirs.size());
+    const std::string candidate = dirs.substr(start, end - start) + "/openssl";
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  throw std::runtime_error("openssl not found on PATH (Debian package openssl)");
+}
+
 void openssl(const std::string& dir, std::vector<std::string> args) {
   SubprocessOptions options;
-  options.argv = {"openssl"};
+  options.argv = {openssl_path()};
   options.argv.insert(options.argv.end(), args.begin(), args.end());
   options.log_path = dir + "/openssl.log";
   const int status = run_command(options, std::chrono::seconds(60));
