@@ -65,7 +65,7 @@ class LockStoreConformance : public ::testing::TestWithParam<std::string> {
   BackendPtr store_;
 };
 
-// --- The six cases of seed T-011 §4 -----------------------------------------------------------
+// --- Acquire (C1, C2): grant, held, re-entrant, takeover, increasing tokens, one winner ----------
 
 TEST_P(LockStoreConformance, AcquireFreeKeyGrantsPositiveTokenAndLaterExpiry) {
   const auto key = fresh_key();

@@ -1,6 +1,7 @@
-// The etcd store against a real single-member etcd: seed T-030's acceptance criteria 2-5 as
-// named tests, plus what only etcd has (the store's own watch stream, an etcd crash). The
-// conformance matrix covers the SPI itself.
+// The etcd store against a real single-member etcd: the store's promises of ADR-0006 (one grant
+// per key, token = the granting Txn's revision, strictly increasing tokens, a token that does not
+// move with unrelated writes) as named tests, plus what only etcd has (the store's own watch
+// stream, an etcd crash). The conformance matrix covers the SPI itself.
 
 #include <gtest/gtest.h>
 
@@ -54,7 +55,8 @@ class EtcdStoreTest : public ::testing::Test {
 
 testing::EtcdCluster* EtcdStoreTest::etcd_ = nullptr;
 
-// T-030 criterion 2. Many rounds, because a read-then-write acquire loses only some races.
+// One grant per key (ADR-0006, one Txn guarded by CreateRevision == 0). Many rounds, because a
+// read-then-write acquire loses only some races.
 TEST_F(EtcdStoreTest, ConcurrentAcquiresOfOneKeyYieldExactlyOneGrant) {
   constexpr int kThreads = 6;
   constexpr int kRounds = 60;
@@ -91,9 +93,9 @@ TEST_F(EtcdStoreTest, ConcurrentAcquiresOfOneKeyYieldExactlyOneGrant) {
   }
 }
 
-// T-030 criterion 3: the token is the revision etcd reported for the granting Txn. Nothing else
-// writes to this etcd while the hook runs, so the store's revision right after the Txn answered
-// is that Txn's revision.
+// Token = revision (ADR-0006): the token is the revision etcd reported for the granting Txn.
+// Nothing else writes to this etcd while the hook runs, so the store's revision right after the Txn
+// answered is that Txn's revision.
 TEST_F(EtcdStoreTest, TokenEqualsGrantingTxnHeaderRevisionAndIsNonZero) {
   std::int64_t revision_after_grant = 0;
   auto store =
@@ -113,7 +115,7 @@ TEST_F(EtcdStoreTest, TokenEqualsGrantingTxnHeaderRevisionAndIsNonZero) {
   EXPECT_EQ(static_cast<std::int64_t>(handle->fencing_token), raw->create_revision);
 }
 
-// T-030 criterion 4.
+// Tokens strictly increase across grants of one key, whoever deleted the previous one (ADR-0006).
 TEST_F(EtcdStoreTest, AcquireRawDeleteCyclesGiveStrictlyIncreasingTokens) {
   const auto session = store_->open_session("alice", seconds(60));
   const auto key = fresh_key("cycles");
@@ -129,9 +131,9 @@ TEST_F(EtcdStoreTest, AcquireRawDeleteCyclesGiveStrictlyIncreasingTokens) {
   }
 }
 
-// T-030 criterion 5: unrelated writes move the cluster revision; the handle's token must not
-// move with them. The first write lands between the granting Txn's answer and try_insert's
-// return, where a re-read of the token would see it.
+// Token = revision of the granting Txn, not the current one (ADR-0006): unrelated writes move the
+// cluster revision; the handle's token must not move with them. The first write lands between the
+// granting Txn's answer and try_insert's return, where a re-read of the token would see it.
 TEST_F(EtcdStoreTest, UnrelatedWriteAfterGrantDoesNotChangeTheToken) {
   const std::string unrelated = "/unrelated/" + fresh_key("noise");
   std::int64_t noise_revision = 0;
