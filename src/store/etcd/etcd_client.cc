@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
@@ -114,10 +115,6 @@ std::string join(const char* scheme, const std::vector<std::string>& addresses) 
   return target;
 }
 
-bool contains(const grpc::Status& status, std::string_view text) {
-  return status.error_message().find(text) != std::string::npos;
-}
-
 }  // namespace
 
 std::string channel_target(std::string_view endpoints) {
@@ -167,36 +164,6 @@ std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints) {
                                    args);
 }
 
-void throw_for_status(const grpc::Status& status, std::string_view what, CallKind kind) {
-  const std::string message = "etcd " + std::string(what) + ": " + status.error_message() +
-                              " (grpc code " +
-                              std::to_string(static_cast<int>(status.error_code())) + ")";
-  if (contains(status, "no leader") || contains(status, "not leader") ||
-      contains(status, "leader changed")) {
-    throw NotLeaderError(message);
-  }
-  if (contains(status, "lease not found")) throw SessionNotFoundError(message);
-  if (contains(status, "too many requests")) throw ContentionError(message);
-  switch (status.error_code()) {
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      // The request may have been applied after we stopped waiting for the answer.
-      if (kind == CallKind::kWrite) throw UnknownOutcomeError(message);
-      throw UnavailableError(message);
-    case grpc::StatusCode::UNAVAILABLE:
-      // etcd's own "request timed out" means the proposal was sent and may still commit.
-      if (kind == CallKind::kWrite && contains(status, "timed out")) {
-        throw UnknownOutcomeError(message);
-      }
-      throw UnavailableError(message);
-    case grpc::StatusCode::CANCELLED:
-    case grpc::StatusCode::ABORTED:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      throw UnavailableError(message);
-    default:
-      throw InternalError(message);
-  }
-}
-
 EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel,
                        std::chrono::milliseconds call_timeout)
     : channel_(std::move(channel)),
@@ -205,67 +172,51 @@ EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel,
       lease_(etcdserverpb::Lease::NewStub(channel_)),
       keep_alive_(std::make_unique<KeepAliveStream>(channel_, *lease_)) {}
 
-void EtcdClient::set_deadline(grpc::ClientContext& context) const {
+// Every unary call has one shape: a context with the client's deadline, the call, and a failed
+// status turned into the dlock error for `what`.
+template <typename Stub, typename Request, typename Response>
+Response EtcdClient::call(grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                                       Response*),
+                          Stub& stub, const Request& request, std::string_view what,
+                          CallKind kind) const {
+  grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + call_timeout_);
+  Response response;
+  const grpc::Status status = (stub.*method)(&context, request, &response);
+  if (!status.ok()) throw_for_status(status, what, kind);
+  return response;
 }
 
 etcdserverpb::TxnResponse EtcdClient::txn(const etcdserverpb::TxnRequest& request, CallKind kind) {
-  grpc::ClientContext context;
-  set_deadline(context);
-  etcdserverpb::TxnResponse response;
-  const grpc::Status status = kv_->Txn(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "txn", kind);
-  return response;
+  return call(&etcdserverpb::KV::Stub::Txn, *kv_, request, "txn", kind);
 }
 
 etcdserverpb::RangeResponse EtcdClient::range(const etcdserverpb::RangeRequest& request) {
-  grpc::ClientContext context;
-  set_deadline(context);
-  etcdserverpb::RangeResponse response;
-  const grpc::Status status = kv_->Range(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "range", CallKind::kRead);
-  return response;
+  return call(&etcdserverpb::KV::Stub::Range, *kv_, request, "range", CallKind::kRead);
 }
 
 etcdserverpb::PutResponse EtcdClient::put(const etcdserverpb::PutRequest& request) {
-  grpc::ClientContext context;
-  set_deadline(context);
-  etcdserverpb::PutResponse response;
-  const grpc::Status status = kv_->Put(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "put", CallKind::kWrite);
-  return response;
+  return call(&etcdserverpb::KV::Stub::Put, *kv_, request, "put", CallKind::kWrite);
 }
 
 etcdserverpb::DeleteRangeResponse EtcdClient::delete_range(
     const etcdserverpb::DeleteRangeRequest& request) {
-  grpc::ClientContext context;
-  set_deadline(context);
-  etcdserverpb::DeleteRangeResponse response;
-  const grpc::Status status = kv_->DeleteRange(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "delete", CallKind::kWrite);
-  return response;
+  return call(&etcdserverpb::KV::Stub::DeleteRange, *kv_, request, "delete", CallKind::kWrite);
 }
 
 etcdserverpb::LeaseGrantResponse EtcdClient::lease_grant(std::int64_t ttl_seconds) {
-  grpc::ClientContext context;
-  set_deadline(context);
   etcdserverpb::LeaseGrantRequest request;
   request.set_ttl(ttl_seconds);
-  etcdserverpb::LeaseGrantResponse response;
-  const grpc::Status status = lease_->LeaseGrant(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "lease grant", CallKind::kWrite);
+  auto response = call(&etcdserverpb::Lease::Stub::LeaseGrant, *lease_, request, "lease grant",
+                       CallKind::kWrite);
   if (!response.error().empty()) throw InternalError("etcd lease grant: " + response.error());
   return response;
 }
 
 void EtcdClient::lease_revoke(std::int64_t lease_id) {
-  grpc::ClientContext context;
-  set_deadline(context);
   etcdserverpb::LeaseRevokeRequest request;
   request.set_id(lease_id);
-  etcdserverpb::LeaseRevokeResponse response;
-  const grpc::Status status = lease_->LeaseRevoke(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "lease revoke", CallKind::kWrite);
+  call(&etcdserverpb::Lease::Stub::LeaseRevoke, *lease_, request, "lease revoke", CallKind::kWrite);
 }
 
 std::int64_t EtcdClient::lease_keep_alive(std::int64_t lease_id) {
@@ -274,15 +225,28 @@ std::int64_t EtcdClient::lease_keep_alive(std::int64_t lease_id) {
 
 etcdserverpb::LeaseTimeToLiveResponse EtcdClient::lease_time_to_live(std::int64_t lease_id,
                                                                      bool keys) {
-  grpc::ClientContext context;
-  set_deadline(context);
   etcdserverpb::LeaseTimeToLiveRequest request;
   request.set_id(lease_id);
   request.set_keys(keys);
-  etcdserverpb::LeaseTimeToLiveResponse response;
-  const grpc::Status status = lease_->LeaseTimeToLive(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "lease time-to-live", CallKind::kRead);
-  return response;
+  return call(&etcdserverpb::Lease::Stub::LeaseTimeToLive, *lease_, request, "lease time-to-live",
+              CallKind::kRead);
+}
+
+std::vector<mvccpb::KeyValue> read_keys(EtcdClient& client,
+                                        const std::vector<std::string>& etcd_keys) {
+  // etcd refuses transactions with more operations than its --max-txn-ops (128 by default).
+  constexpr std::size_t kMaxOpsPerTxn = 64;
+  std::vector<mvccpb::KeyValue> found;
+  for (std::size_t first = 0; first < etcd_keys.size(); first += kMaxOpsPerTxn) {
+    etcdserverpb::TxnRequest request;  // no compare: a consistent multi-key read
+    const std::size_t last = std::min(etcd_keys.size(), first + kMaxOpsPerTxn);
+    for (std::size_t i = first; i < last; ++i) *request.add_success() = get_op(etcd_keys[i]);
+    const auto response = client.txn(request, CallKind::kRead);
+    for (const auto& op : response.responses()) {
+      for (const auto& kv : op.response_range().kvs()) found.push_back(kv);
+    }
+  }
+  return found;
 }
 
 etcdserverpb::Compare compare_create_revision(const std::string& key, std::int64_t revision) {

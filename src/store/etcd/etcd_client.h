@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "store/etcd/etcd_keep_alive.h"
+#include "store/etcd/etcd_status.h"
 #include "store/etcd/proto/rpc.grpc.pb.h"
 
 namespace dlock::store::etcd {
@@ -28,17 +29,6 @@ std::string channel_target(std::string_view endpoints);
 // members so a dead member is skipped; short reconnect backoff so an etcd restart is noticed
 // within a second rather than after gRPC's default two minutes.
 std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints);
-
-// Whether a call may have changed etcd: decides between UnavailableError and
-// UnknownOutcomeError when the answer is lost.
-enum class CallKind { kRead, kWrite };
-
-// Throws the dlock error for a failed gRPC status: no leader / leader changed -> NotLeaderError;
-// a lost answer to a write -> UnknownOutcomeError; unreachable, timed out -> UnavailableError;
-// a missing lease -> SessionNotFoundError; "too many requests" -> ContentionError; anything
-// else -> InternalError. Never returns.
-[[noreturn]] void throw_for_status(const grpc::Status& status, std::string_view what,
-                                   CallKind kind);
 
 class EtcdClient {
  public:
@@ -65,7 +55,10 @@ class EtcdClient {
   std::chrono::milliseconds call_timeout() const { return call_timeout_; }
 
  private:
-  void set_deadline(grpc::ClientContext& context) const;
+  // One unary RPC with the client's deadline; a failed status becomes a dlock error.
+  template <typename Stub, typename Request, typename Response>
+  Response call(grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+                Stub& stub, const Request& request, std::string_view what, CallKind kind) const;
 
   std::shared_ptr<grpc::Channel> channel_;
   std::chrono::milliseconds call_timeout_;
@@ -73,6 +66,11 @@ class EtcdClient {
   std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
   std::unique_ptr<KeepAliveStream> keep_alive_;  // after lease_: destroyed before it
 };
+
+// The current value of each of `etcd_keys` that exists, read in as few Txns as etcd allows
+// (each Txn is one consistent snapshot).
+std::vector<mvccpb::KeyValue> read_keys(EtcdClient& client,
+                                        const std::vector<std::string>& etcd_keys);
 
 // Small builders for the requests the store sends, so each transaction reads like its spec.
 etcdserverpb::Compare compare_create_revision(const std::string& key, std::int64_t revision);
