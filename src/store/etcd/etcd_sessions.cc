@@ -1,6 +1,11 @@
 #include "store/etcd/etcd_sessions.h"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -12,8 +17,36 @@ namespace dlock::store::etcd {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
+namespace {
+
+// Bound on the session IDs each store remembers the record of (see Sessions::lookup).
+constexpr std::size_t kMaxCachedSessions = 65536;
+
+}  // namespace
+
 SessionNotFoundError session_not_found(std::string_view session_id) {
   return SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
+}
+
+std::string random_session_id() {
+  unsigned char bytes[16];
+  std::size_t filled = 0;
+  while (filled < sizeof bytes) {
+    const ssize_t got = getrandom(bytes + filled, sizeof bytes - filled, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw InternalError("getrandom: " + std::string(std::strerror(errno)));
+    }
+    filled += static_cast<std::size_t>(got);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  id.reserve(2 * sizeof bytes);
+  for (const unsigned char byte : bytes) {
+    id.push_back(kHex[byte >> 4]);
+    id.push_back(kHex[byte & 0xf]);
+  }
+  return id;
 }
 
 SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl) {
@@ -21,26 +54,34 @@ SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl) {
   check_ttl(ttl, limits_, "ttl_ms");
   const auto sent_at = wall_now();
   const auto lease = client_.lease_grant(lease_seconds(ttl));
+  const std::string session_id = random_session_id();
+  // The record maps the ID to the lease and is put on it: it ends with the session.
   etcdserverpb::PutRequest put;
-  put.set_key(session_record_key(lease.id()));
-  put.set_value(encode_session(owner_id, ttl));
+  put.set_key(session_record_key(session_id));
+  SessionRecord record;
+  record.set_owner_id(std::string(owner_id));
+  record.set_ttl_ms(ttl.count());
+  record.set_lease_id(lease.id());
+  put.set_value(record.SerializeAsString());
   put.set_lease(lease.id());
   client_.put(put);  // on failure the lease, holding nothing, expires by itself
+  remember(session_id, record);
   // What the lease keeps, counted from before it was asked for (etcd may grant another TTL).
   const auto kept = std::min(ttl, milliseconds(seconds(lease.ttl())));
-  return SessionInfo{format_session_id(lease.id()), std::string(owner_id), kept, sent_at + kept};
+  return SessionInfo{session_id, std::string(owner_id), kept, sent_at + kept};
 }
 
 SessionInfo Sessions::heartbeat(std::string_view session_id) {
   core::check_session_id(session_id);
-  const auto lease = parse_session_id(session_id);
-  if (!lease) throw session_not_found(session_id);
-  // The record first, so a lease that is not a dlock session is never renewed.
-  const auto record = read_record(*lease);
+  // The record first, so only a lease named by a dlock session record is ever renewed.
+  const auto record = lookup(session_id);
   if (!record) throw session_not_found(session_id);
   const auto sent_at = wall_now();
-  const std::int64_t renewed_seconds = client_.lease_keep_alive(*lease);
-  if (renewed_seconds <= 0) throw session_not_found(session_id);
+  const std::int64_t renewed_seconds = client_.lease_keep_alive(record->lease_id());
+  if (renewed_seconds <= 0) {
+    forget(session_id);
+    throw session_not_found(session_id);
+  }
   const auto kept =
       std::min(milliseconds(record->ttl_ms()), milliseconds(seconds(renewed_seconds)));
   return SessionInfo{std::string(session_id), record->owner_id(), kept, sent_at + kept};
@@ -48,24 +89,30 @@ SessionInfo Sessions::heartbeat(std::string_view session_id) {
 
 std::optional<SessionInfo> Sessions::get(std::string_view session_id) {
   core::check_session_id(session_id);
-  const auto lease = parse_session_id(session_id);
-  if (!lease) return std::nullopt;
-  const auto record = read_record(*lease);
+  const auto record = lookup(session_id);
   if (!record) return std::nullopt;  // the record dies with the lease
   const auto sent_at = wall_now();
-  const auto remaining = client_.lease_time_to_live(*lease, false);
-  if (remaining.ttl() < 0) return std::nullopt;
+  const auto remaining = client_.lease_time_to_live(record->lease_id(), false);
+  if (remaining.ttl() < 0) {
+    forget(session_id);
+    return std::nullopt;
+  }
   return SessionInfo{std::string(session_id), record->owner_id(), milliseconds(record->ttl_ms()),
                      sent_at + seconds(remaining.ttl())};
 }
 
 std::vector<LockInfo> Sessions::close(std::string_view session_id) {
   core::check_session_id(session_id);
-  const auto lease = parse_session_id(session_id);
-  if (!lease || !read_record(*lease)) throw session_not_found(session_id);
+  const auto record = lookup(session_id);
+  if (!record) throw session_not_found(session_id);
   // Revoke the session first: from then on no acquire for it can pass its Txn's session check,
   // so the grants listed below are all the session will ever have.
-  client_.lease_revoke(*lease);
+  forget(session_id);
+  try {
+    client_.lease_revoke(record->lease_id());
+  } catch (const SessionNotFoundError&) {
+    throw session_not_found(session_id);  // ended since it was cached
+  }
   auto index = prefix_request(session_locks_prefix(session_id));
   index.set_keys_only(true);
   std::vector<std::string> etcd_keys;
@@ -131,10 +178,30 @@ ReapReport Sessions::reap_expired() {
   return report;
 }
 
-std::optional<SessionRecord> Sessions::read_record(std::int64_t lease) {
-  const auto response = client_.range(range_request(session_record_key(lease)));
+std::optional<SessionRecord> Sessions::lookup(std::string_view session_id) {
+  if (!is_session_id(session_id)) return std::nullopt;
+  const std::string id(session_id);
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (const auto found = cache_.find(id); found != cache_.end()) return found->second;
+  }
+  // Opened through another dlockd, or forgotten: the record in etcd says.
+  const auto response = client_.range(range_request(session_record_key(session_id)));
   if (response.kvs_size() == 0) return std::nullopt;
-  return decode_session(response.kvs(0));
+  const SessionRecord record = decode_session(response.kvs(0));
+  remember(id, record);
+  return record;
+}
+
+void Sessions::remember(const std::string& session_id, const SessionRecord& record) {
+  std::lock_guard lock(cache_mutex_);
+  if (cache_.size() >= kMaxCachedSessions) cache_.clear();
+  cache_.insert_or_assign(session_id, record);
+}
+
+void Sessions::forget(std::string_view session_id) {
+  std::lock_guard lock(cache_mutex_);
+  cache_.erase(std::string(session_id));
 }
 
 }  // namespace dlock::store::etcd

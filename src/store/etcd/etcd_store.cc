@@ -45,7 +45,7 @@ class EtcdStore final : public Backend {
     core::check_session_id(session_id);
     check_ttl(ttl, limits_, "ttl_ms");
     const std::string etcd_key = format_lock_key(key);
-    if (!parse_session_id(session_id)) throw session_not_found(session_id);
+    if (!is_session_id(session_id)) throw session_not_found(session_id);
     return acquire(key, etcd_key, owner_id, session_id, ttl);
   }
 
@@ -80,8 +80,7 @@ class EtcdStore final : public Backend {
   LockHandle extend(const LockHandle& handle, milliseconds ttl) override {
     check_ttl(ttl, limits_, "ttl_ms");
     const std::string etcd_key = format_lock_key(handle.key);
-    const auto session_lease = parse_session_id(handle.session_id);
-    if (!session_lease) throw lost(handle.key, handle.fencing_token);
+    if (!is_session_id(handle.session_id)) throw lost(handle.key, handle.fencing_token);
     const auto sent_at = SteadyClock::now();
     const auto wall_sent_at = wall_now();
     const auto grant_lease =
@@ -97,7 +96,7 @@ class EtcdStore final : public Backend {
     etcdserverpb::TxnRequest request;
     *request.add_compare() = compare_mod_revision(etcd_key, to_revision(handle.fencing_token));
     *request.add_compare() = compare_lease(etcd_key, *grant_lease);
-    *request.add_compare() = compare_exists(session_record_key(*session_lease));
+    *request.add_compare() = compare_exists(session_record_key(handle.session_id));
     if (!client_.txn(request, CallKind::kRead).succeeded()) {
       throw lost(handle.key, handle.fencing_token);
     }
@@ -140,11 +139,10 @@ class EtcdStore final : public Backend {
     core::check_session_id(next_session_id);
     check_ttl(ttl, limits_, "ttl_ms");
     const std::string etcd_key = format_lock_key(from.key);
-    const auto next_session = parse_session_id(next_session_id);
-    if (!next_session) return release_instead_of_handover(from);
+    if (!is_session_id(next_session_id)) return release_instead_of_handover(from);
     GrantLease grant = leases_.lease_for(ttl);
     const auto now = grant.wall_from;
-    const std::string next_record = session_record_key(*next_session);
+    const std::string next_record = session_record_key(next_session_id);
     etcdserverpb::TxnRequest request;
     *request.add_compare() = compare_mod_revision(etcd_key, to_revision(from.fencing_token));
     *request.add_compare() = compare_exists(next_record);
@@ -259,7 +257,7 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
   // Counted, like the lease, from before the lease was asked for.
   const auto now = grant.wall_from;
   const std::string value = encode_grant(owner_id, session_id, now, now + ttl);
-  const std::string record_key = session_record_key(*parse_session_id(session_id));
+  const std::string record_key = session_record_key(session_id);
   // The whole acquire: If(CreateRevision(key) == 0, session alive) Then(Put) Else(Get).
   etcdserverpb::TxnRequest request;
   *request.add_compare() = compare_create_revision(etcd_key, 0);
@@ -302,7 +300,7 @@ std::optional<LockHandle> EtcdStore::reacquire(std::string_view key, const std::
                                                WallClock::time_point now) {
   etcdserverpb::TxnRequest request;
   *request.add_compare() = compare_mod_revision(etcd_key, holder.mod_revision());
-  *request.add_compare() = compare_exists(session_record_key(*parse_session_id(session_id)));
+  *request.add_compare() = compare_exists(session_record_key(session_id));
   *request.add_success() = put_op(etcd_key, value, grant.id);
   *request.add_success() =
       put_op(session_lock_key(session_id, key), std::string(owner_id), grant.id);
