@@ -375,6 +375,64 @@ TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {
   EXPECT_GT(next->fencing_token, handle->fencing_token);
 }
 
+// etcd over TLS with client certificates (--client-cert-auth): the store verifies the server
+// against etcd.cacert and presents etcd.cert/etcd.key; a server whose certificate does not
+// verify is refused (every call unavailable, never "held").
+class EtcdTlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { etcd_ = new testing::EtcdCluster(1, /*tls=*/true); }
+  static void TearDownTestSuite() {
+    delete etcd_;
+    etcd_ = nullptr;
+  }
+
+  static BackendPtr make_store(const std::string& cacert) {
+    const auto& tls = etcd_->tls();
+    return store::etcd::make_etcd_store({etcd_->endpoints(),
+                                         milliseconds(2000),
+                                         TtlLimits{},
+                                         {},
+                                         cacert,
+                                         tls.client_cert,
+                                         tls.client_key});
+  }
+
+  static testing::EtcdCluster* etcd_;
+};
+
+testing::EtcdCluster* EtcdTlsTest::etcd_ = nullptr;
+
+TEST_F(EtcdTlsTest, StoreWorksOverTls) {
+  ASSERT_EQ(etcd_->endpoints().rfind("https://", 0), 0u);
+  const auto store = make_store(etcd_->tls().ca);
+  const auto session = store->open_session("alice", seconds(60));
+  const auto handle = store->try_insert("tls/key", "alice", session.session_id, seconds(30));
+  ASSERT_TRUE(handle.has_value());
+  EXPECT_EQ(store->read("tls/key")->fencing_token, handle->fencing_token);
+  const auto raw = etcd_->raw().get(format_lock_key("tls/key"));
+  ASSERT_TRUE(raw.has_value());
+  EXPECT_EQ(static_cast<FencingToken>(raw->mod_revision), handle->fencing_token);
+}
+
+TEST_F(EtcdTlsTest, ServerCertificateThatDoesNotVerifyIsRefused) {
+  const auto store = make_store(etcd_->tls().other_ca);
+  EXPECT_THROW(store->open_session("alice", seconds(60)), UnavailableError);
+  EXPECT_THROW(store->read("tls/key"), UnavailableError);
+}
+
+TEST_F(EtcdTlsTest, TlsFilesNeedHttpsEndpoints) {
+  EXPECT_THROW(store::etcd::make_etcd_store(
+                   {"http://127.0.0.1:2379", seconds(1), TtlLimits{}, {}, etcd_->tls().ca, "", ""}),
+               InvalidArgumentError);
+  EXPECT_THROW(store::etcd::make_etcd_store(
+                   {"https://127.0.0.1:1,http://127.0.0.1:2", seconds(1), TtlLimits{}, {}}),
+               InvalidArgumentError);
+  EXPECT_THROW(
+      store::etcd::make_etcd_store(
+          {etcd_->endpoints(), seconds(1), TtlLimits{}, {}, "/nonexistent/ca.pem", "", ""}),
+      InvalidArgumentError);
+}
+
 TEST_F(EtcdStoreTest, EndpointListsBecomeOneChannelTarget) {
   EXPECT_EQ(store::etcd::make_etcd_store(
                 {"http://127.0.0.1:1,http://127.0.0.1:2", seconds(1), TtlLimits{}, {}})

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 
 #include "dlock/errors.h"
 #include "store/etcd/etcd_keys.h"
@@ -33,9 +35,10 @@ std::string_view trim(std::string_view text) {
 
 Endpoint parse_endpoint(std::string_view endpoints, std::string_view text) {
   if (text.starts_with("https://")) {
-    bad_endpoints(endpoints, "TLS (https://) endpoints are not supported yet");
+    text.remove_prefix(8);
+  } else if (text.starts_with("http://")) {
+    text.remove_prefix(7);
   }
-  if (text.starts_with("http://")) text.remove_prefix(7);
   if (!text.empty() && text.back() == '/') text.remove_suffix(1);
   std::string_view host;
   std::string_view port;
@@ -115,9 +118,37 @@ std::string join(const char* scheme, const std::vector<std::string>& addresses) 
   return target;
 }
 
+// Whether the endpoints are https:// (all of them) or not (none).
+bool uses_tls(std::string_view endpoints) {
+  std::size_t secure = 0;
+  std::size_t total = 0;
+  std::string_view rest = endpoints;
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view item = trim(rest.substr(0, comma));
+    if (!item.empty()) {
+      ++total;
+      if (item.starts_with("https://")) ++secure;
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (secure != 0 && secure != total) bad_endpoints(endpoints, "mixes http:// and https://");
+  return total > 0 && secure == total;
+}
+
+std::string read_pem(std::string_view endpoints, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in || text.str().empty()) bad_endpoints(endpoints, "cannot read TLS file '" + path + "'");
+  return text.str();
+}
+
 }  // namespace
 
 std::string channel_target(std::string_view endpoints) {
+  uses_tls(endpoints);
   std::vector<Endpoint> parsed;
   std::string_view rest = endpoints;
   while (true) {
@@ -141,7 +172,7 @@ std::string channel_target(std::string_view endpoints) {
   bad_endpoints(endpoints, "no address found");
 }
 
-std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints) {
+std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints, const EtcdTlsFiles& tls) {
   // While a channel reconnects, gRPC's synchronous calls fail fast and nothing polls the
   // connecting socket except the client channel's backup poller, every 5 s by default: with a
   // shorter connect timeout, a restarted etcd is never noticed. Polling every 100 ms lets the
@@ -160,8 +191,23 @@ std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints) {
   // VM). etcd rejects pings more often than every 5 s, and pings without calls.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  return grpc::CreateCustomChannel(channel_target(endpoints), grpc::InsecureChannelCredentials(),
-                                   args);
+  const std::string target = channel_target(endpoints);
+  if (!uses_tls(endpoints)) {
+    if (!tls.cacert.empty() || !tls.cert.empty() || !tls.key.empty()) {
+      bad_endpoints(endpoints,
+                    "TLS files (etcd.cacert, etcd.cert, etcd.key) need https:// endpoints");
+    }
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  }
+  // The name the server's certificate must carry: the first endpoint's host (an IP address is
+  // matched against the certificate's IP SANs). Without it gRPC would check the whole target.
+  const std::string_view first = trim(endpoints.substr(0, endpoints.find(',')));
+  args.SetSslTargetNameOverride(parse_endpoint(endpoints, first).host);
+  grpc::SslCredentialsOptions ssl;
+  if (!tls.cacert.empty()) ssl.pem_root_certs = read_pem(endpoints, tls.cacert);
+  if (!tls.cert.empty()) ssl.pem_cert_chain = read_pem(endpoints, tls.cert);
+  if (!tls.key.empty()) ssl.pem_private_key = read_pem(endpoints, tls.key);
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
 EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel,

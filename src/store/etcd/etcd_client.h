@@ -21,14 +21,26 @@ namespace dlock::store::etcd {
 
 // "http://a:2379,http://b:2379" -> the gRPC target for one channel over every member, e.g.
 // "ipv4:127.0.0.1:2379,127.0.0.1:22379". Host names are resolved once, here. Throws
-// InvalidArgumentError("etcd.endpoints") for an empty list, a scheme other than http:// or a
-// missing port.
+// InvalidArgumentError("etcd.endpoints") for an empty list, a scheme other than http:// or
+// https://, a list mixing the two, or a missing port.
 std::string channel_target(std::string_view endpoints);
+
+// The files of a TLS connection to etcd (PEM paths; empty = not given). With https:// endpoints
+// the server's certificate is verified against `cacert` (the system roots when empty); `cert`
+// and `key` are the client's own, for etcd's --client-cert-auth.
+struct EtcdTlsFiles {
+  std::string cacert = {};
+  std::string cert = {};
+  std::string key = {};
+};
 
 // The one channel a store shares between all its calls and streams. round_robin over the
 // members so a dead member is skipped; short reconnect backoff so an etcd restart is noticed
 // within a second rather than after gRPC's default two minutes.
-std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints);
+// https:// endpoints (all or none) get TLS with `tls`; giving TLS files with http:// endpoints
+// is InvalidArgumentError("etcd.endpoints"), as is an unreadable file.
+std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints,
+                                            const EtcdTlsFiles& tls = {});
 
 class EtcdClient {
  public:

@@ -33,7 +33,8 @@ class EtcdStore final : public Backend {
   explicit EtcdStore(const EtcdStoreOptions& options)
       : limits_(options.limits),
         after_grant_for_test_(options.after_grant_for_test),
-        client_(make_channel(options.endpoints), options.call_timeout),
+        client_(make_channel(options.endpoints, {options.cacert, options.cert, options.key}),
+                options.call_timeout),
         leases_(client_),
         sessions_(client_, leases_, limits_),
         watches_(client_) {}

@@ -19,6 +19,10 @@ struct EtcdStoreOptions {
   // test can slip unrelated writes in where a token re-read would see them. Never set in
   // production.
   std::function<void(std::string_view key)> after_grant_for_test;
+  // etcd.cacert, etcd.cert, etcd.key: PEM files for https:// endpoints (etcd_client.h).
+  std::string cacert = {};
+  std::string cert = {};
+  std::string key = {};
 };
 
 // The etcd store (backend_id "etcd", docs/adr/0006-etcd-store.md). A lock is one key,
