@@ -1,8 +1,8 @@
 #pragma once
 
 // The thin, blocking layer between the store and etcd's gRPC API: one channel, every call with
-// a deadline of now + call_timeout, and gRPC failures turned into dlock errors (ADR-0003) in
-// exactly one place. Nothing here knows about locks.
+// a deadline of now + call_timeout (plain or TLS), and gRPC failures turned into dlock errors
+// (ADR-0003) by etcd_status.h. Nothing here knows about locks.
 
 #include <grpcpp/grpcpp.h>
 

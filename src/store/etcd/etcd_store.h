@@ -26,9 +26,10 @@ struct EtcdStoreOptions {
 };
 
 // The etcd store (backend_id "etcd", docs/adr/0006-etcd-store.md). A lock is one key,
-// /dlock/<namespace>/lock/<key>, attached to its session's lease; its fencing token is the
-// revision of the Txn that granted it. Sessions are etcd leases. Construction does not contact
-// etcd: an unreachable cluster shows up as UnavailableError on the first call.
+// /dlock/<namespace>/lock/<key>, on a lease of its own (its TTL); its fencing token is the
+// revision of the Txn that granted it. Sessions are etcd leases under random IDs (C2).
+// Construction does not contact etcd: an unreachable cluster shows up as UnavailableError on
+// the first call.
 BackendPtr make_etcd_store(const EtcdStoreOptions& options);
 
 }  // namespace dlock::store::etcd
