@@ -51,7 +51,7 @@ constexpr WireError kWireErrors[] = {
     {ErrorCode::kInternal, 500, ErrorCode::kInternal},
 };
 
-Response error_response(const Error& failure) {
+Response error_response_for(const Error& failure) {
   for (const auto& wire : kWireErrors) {
     if (wire.code != failure.code()) continue;
     const auto* invalid = dynamic_cast<const InvalidArgumentError*>(&failure);
@@ -67,7 +67,7 @@ Response error_response(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
   } catch (const Error& failure) {
-    return error_response(failure);
+    return error_response_for(failure);
   } catch (const std::exception& failure) {
     return error_response(500, to_string(ErrorCode::kInternal), failure.what());
   } catch (...) {
