@@ -22,7 +22,8 @@ using Handler = std::function<void(Request&&, Reply)>;
 
 class HttpServer {
  public:
-  // Binds at once (throws std::runtime_error naming the address on failure).
+  // Binds at once. Throws InvalidArgumentError for a malformed address, UnavailableError when
+  // the address cannot be bound (ADR-0003); both name the address.
   HttpServer(boost::asio::io_context& io, const std::string& listen, std::size_t max_body_bytes,
              Handler handler);
   HttpServer(const HttpServer&) = delete;

@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "core/store_key.h"
 #include "dlock/errors.h"
 
 namespace dlock::store::etcd {
@@ -15,15 +16,15 @@ constexpr std::string_view kSessionLocksSegment = "/locks/";
 }  // namespace
 
 std::string format_lock_key(std::string_view key) {
-  const auto slash = key.find('/');
-  if (slash == std::string_view::npos || slash == 0 || slash + 1 == key.size()) {
+  const auto parts = store_key::split(key);
+  if (!parts || parts->ns.empty() || parts->key.empty()) {
     throw InvalidArgumentError("key",
                                "key must be <namespace>/<name>, got '" + std::string(key) + "'");
   }
   std::string etcd_key(kRootPrefix);
-  etcd_key.append(key.substr(0, slash));
+  etcd_key.append(parts->ns);
   etcd_key.append(kLockSegment);
-  etcd_key.append(key.substr(slash + 1));
+  etcd_key.append(parts->key);
   return etcd_key;
 }
 
@@ -36,10 +37,7 @@ std::optional<std::string> parse_lock_key(std::string_view etcd_key) {
   if (rest.substr(0, segment).find('/') != std::string_view::npos) return std::nullopt;
   const std::string_view name = rest.substr(segment + kLockSegment.size());
   if (name.empty()) return std::nullopt;
-  std::string key(rest.substr(0, segment));
-  key.push_back('/');
-  key.append(name);
-  return key;
+  return store_key::join(rest.substr(0, segment), name);
 }
 
 bool is_session_id(std::string_view session_id) {

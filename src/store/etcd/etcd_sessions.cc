@@ -1,7 +1,5 @@
 #include "store/etcd/etcd_sessions.h"
 
-#include <sys/random.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -9,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "core/ids.h"
 #include "core/validate.h"
 #include "store/etcd/etcd_keys.h"
 
@@ -28,33 +27,12 @@ SessionNotFoundError session_not_found(std::string_view session_id) {
   return SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
 }
 
-std::string random_session_id() {
-  unsigned char bytes[16];
-  std::size_t filled = 0;
-  while (filled < sizeof bytes) {
-    const ssize_t got = getrandom(bytes + filled, sizeof bytes - filled, 0);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      throw InternalError("getrandom: " + std::string(std::strerror(errno)));
-    }
-    filled += static_cast<std::size_t>(got);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  id.reserve(2 * sizeof bytes);
-  for (const unsigned char byte : bytes) {
-    id.push_back(kHex[byte >> 4]);
-    id.push_back(kHex[byte & 0xf]);
-  }
-  return id;
-}
-
 SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl) {
   core::check_owner(owner_id);
   check_ttl(ttl, limits_, "ttl_ms");
   const auto sent_at = wall_now();
   const auto lease = client_.lease_grant(lease_seconds(ttl));
-  const std::string session_id = random_session_id();
+  const std::string session_id = core::random_id();
   // The record maps the ID to the lease and is put on it: it ends with the session.
   etcdserverpb::PutRequest put;
   put.set_key(session_record_key(session_id));

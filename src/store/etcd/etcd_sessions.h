@@ -24,9 +24,6 @@ namespace dlock::store::etcd {
 
 SessionNotFoundError session_not_found(std::string_view session_id);
 
-// 128 bits from the kernel's CSPRNG (getrandom(2)) as 32 lowercase hex digits.
-std::string random_session_id();
-
 class Sessions {
  public:
   Sessions(EtcdClient& client, GrantLeases& leases, const TtlLimits& limits)
