@@ -329,7 +329,7 @@ TEST_F(LockServiceTest, HangingAttemptIsAnsweredByTheWaitersDeadlineNeverGranted
   const auto waiter = acquire(a, 200ms);
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
   // The service's promise: a waiter is answered at wait_ms even while its store call hangs
-  // (the deadline timer runs on the io_context, the answer on a free worker). The attempt in
+  // (the deadline timer and the answer run on the io_context). The attempt in
   // flight has neither decided nor failed yet, so that answer is "held"; it is never a grant.
   const auto outcome = waiter->get(2s);
   EXPECT_LT(SteadyClock::now() - started, 1500ms);
@@ -342,7 +342,6 @@ TEST_F(LockServiceTest, HangingAttemptIsAnsweredByTheWaitersDeadlineNeverGranted
 
 // The service has no deadline of its own for a call without wait: it answers when the store call
 // returns, relying on C2's rule that every backend call is bounded by the store's call timeout.
-// (With all workers blocked, even waiters' deadlines wait for a free worker.)
 TEST_F(LockServiceTest, HangingAcquireWithoutWaitIsAnsweredUnavailableWhenTheCallReturns) {
   const auto a = open("a");
   faults_.inject("try_insert", Fault::kHang, 1);
@@ -509,6 +508,105 @@ TEST_F(LockServiceTest, FailingReaperIsRetriedAndThenDropsTheWaiterOfAnExpiredSe
   EXPECT_EQ(store_.read(kKey)->session_id, holder);
 }
 
+// --- more faults: hand-over hangs, release of unknown outcome, keepalive fails -----------------
+
+TEST_F(LockServiceTest, HangingHandOverAnswersTheWaiterAtItsDeadlineAndTheReleaseUnavailable) {
+  const auto holder = open("holder");
+  const auto a = open("a");
+  const auto grant = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  const auto waiter = queue(a, 200ms);
+  faults_.inject("handover", Fault::kHang, 1);
+  Pending<bool> releasing;
+  service_->release(kKey, holder, token_of(grant), releasing.callback());
+  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  // The hand-over has neither decided nor failed yet: the waiter's answer at wait_ms is "held".
+  EXPECT_TRUE(held(waiter->get(2s)));
+  EXPECT_FALSE(releasing.answered()) << "the release waits for its store call";
+  faults_.release_hung();  // the call overran the store's timeout: it failed
+  EXPECT_EQ(error_code(releasing.get().error), ErrorCode::kUnavailable);
+  EXPECT_EQ(store_.read(kKey)->session_id, holder) << "a failed hand-over changes nothing";
+  EXPECT_EQ(observer_.waiters.load(), 0);
+  // The holder retries: no waiter is left, so it is a plain delete.
+  ASSERT_TRUE(release(holder, token_of(grant)).value);
+  EXPECT_FALSE(store_.read(kKey));
+}
+
+TEST_F(LockServiceTest, UnknownOutcomeOnReleaseIsAnErrorAndTheKeyIsFreeIfTheDeleteHappened) {
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto grant = acquire(a, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  faults_.inject("delete_if_owner", Fault::kUnknownOutcome, 1);
+  const auto released = release(a, token_of(grant));
+  EXPECT_EQ(error_code(released.error), ErrorCode::kUnknownOutcome);
+  EXPECT_FALSE(released.value) << "never reported released";
+  // The delete happened in the store: the key is free, and a retried release is "lock lost".
+  EXPECT_FALSE(store_.read(kKey));
+  EXPECT_EQ(error_code(release(a, token_of(grant)).error), ErrorCode::kLockLost);
+  EXPECT_TRUE(granted(acquire(b, 0ms)->get()));
+}
+
+TEST_F(LockServiceTest, UnavailableKeepaliveKeepsTheSessionAndItsWaiter) {
+  const auto holder = open("holder");
+  const auto a = open("a");
+  const auto grant = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  const auto waiter = queue(a);
+  faults_.inject("heartbeat", Fault::kUnavailable, 1);
+  Pending<SessionInfo> kept;
+  service_->keepalive(a, kept.callback());
+  EXPECT_EQ(error_code(kept.get().error), ErrorCode::kUnavailable);
+  EXPECT_FALSE(waiter->answered()) << "an outage is not the end of the session";
+  ASSERT_TRUE(release(holder, token_of(grant)).value);
+  EXPECT_TRUE(granted(waiter->get()));
+}
+
+// --- the session cap ------------------------------------------------------------------------
+
+class LockServiceSessionCapTest : public LockServiceTest {
+ protected:
+  core::ServiceOptions options() const override {
+    auto options = LockServiceTest::options();
+    options.max_sessions = 2;
+    return options;
+  }
+
+  core::Outcome<SessionInfo> try_open(const std::string& owner) {
+    Pending<SessionInfo> pending;
+    service_->open_session(owner, kLongTtl, pending.callback());
+    return pending.get();
+  }
+};
+
+TEST_F(LockServiceSessionCapTest, OpenBeyondTheCapIsRefusedWithoutABackendCall) {
+  const auto a = open("a");
+  open("b");
+  const auto refused = try_open("c");
+  EXPECT_EQ(error_code(refused.error), ErrorCode::kResourceExhausted);
+  EXPECT_EQ(faults_.calls("open_session"), 2U) << "refused before the store is asked";
+  EXPECT_EQ(observer_.backend_errors.load(), 0) << "a cap is not a backend error";
+  Pending<std::vector<LockInfo>> closed;
+  service_->close_session(a, closed.callback());
+  ASSERT_FALSE(closed.get().error);
+  EXPECT_FALSE(try_open("c").error) << "a closed session frees its place";
+}
+
+TEST_F(LockServiceSessionCapTest, SessionsThatExpiredUnseenStopCountingAgainstTheCap) {
+  // The store does not report them (as when they were closed through another dlockd): only
+  // the cap's own pruning, after a grace period for clock skew (5 s), can free their places.
+  faults_.inject("reap_expired", Fault::kUnavailable);
+  Pending<SessionInfo> first;
+  Pending<SessionInfo> second;
+  service_->open_session("a", 1ms, first.callback());
+  service_->open_session("b", 1ms, second.callback());
+  ASSERT_FALSE(first.get().error);
+  ASSERT_FALSE(second.get().error);
+  EXPECT_EQ(error_code(try_open("c").error), ErrorCode::kResourceExhausted);
+  ASSERT_TRUE(wait_until([&] { return !try_open("c").error; }, 8s))
+      << "the expired sessions were never pruned";
+}
+
 // One worker: a hung store call occupies the whole pool.
 class LockServiceOneWorkerTest : public LockServiceTest {
  protected:
@@ -519,10 +617,10 @@ class LockServiceOneWorkerTest : public LockServiceTest {
   }
 };
 
-// FINDING: a waiter's deadline is answered on the worker pool, so when every worker is blocked
-// in a store call, waiters are answered only when a call returns — after the store's call
-// timeout (C2), not at wait_ms (ADR-0007 "Deadlines"). Expected behaviour asserted below.
-TEST_F(LockServiceOneWorkerTest, DISABLED_WaiterIsAnsweredAtItsDeadlineWhileEveryWorkerIsBlocked) {
+// A waiter's deadline is answered on the io_context's thread, not on the worker pool: when every
+// worker is blocked in a store call, waiters are still answered at wait_ms (ADR-0007
+// "Deadlines"), not after the store's call timeout (C2).
+TEST_F(LockServiceOneWorkerTest, WaiterIsAnsweredAtItsDeadlineWhileEveryWorkerIsBlocked) {
   const auto a = open("a");
   faults_.inject("try_insert", Fault::kHang, 1);
   const auto started = SteadyClock::now();
