@@ -90,20 +90,25 @@ void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter,
     needs_subscription = found == queues_.end() || !found->second->subscription;
   }
   // Subscribed before the first attempt, so a release between attempt and wait is not missed.
-  ReleaseSubscriptionPtr subscription;
-  if (needs_subscription) {
-    subscription = backend_.watch_releases(
-        key, [this, key] { asio::post(workers_, [this, key] { pump(key); }); });
-  }
+  ReleaseSubscriptionPtr subscription;  // destroyed after the lock if not needed after all
   KeyStatePtr state;
   WaiterPtr head;
-  {
+  for (;;) {
+    if (needs_subscription && !subscription) {
+      subscription = backend_.watch_releases(
+          key, [this, key] { asio::post(workers_, [this, key] { pump(key); }); });
+    }
     std::lock_guard lock(mutex_);
     if (stopping_) throw UnavailableError("server is shutting down");
     auto& slot = queues_[key];
     if (!slot) slot = std::make_shared<KeyState>(key);
     state = slot;
-    if (!state->subscription) state->subscription = std::move(subscription);
+    if (!state->subscription) {
+      // The queue seen with a subscription was dropped meanwhile (it fell idle): subscribe anew.
+      needs_subscription = true;
+      if (!subscription) continue;
+      state->subscription = std::move(subscription);
+    }
     waiter->deadline = std::make_unique<asio::steady_timer>(io_);
     const bool is_head = state->queue.push(waiter);
     ++waiters_;
@@ -130,6 +135,7 @@ void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter,
     // Only a new head makes an attempt: later arrivals wait their turn without touching the
     // backend (64 waiters must not mean 64 failing writes).
     if (is_head) head = state->queue.begin_attempt();
+    break;
   }
   if (head) attempt(state, head);
 }
