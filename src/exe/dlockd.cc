@@ -135,8 +135,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<server::HttpServer> http;
     try {
       http = std::make_unique<server::HttpServer>(
-          io, config.listen, config.max_body_bytes,
-          [&api](server::Request&& request, server::Reply reply) {
+          io, config.listen, config, [&api](server::Request&& request, server::Reply reply) {
             api.handle(std::move(request), std::move(reply));
           });
     } catch (const std::exception& error) {

@@ -98,8 +98,50 @@ Telemetry::Telemetry(std::string backend)
                    .Add(labels);
 }
 
+namespace {
+
+prometheus::MetricFamily family(const char* name, const char* help, prometheus::MetricType type,
+                                double value, prometheus::Labels labels = {}) {
+  prometheus::ClientMetric metric;
+  for (const auto& [label, label_value] : labels) metric.label.push_back({label, label_value});
+  if (type == prometheus::MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  return {name, help, type, {metric}};
+}
+
+}  // namespace
+
+ServerCounters& server_counters() {
+  static ServerCounters counters;
+  return counters;
+}
+
 std::string Telemetry::scrape() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  using prometheus::MetricType;
+  auto families = registry_->Collect();
+  const auto& c = server_counters();
+  const auto number = [](const auto& atomic) { return static_cast<double>(atomic.load()); };
+  families.push_back(family("dlock_http_accept_errors_total",
+                            "accept() failures (e.g. out of file descriptors)", MetricType::Counter,
+                            number(c.accept_errors)));
+  families.push_back(family("dlock_http_connections_rejected_total",
+                            "Connections answered 503 and closed over server.max.connections",
+                            MetricType::Counter, number(c.connections_rejected)));
+  families.push_back(family("dlock_http_connection_timeouts_total",
+                            "Connections closed by the header, idle or write timeout",
+                            MetricType::Counter, number(c.connections_timed_out)));
+  families.push_back(family("dlock_http_connections_open", "Client connections open now",
+                            MetricType::Gauge, number(c.connections_open)));
+  auto dropped = family("dlock_log_dropped_total", "Log lines dropped, by reason",
+                        MetricType::Counter, number(c.log_dropped), {{"reason", "queue_full"}});
+  dropped.metric.push_back(
+      family("", "", MetricType::Counter, number(c.log_rate_limited), {{"reason", "rate_limit"}})
+          .metric.front());
+  families.push_back(std::move(dropped));
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 void Telemetry::on_http_request(int status) {
@@ -159,6 +201,9 @@ void Telemetry::on_backend_error(const Error& error) {
 
 void Telemetry::on_backend_attempt() { backend_attempts_->Increment(); }
 
-void Telemetry::on_waiters(std::int64_t delta) { waiters_->Increment(static_cast<double>(delta)); }
+void Telemetry::on_waiters(std::int64_t delta) {
+  waiters_->Increment(static_cast<double>(delta));
+  server_counters().waiters += delta;
+}
 
 }  // namespace dlock::server
