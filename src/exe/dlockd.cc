@@ -3,6 +3,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -91,6 +92,7 @@ int raise_etcd_revision(const server::ServerConfig& config, std::int64_t target)
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);  // a closed stdout or peer is an error to handle, not a death
   server::ServerConfig config;
   try {
     const auto parsed = server::load_config(std::vector<std::string>(argv + 1, argv + argc));

@@ -295,5 +295,78 @@ TEST(FilesAndProcesses, ASecondDlockdOnTheSameSqliteFileRefusesToStart) {
   EXPECT_TRUE(lock_round_trip(first.address(), "first"));
 }
 
+// dlockd with its stdout on a pipe: unread (`close_reader` false) or whose reader is gone.
+class PipedDlockd {
+ public:
+  explicit PipedDlockd(bool close_reader) : dir_(make_temp_dir("dlockd-pipe")) {
+    int fds[2];
+    if (::pipe(fds) != 0) throw std::runtime_error("pipe");
+    const std::string ready = dir_ + "/ready";
+    std::vector<std::string> args = {DLOCK_DLOCKD_PATH,
+                                     "--server-listen",
+                                     "127.0.0.1:0",
+                                     "--server-ready-file",
+                                     ready,
+                                     "--sqlite-path",
+                                     dir_ + "/dlock.db",
+                                     "--log-level",
+                                     "debug"};
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    if (rc != 0) throw std::runtime_error("posix_spawn dlockd");
+    reader_ = fds[0];
+    if (!wait_for([&] { return std::filesystem::exists(ready); }, 30s)) {
+      throw std::runtime_error("dlockd did not start");
+    }
+    std::ifstream(ready) >> address_;
+    if (close_reader) {
+      ::close(reader_);
+      reader_ = -1;
+    }
+  }
+  ~PipedDlockd() {
+    if (running()) ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    if (reader_ >= 0) ::close(reader_);
+    std::filesystem::remove_all(dir_);
+  }
+  bool running() { return ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+  const std::string& address() const { return address_; }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+  int reader_ = -1;
+  std::string address_;
+};
+
+TEST(LoggingNeverBlocks, AStdoutNobodyReadsDoesNotStallLockOperations) {
+  PipedDlockd dlockd(false);
+  // Each round logs a grant and a release at least: far more than a 64 KiB pipe holds.
+  const auto start = Clock::now();
+  for (int i = 0; i < 600; ++i) {
+    ASSERT_TRUE(lock_round_trip(dlockd.address(), "k" + std::to_string(i % 10))) << i;
+  }
+  EXPECT_LT(Clock::now() - start, 60s);
+  EXPECT_EQ(http_call(dlockd.address(), "GET", "/readyz").status, 200);
+  EXPECT_TRUE(dlockd.running());
+}
+
+TEST(LoggingNeverBlocks, AClosedStdoutDoesNotKillTheServerOnAGrant) {
+  PipedDlockd dlockd(true);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(lock_round_trip(dlockd.address(), "closed")) << i;
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(dlockd.running());
+  EXPECT_GE(metric(dlockd.address(), "dlock_log_dropped_total{reason=\"queue_full\"}"), 1);
+}
+
 }  // namespace
 }  // namespace dlock::testing
