@@ -17,7 +17,9 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iterator>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -286,6 +288,39 @@ TEST(HttpHardening, LongRequestTargetIs414) {
   RawSocket client(dlockd.address());
   const auto answer = client.exchange(get("/v1/locks/" + std::string(9000, 'k')));
   EXPECT_NE(answer.find("414"), std::string::npos) << answer.substr(0, 200);
+}
+
+// CPU time (user + system, in clock ticks) the process has used.
+long cpu_ticks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return utime + stime;
+}
+
+TEST(HttpHardening, OutOfFileDescriptorsBacksOffAndRecovers) {
+  DlockdProcess dlockd(DlockdOptions{});
+  const pid_t pid = dlockd.process().pid();
+  SubprocessOptions limit;
+  limit.argv = {"/usr/bin/prlimit", "--pid", std::to_string(pid), "--nofile=64:64"};
+  ASSERT_EQ(run_command(limit, 10s), 0);
+  std::vector<std::unique_ptr<RawSocket>> flood;  // more than 64 descriptors' worth
+  for (int i = 0; i < 120; ++i) flood.push_back(std::make_unique<RawSocket>(dlockd.address()));
+  std::this_thread::sleep_for(500ms);
+  const long before = cpu_ticks(pid);
+  std::this_thread::sleep_for(2s);
+  const long used = cpu_ticks(pid) - before;  // a spinning accept loop uses ~200 ticks
+  EXPECT_LT(used, 50) << "ticks of CPU in 2 s while out of descriptors";
+  flood.clear();
+  EXPECT_TRUE(wait_for(
+      [&] { return metric(dlockd.address(), "dlock_http_accept_errors_total") > 0; }, 10s));
+  EXPECT_TRUE(lock_round_trip(dlockd.address(), "fds"));
 }
 
 TEST(FilesAndProcesses, ASecondDlockdOnTheSameSqliteFileRefusesToStart) {
