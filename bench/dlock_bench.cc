@@ -20,6 +20,7 @@
 #include "raw_paths.h"
 #include "report.h"
 #include "store/factory.h"
+#include "support/dlockd_process.h"
 #include "support/subprocess.h"
 #ifdef DLOCK_WITH_PG
 #include "support/postgres_server.h"
@@ -66,43 +67,34 @@ void log_measurement(const Measurement& m) {
   log(s.str());
 }
 
-// dlockd on a free port, started with a ready file; SIGKILLed on destruction.
+testing::DlockdOptions dlockd_options(const Options& options, const std::string& backend,
+                                      const std::string& sqlite_path, const std::string& url) {
+  testing::DlockdOptions result;
+  result.binary = options.dlockd;
+  result.backend = backend;
+  result.log_level = "warn";
+  if (backend == "sqlite") result.sqlite_path = sqlite_path;
+  if (backend == "pg") result.pg_url = url;
+  if (backend == "etcd") result.etcd_endpoints = url;
+  return result;
+}
+
+// Path 3's dlockd (tests/support/dlockd_process.h) and its HTTP target.
 class Dlockd {
  public:
   Dlockd(const Options& options, const std::string& backend, const std::string& sqlite_path,
-         const std::string& url) {
-    dir_ = testing::make_temp_dir("dlock-bench-dlockd");
-    const std::string ready = dir_ + "/ready";
-    testing::SubprocessOptions p;
-    p.argv = {options.dlockd, "--lock-backend",      backend, "--server-listen",
-              "127.0.0.1:0",  "--server-ready-file", ready,   "--log-level",
-              "warn"};
-    if (backend == "sqlite") p.argv.insert(p.argv.end(), {"--sqlite-path", sqlite_path});
-    if (backend == "pg") p.argv.insert(p.argv.end(), {"--pg-url", url});
-    if (backend == "etcd") p.argv.insert(p.argv.end(), {"--etcd-endpoints", url});
-    p.log_path = dir_ + "/dlockd.log";
-    process_ = std::make_unique<testing::Subprocess>(p);
-    const bool ok =
-        testing::wait_for([&] { return !process_->running() || std::filesystem::exists(ready); },
-                          std::chrono::seconds(30));
-    std::string address;
-    std::getline(std::ifstream(ready) >> std::ws, address);
-    if (!ok || address.empty()) throw std::runtime_error("dlockd did not start, see " + p.log_path);
+         const std::string& url)
+      : process_(dlockd_options(options, backend, sqlite_path, url)) {
+    const std::string& address = process_.address();
     const auto colon = address.rfind(':');
     target_.host = address.substr(0, colon);
     target_.port = static_cast<unsigned short>(std::stoi(address.substr(colon + 1)));
   }
-  ~Dlockd() {
-    process_.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
   const HttpTarget& target() const { return target_; }
-  pid_t pid() const { return process_->pid(); }
+  pid_t pid() const { return process_.pid(); }
 
  private:
-  std::string dir_;
-  std::unique_ptr<testing::Subprocess> process_;
+  testing::DlockdProcess process_;
   HttpTarget target_;
 };
 

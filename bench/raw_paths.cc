@@ -6,6 +6,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "store/sqlite/sqlite_statements.h"  // the SQL text only, as for pg below
+
 #ifdef DLOCK_WITH_PG
 #include <libpq-fe.h>
 
@@ -201,24 +203,6 @@ long long pg_token_sequence(const std::string& url) {
 
 namespace {
 
-// The sqlite store's statements (src/store/sqlite/sqlite_store.cc), same text.
-#define DLOCK_SQLITE_NOW "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
-constexpr const char* kSqliteNextToken =
-    "UPDATE fencing_token_seq SET value = value + 1 WHERE id = 1 RETURNING value";
-constexpr const char* kSqliteAcquire =
-    "INSERT INTO locks (key, owner_id, session_id, fencing_token, acquired_at, expires_at) "
-    "VALUES (?1, ?2, ?3, ?4, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
-    " + ?5) "
-    "ON CONFLICT (key) DO UPDATE SET owner_id = excluded.owner_id, "
-    "  session_id = excluded.session_id, fencing_token = excluded.fencing_token, "
-    "  acquired_at = excluded.acquired_at, expires_at = excluded.expires_at "
-    "WHERE locks.expires_at <= excluded.acquired_at "
-    "   OR (locks.owner_id = excluded.owner_id AND locks.session_id = excluded.session_id) "
-    "RETURNING fencing_token, acquired_at, expires_at";
-constexpr const char* kSqliteRelease =
-    "DELETE FROM locks WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-    "AND fencing_token = ?4 RETURNING expires_at > " DLOCK_SQLITE_NOW;
-
 class SqliteRaw {
  public:
   explicit SqliteRaw(const std::string& path) {
@@ -228,9 +212,9 @@ class SqliteRaw {
     sqlite3_busy_timeout(db_, 5000);
     exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA synchronous=FULL");
-    next_ = prepare(kSqliteNextToken);
-    acquire_ = prepare(kSqliteAcquire);
-    release_ = prepare(kSqliteRelease);
+    next_ = prepare(store::sqlite::sql::kNextToken);
+    acquire_ = prepare(store::sqlite::sql::kAcquire);
+    release_ = prepare(store::sqlite::sql::kDeleteIfOwner);
     begin_ = prepare("BEGIN IMMEDIATE");
     commit_ = prepare("COMMIT");
     rollback_ = prepare("ROLLBACK");

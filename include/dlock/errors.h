@@ -24,6 +24,8 @@ enum class ErrorCode {
   kInternal,           // a bug or an impossible backend answer
 };
 
+// The one name of each code: the error code on the wire (C3; a transient code is shown as
+// "unavailable", src/server/error_mapping.cc), the `code` label of the metrics and logs (C4).
 const char* to_string(ErrorCode code) noexcept;
 
 class Error : public std::runtime_error {

@@ -7,6 +7,7 @@
 #include "cli/help_text.h"
 #include "cli/output.h"
 #include "cli/run_command.h"
+#include "cli/token_command.h"
 #include "dlock/client.h"
 
 namespace dlock::cli {
@@ -150,6 +151,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                   "time between SIGTERM and SIGKILL (default half the stop margin)");
   run->add_option("--owner", owner, "owner name (default $DLOCK_OWNER or USER@host)");
 
+  std::string principal, permissions;
+  CLI::App* token_cmd = app.add_subcommand("token", help::kToken);
+  token_cmd->footer(help::kTokenFooter);
+  token_cmd->require_subcommand(1);
+  CLI::App* token_new = token_cmd->add_subcommand("new", "Make a bearer token for a principal");
+  token_new->add_option("PRINCIPAL", principal, "principal name (no spaces)")->required();
+  token_new->add_option("PERMISSIONS", permissions, "<role>:<pattern>[,...], e.g. lock:payments")
+      ->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -165,6 +175,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   Printer printer(out, flags.json);
   try {
+    if (*token_new) {  // offline: no server involved
+      print_new_token(principal, permissions, flags.json, out);
+      return kExitOk;
+    }
     client::Client client(client_options(flags));
     if (*session_open) {
       printer.session(client.open_session(owner, duration_flag(ttl, "--ttl")));

@@ -129,4 +129,21 @@ EXAMPLE
   dlock run payouts/batch-17 --ttl 30s --wait 5m -- \
       sh -c 'pay --batch 17 --fencing-token "$DLOCK_FENCING_TOKEN"')";
 
+inline constexpr const char* kToken = "Make bearer tokens for dlockd's tokens file";
+inline constexpr const char* kTokenFooter = R"(DESCRIPTION
+  `dlock token new PRINCIPAL PERMISSIONS` prints a fresh random token (256 bits from the
+  CSPRNG, starting dlk_) and the line to add to dlockd's tokens file (auth.tokens.file). The
+  token is SECRET: give it only to PRINCIPAL (DLOCK_TOKEN). The line holds only its SHA-256 and
+  is not secret: add it to the tokens file of every dlockd sharing the backend, then send each
+  one SIGHUP. Nothing is sent to a server. PERMISSIONS is <role>:<pattern>[,...] with role
+  read, lock (implies read) or admin (implies both, allows revoke) and pattern a namespace,
+  prefix* or *. With --json: {"principal", "permissions", "token", "sha256",
+  "tokens_file_line"}.
+
+EXIT STATUS
+  0 printed, 64 bad PRINCIPAL or PERMISSIONS.
+
+EXAMPLE
+  dlock token new payments-worker lock:payments,read:*)";
+
 }  // namespace dlock::cli::help

@@ -19,7 +19,7 @@ const char* to_string(ErrorCode code) noexcept {
     case ErrorCode::kUnknownOutcome:
       return "unknown_outcome";
     case ErrorCode::kResourceExhausted:
-      return "resource_exhausted";
+      return "too_many_requests";  // the wire code of C3, and the label of C4
     case ErrorCode::kInternal:
       return "internal";
   }

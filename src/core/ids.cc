@@ -1,26 +1,36 @@
 #include "core/ids.h"
 
-#include <cstdint>
-#include <random>
+#include <sys/random.h>
+
+#include <array>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "dlock/errors.h"
 
 namespace dlock::core {
 
 std::string random_id() {
-  // One seeded engine per thread: ids need to be unpredictable enough not to collide, they are
-  // not credentials (a session id grants nothing an owner name does not).
-  thread_local std::mt19937_64 engine{[] {
-    std::random_device device;
-    std::seed_seq seed{device(), device(), device(), device(), device(), device()};
-    return std::mt19937_64(seed);
-  }()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id(32, '0');
-  for (int half = 0; half < 2; ++half) {
-    std::uint64_t bits = engine();
-    for (int i = 0; i < 16; ++i) {
-      id[half * 16 + i] = kHex[bits & 0xF];
-      bits >>= 4;
+  // Session IDs are credentials (contract C6, ADR-0016): whoever knows one can act for the
+  // session, so they come from the kernel's CSPRNG (getrandom(2)), never from a seeded PRNG
+  // whose state a few outputs would reveal. 128 bits, unguessable.
+  std::array<unsigned char, 16> bytes{};
+  std::size_t filled = 0;
+  while (filled < bytes.size()) {
+    const ssize_t got = ::getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw InternalError(std::string("getrandom failed: ") + std::strerror(errno));
     }
+    filled += static_cast<std::size_t>(got);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  id.reserve(bytes.size() * 2);
+  for (const unsigned char byte : bytes) {
+    id.push_back(kHex[byte >> 4]);
+    id.push_back(kHex[byte & 0xF]);
   }
   return id;
 }

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/limits.h"
 #include "dlock/lock_store.h"
 
 namespace dlock {
@@ -18,7 +19,7 @@ void check_ttl(std::chrono::milliseconds ttl, const TtlLimits& limits, const cha
 namespace core {
 namespace {
 
-constexpr std::size_t kMaxFieldBytes = 1024;
+constexpr std::size_t kMaxFieldBytes = limits::kMaxStoreFieldBytes;
 
 void check_field(std::string_view value, const char* field) {
   if (value.empty()) {

@@ -61,7 +61,8 @@ constexpr const char* kBindSql =
 
 void check_lock_key(std::string_view lock_key) {
   if (lock_key.empty()) {
-    throw FencingError("fencing: the lock key the token belongs to is required");
+    throw FencingError("fencing: the lock key the token belongs to is required",
+                       ErrorCode::kInvalidArgument);
   }
 }
 
@@ -94,10 +95,11 @@ Admission admit(pg_conn* conn, std::string_view resource, FencingToken token,
   if (PQtransactionStatus(conn) != PQTRANS_INTRANS) {
     throw FencingError(
         "fencing admit outside a transaction: the check and the write must commit "
-        "together");
+        "together",
+        ErrorCode::kInvalidArgument);
   }
   if (token > static_cast<FencingToken>(INT64_MAX)) {
-    throw FencingError("fencing token does not fit a bigint");
+    throw FencingError("fencing token does not fit a bigint", ErrorCode::kInvalidArgument);
   }
   const auto result =
       run(conn, kAdmitSql, {std::string(resource), std::to_string(token), std::string(lock_key)});

@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 
+#include "dlock/errors.h"
 #include "dlock/types.h"
 
 struct pg_conn;
@@ -41,18 +42,22 @@ namespace dlock::fencing {
 // The DDL of src/fencing/fencing_guard.sql (CREATE TABLE IF NOT EXISTS fencing_resource ...).
 std::string_view schema_sql();
 
-// A statement failed (connection broken, SQL error). The transaction must be rolled back; whether
-// a COMMIT that failed this way was applied is unknown to the caller.
-class FencingError : public std::runtime_error {
+// A statement failed (connection broken, SQL error: code kUnavailable), or the guard was
+// misused (kInvalidArgument). The transaction must be rolled back; whether a COMMIT that failed
+// this way was applied is unknown to the caller. A dlock::Error (ADR-0003).
+class FencingError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit FencingError(const std::string& message, ErrorCode code = ErrorCode::kUnavailable)
+      : Error(code, message) {}
 };
 
 // The resource is protected by another lock key than the one whose token was presented: a
-// configuration or programming error, never a decision. The transaction must be rolled back.
+// configuration or programming error (kInvalidArgument), never a decision. The transaction must
+// be rolled back.
 class LockKeyMismatchError : public FencingError {
  public:
-  using FencingError::FencingError;
+  explicit LockKeyMismatchError(const std::string& message)
+      : FencingError(message, ErrorCode::kInvalidArgument) {}
 };
 
 // Creates the fencing_resource table if it does not exist. Takes a transaction-scoped advisory

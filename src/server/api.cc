@@ -1,16 +1,17 @@
 #include "server/api.h"
 
 #include <algorithm>
+#include <array>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/url/parse.hpp>
-#include <boost/url/url_view.hpp>
-#include <charconv>
 #include <chrono>
 #include <vector>
 
+#include "core/store_key.h"
 #include "dlock/errors.h"
 #include "server/error_mapping.h"
+#include "server/input_checks.h"
 #include "server/json_util.h"
 
 namespace dlock::server {
@@ -20,73 +21,52 @@ namespace http = boost::beast::http;
 namespace json = boost::json;
 using std::chrono::milliseconds;
 
-constexpr std::size_t kMaxKeyBytes = 512;
-constexpr std::size_t kMaxOwnerBytes = 256;
-constexpr std::size_t kMaxNamespaceBytes = 64;
-constexpr std::size_t kMaxListLimit = 1000;
+// --- the route table ------------------------------------------------------------------------
 
-void check_text(const std::string& value, const char* field, std::size_t max_bytes) {
-  if (value.empty()) throw InvalidArgumentError(field, std::string(field) + " must not be empty");
-  if (value.size() > max_bytes) {
-    throw InvalidArgumentError(
-        field, std::string(field) + " must be at most " + std::to_string(max_bytes) + " bytes");
-  }
-  for (const unsigned char c : value) {
-    if (c < 0x20 || c == 0x7F) {
-      throw InvalidArgumentError(field,
-                                 std::string(field) + " must not contain control characters");
+struct Route {
+  std::optional<http::verb> method;  // nullopt: any method
+  std::string_view pattern;          // '/'-separated segments; "{}" matches any one segment
+  Api::Handler handler;
+};
+
+// Patterns never overlap for one method. A request no row matches is a 404, except under
+// /v1/locks/{key}/..., which is a 405 once the key is checked (contract C3).
+const std::array kRoutes{
+    Route{std::nullopt, "healthz", &Api::health},
+    Route{std::nullopt, "readyz", &Api::ready},
+    Route{http::verb::get, "metrics", &Api::metrics},
+    Route{http::verb::post, "v1/sessions", &Api::open_session},
+    Route{http::verb::post, "v1/sessions/{}/keepalive", &Api::keepalive},
+    Route{http::verb::delete_, "v1/sessions/{}", &Api::close_session},
+    Route{http::verb::get, "v1/locks", &Api::list_locks},
+    Route{http::verb::post, "v1/admin/locks/{}/revoke", &Api::revoke},
+    Route{http::verb::get, "v1/locks/{}", &Api::read_lock},
+    Route{http::verb::delete_, "v1/locks/{}", &Api::release},
+    Route{http::verb::post, "v1/locks/{}/acquire", &Api::acquire},
+    Route{http::verb::post, "v1/locks/{}/extend", &Api::extend},
+};
+
+// Whether `path` has the shape of `pattern`; fills `params` with the segments "{}" matched.
+bool matches(std::string_view pattern, const std::vector<std::string>& path,
+             std::vector<std::string>& params) {
+  params.clear();
+  std::size_t index = 0;
+  while (true) {
+    const auto slash = pattern.find('/');
+    const auto segment = pattern.substr(0, slash);
+    if (index == path.size()) return false;
+    if (segment == "{}") {
+      params.push_back(path[index]);
+    } else if (segment != path[index]) {
+      return false;
     }
+    ++index;
+    if (slash == std::string_view::npos) return index == path.size();
+    pattern.remove_prefix(slash + 1);
   }
 }
 
-std::string checked_namespace(const std::string& ns) {
-  check_text(ns, "ns", kMaxNamespaceBytes);
-  for (const char c : ns) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
-      throw InvalidArgumentError("ns", "ns may contain only letters, digits, '-', '_' and '.'");
-    }
-  }
-  return ns;
-}
-
-std::string checked_session_id(const std::string& session_id) {
-  check_text(session_id, "session_id", 128);
-  for (const char c : session_id) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') {
-      throw InvalidArgumentError("session_id", "session_id is malformed");
-    }
-  }
-  return session_id;
-}
-
-milliseconds checked_ttl(std::optional<std::int64_t> ttl_ms, milliseconds fallback,
-                         const TtlLimits& limits) {
-  const milliseconds ttl = ttl_ms ? milliseconds(*ttl_ms) : fallback;
-  check_ttl(ttl, limits, "ttl_ms");
-  return ttl;
-}
-
-std::uint64_t parse_token(const std::string& text) {
-  std::uint64_t token = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), token);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
-    throw InvalidArgumentError("fencing_token", "fencing_token must be a non-negative integer");
-  }
-  return token;
-}
-
-// Compares without an early exit, so response timing does not reveal a prefix of the token.
-bool constant_time_equal(std::string_view given, std::string_view expected) {
-  unsigned char difference = given.size() == expected.size() ? 0 : 1;
-  for (std::size_t i = 0; i < given.size(); ++i) {
-    difference |= static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
-  }
-  return difference == 0;
-}
-
-// "<ns>/<key>" is the store's key; the API shows the key without its namespace.
-std::string store_key(const std::string& ns, const std::string& key) { return ns + "/" + key; }
-std::string api_key(const std::string& stored) { return stored.substr(stored.find('/') + 1); }
+// --- rendering ------------------------------------------------------------------------------
 
 // The lifetime answered for a grant (C3, docs/adr/0011-honest-lock-lifetimes.md): never more
 // than was asked, and never more than the store says the lock is certain to live, counted from
@@ -98,6 +78,8 @@ milliseconds honoured_ttl(const LockHandle& handle, milliseconds asked,
   const auto kept = std::chrono::floor<milliseconds>(handle.client_deadline - received);
   return std::clamp(kept, milliseconds(0), asked);
 }
+
+std::string api_key(const std::string& stored) { return std::string(store_key::api_key(stored)); }
 
 json::object handle_json(const LockHandle& handle, milliseconds asked,
                          SteadyClock::time_point received) {
@@ -143,7 +125,32 @@ core::LockService::Callback<T> answer(Reply reply, Render render) {
   };
 }
 
+template <typename T>
+T required(std::optional<T> value, const char* field) {
+  if (!value) throw InvalidArgumentError(field, std::string(field) + " is required");
+  return std::move(*value);
+}
+
+// The namespace of a lock write: the body's `ns`, else the query's, else "default".
+std::string body_namespace(const BodyReader& reader, const RequestContext& context) {
+  return checked_namespace(reader.string("ns").value_or(context.query("ns").value_or("default")));
+}
+
+Response not_found(const RequestContext& context) {
+  return error_response(404, "not_found", "no such route: " + std::string(context.url.path()));
+}
+
 }  // namespace
+
+std::optional<std::string> RequestContext::query(std::string_view name) const {
+  const auto found = url.params().find(name);
+  if (found == url.params().end()) return std::nullopt;
+  return std::string((*found).value);
+}
+
+std::string RequestContext::query_namespace() const {
+  return checked_namespace(query("ns").value_or("default"));
+}
 
 Api::Api(core::LockService& service, Telemetry& telemetry, const ServerConfig& config)
     : service_(service), telemetry_(telemetry), config_(config) {}
@@ -165,163 +172,151 @@ void Api::route(const Request& request, const Reply& reply) {
   if (!parsed) {
     throw InvalidArgumentError("path", "malformed request target (bad percent-encoding?)");
   }
-  const boost::urls::url_view url = *parsed;
+  RequestContext context{.request = request,
+                         .url = *parsed,
+                         .params = {},
+                         .body = request.body(),
+                         .remote_address = {},
+                         .received = SteadyClock::now(),
+                         .principal = std::nullopt};
   std::vector<std::string> path;
-  for (auto segment : url.segments()) path.push_back(segment);
-  const auto query = [&](const char* name) -> std::optional<std::string> {
-    const auto found = url.params().find(name);
-    if (found == url.params().end()) return std::nullopt;
-    return std::string((*found).value);
-  };
-  const auto method = request.method();
-  const auto& body = request.body();
-  // Before any store call: the lifetimes answered count from here (honoured_ttl).
-  const auto received = SteadyClock::now();
+  for (auto segment : context.url.segments()) path.push_back(segment);
 
-  if (path.size() == 1 && (path[0] == "healthz" || path[0] == "readyz")) {
-    if (path[0] == "readyz" && !ready_) {
-      return reply(error_response(503, "unavailable", "not ready"));
-    }
-    return reply(ok(200, {{"status", "ok"}, {"backend", service_.backend_id()}}));
+  for (const auto& route : kRoutes) {
+    if (route.method && *route.method != request.method()) continue;
+    if (matches(route.pattern, path, context.params)) return (this->*route.handler)(context, reply);
   }
-  if (path.size() == 1 && path[0] == "metrics" && method == http::verb::get) {
-    Response response{http::status::ok, 11};
-    response.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-    response.body() = telemetry_.scrape();
-    response.prepare_payload();
-    return reply(std::move(response));
-  }
-  if (path.empty() || path[0] != "v1") {
-    return reply(error_response(404, "not_found", "no such route: " + std::string(url.path())));
-  }
-  path.erase(path.begin());
-
-  // --- sessions ---
-  if (path.size() == 1 && path[0] == "sessions" && method == http::verb::post) {
-    const BodyReader reader(body, {"owner", "ttl_ms"});
-    const auto owner = reader.string("owner");
-    if (!owner) throw InvalidArgumentError("owner", "owner is required");
-    check_text(*owner, "owner", kMaxOwnerBytes);
-    const auto ttl =
-        checked_ttl(reader.integer("ttl_ms"), config_.default_session_ttl, config_.store.limits);
-    return service_.open_session(*owner, ttl, answer<SessionInfo>(reply, [](SessionInfo s) {
-      return ok(201, {{"session_id", s.session_id},
-                      {"owner", s.owner_id},
-                      {"ttl_ms", s.ttl.count()},
-                      {"expires_at", format_time(s.expires_at)}});
-    }));
-  }
-  if (path.size() == 3 && path[0] == "sessions" && path[2] == "keepalive" &&
-      method == http::verb::post) {
-    return service_.keepalive(
-        checked_session_id(path[1]), answer<SessionInfo>(reply, [](SessionInfo s) {
-          return ok(200, {{"ttl_ms", s.ttl.count()}, {"expires_at", format_time(s.expires_at)}});
-        }));
-  }
-  if (path.size() == 2 && path[0] == "sessions" && method == http::verb::delete_) {
-    return service_.close_session(
-        checked_session_id(path[1]),
-        answer<std::vector<LockInfo>>(reply, [](std::vector<LockInfo>) { return no_content(); }));
-  }
-
-  // --- locks ---
-  if (path.size() == 1 && path[0] == "locks" && method == http::verb::get) {
-    const auto ns = checked_namespace(query("ns").value_or("default"));
-    const auto prefix = query("prefix").value_or("");
-    std::size_t limit = 100;
-    if (const auto text = query("limit")) {
-      const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), limit);
-      if (error != std::errc() || end != text->data() + text->size() || limit == 0 ||
-          limit > kMaxListLimit) {
-        throw InvalidArgumentError(
-            "limit", "limit must be an integer from 1 to " + std::to_string(kMaxListLimit));
-      }
-    }
-    if (prefix.size() > kMaxKeyBytes) throw InvalidArgumentError("prefix", "prefix too long");
-    return service_.list(store_key(ns, prefix), limit,
-                         answer<std::vector<LockInfo>>(reply, [](std::vector<LockInfo> locks) {
-                           json::array items;
-                           for (const auto& info : locks) items.push_back(info_json(info));
-                           return ok(200, {{"locks", std::move(items)}});
-                         }));
-  }
-  const bool admin = path.size() == 4 && path[0] == "admin" && path[1] == "locks" &&
-                     path[3] == "revoke" && method == http::verb::post;
-  if (admin) return revoke(request, path[2], query("ns"), reply);
-  if (path.size() < 2 || path[0] != "locks") {
-    return reply(error_response(404, "not_found", "no such route: " + std::string(url.path())));
-  }
-  check_text(path[1], "key", kMaxKeyBytes);
-
-  if (path.size() == 2 && method == http::verb::get) {
-    const auto key = store_key(checked_namespace(query("ns").value_or("default")), path[1]);
-    return service_.read(key, answer<std::optional<LockInfo>>(reply, [key](auto info) {
-                           if (!info)
-                             return error_response(404, "lock_not_found",
-                                                   "no live lock " + api_key(key));
-                           return ok(200, info_json(*info));
-                         }));
-  }
-  if (path.size() == 2 && method == http::verb::delete_) {
-    const auto key = store_key(checked_namespace(query("ns").value_or("default")), path[1]);
-    const auto session_id = query("session_id");
-    if (!session_id) throw InvalidArgumentError("session_id", "session_id is required");
-    const auto token = query("fencing_token");
-    if (!token) throw InvalidArgumentError("fencing_token", "fencing_token is required");
-    return service_.release(key, checked_session_id(*session_id), parse_token(*token),
-                            answer<bool>(reply, [](bool) { return no_content(); }));
-  }
-  if (path.size() == 3 && path[2] == "acquire" && method == http::verb::post) {
-    const BodyReader reader(body, {"session_id", "ttl_ms", "wait_ms", "ns"});
-    const auto key = store_key(
-        checked_namespace(reader.string("ns").value_or(query("ns").value_or("default"))), path[1]);
-    const auto session_id = reader.string("session_id");
-    if (!session_id) throw InvalidArgumentError("session_id", "session_id is required");
-    const auto ttl =
-        checked_ttl(reader.integer("ttl_ms"), config_.default_lock_ttl, config_.store.limits);
-    const auto wait = milliseconds(reader.integer("wait_ms").value_or(0));
-    if (wait.count() < 0 || wait > config_.max_wait) {
-      throw InvalidArgumentError(
-          "wait_ms", "wait_ms must be between 0 and " + std::to_string(config_.max_wait.count()));
-    }
-    return service_.acquire(key, checked_session_id(*session_id), ttl, wait,
-                            answer<std::optional<LockHandle>>(
-                                reply, [key, ttl, received](std::optional<LockHandle> handle) {
-                                  if (!handle) {
-                                    return error_response(409, "held",
-                                                          "lock " + api_key(key) +
-                                                              " is held by another "
-                                                              "session");
-                                  }
-                                  return ok(200, handle_json(*handle, ttl, received));
-                                }));
-  }
-  if (path.size() == 3 && path[2] == "extend" && method == http::verb::post) {
-    const BodyReader reader(body, {"session_id", "fencing_token", "ttl_ms", "ns"});
-    const auto key = store_key(
-        checked_namespace(reader.string("ns").value_or(query("ns").value_or("default"))), path[1]);
-    const auto session_id = reader.string("session_id");
-    if (!session_id) throw InvalidArgumentError("session_id", "session_id is required");
-    const auto token = reader.unsigned_integer("fencing_token");
-    if (!token) throw InvalidArgumentError("fencing_token", "fencing_token is required");
-    const auto ttl =
-        checked_ttl(reader.integer("ttl_ms"), config_.default_lock_ttl, config_.store.limits);
-    return service_.extend(key, checked_session_id(*session_id), *token, ttl,
-                           answer<LockHandle>(reply, [ttl, received](LockHandle handle) {
-                             return ok(200, handle_json(handle, ttl, received));
-                           }));
-  }
-  reply(error_response(
-      405, "method_not_allowed",
-      std::string(request.method_string()) + " is not allowed on " + std::string(url.path())));
+  if (path.size() < 3 || path[0] != "v1" || path[1] != "locks") return reply(not_found(context));
+  checked_key(path[2]);
+  reply(error_response(405, "method_not_allowed",
+                       std::string(request.method_string()) + " is not allowed on " +
+                           std::string(context.url.path())));
 }
 
-void Api::revoke(const Request& request, const std::string& key_segment,
-                 const std::optional<std::string>& ns, const Reply& reply) {
+// --- health and metrics ---------------------------------------------------------------------
+
+void Api::health(const RequestContext&, const Reply& reply) {
+  reply(ok(200, {{"status", "ok"}, {"backend", service_.backend_id()}}));
+}
+
+void Api::ready(const RequestContext& context, const Reply& reply) {
+  if (!ready_) return reply(error_response(503, "unavailable", "not ready"));
+  health(context, reply);
+}
+
+void Api::metrics(const RequestContext&, const Reply& reply) {
+  Response response{http::status::ok, 11};
+  response.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+  response.body() = telemetry_.scrape();
+  response.prepare_payload();
+  reply(std::move(response));
+}
+
+// --- sessions -------------------------------------------------------------------------------
+
+void Api::open_session(const RequestContext& context, const Reply& reply) {
+  const BodyReader reader(context.body, {"owner", "ttl_ms"});
+  const auto owner = checked_owner(required(reader.string("owner"), "owner"));
+  const auto ttl =
+      checked_ttl(reader.integer("ttl_ms"), config_.default_session_ttl, config_.store.limits);
+  service_.open_session(owner, ttl, answer<SessionInfo>(reply, [](SessionInfo s) {
+                          return ok(201, {{"session_id", s.session_id},
+                                          {"owner", s.owner_id},
+                                          {"ttl_ms", s.ttl.count()},
+                                          {"expires_at", format_time(s.expires_at)}});
+                        }));
+}
+
+void Api::keepalive(const RequestContext& context, const Reply& reply) {
+  service_.keepalive(
+      checked_session_id(context.params[0]), answer<SessionInfo>(reply, [](SessionInfo s) {
+        return ok(200, {{"ttl_ms", s.ttl.count()}, {"expires_at", format_time(s.expires_at)}});
+      }));
+}
+
+void Api::close_session(const RequestContext& context, const Reply& reply) {
+  service_.close_session(
+      checked_session_id(context.params[0]),
+      answer<std::vector<LockInfo>>(reply, [](std::vector<LockInfo>) { return no_content(); }));
+}
+
+// --- locks ----------------------------------------------------------------------------------
+
+void Api::list_locks(const RequestContext& context, const Reply& reply) {
+  const auto ns = context.query_namespace();
+  const auto prefix = context.query("prefix").value_or("");
+  const auto limit = parse_list_limit(context.query("limit"));
+  checked_prefix(prefix);
+  service_.list(store_key::join(ns, prefix), limit,
+                answer<std::vector<LockInfo>>(reply, [](std::vector<LockInfo> locks) {
+                  json::array items;
+                  for (const auto& info : locks) items.push_back(info_json(info));
+                  return ok(200, {{"locks", std::move(items)}});
+                }));
+}
+
+void Api::read_lock(const RequestContext& context, const Reply& reply) {
+  const auto name = checked_key(context.params[0]);
+  const auto key = store_key::join(context.query_namespace(), name);
+  service_.read(key, answer<std::optional<LockInfo>>(reply, [key](auto info) {
+                  if (!info)
+                    return error_response(404, "lock_not_found", "no live lock " + api_key(key));
+                  return ok(200, info_json(*info));
+                }));
+}
+
+void Api::release(const RequestContext& context, const Reply& reply) {
+  const auto name = checked_key(context.params[0]);
+  const auto key = store_key::join(context.query_namespace(), name);
+  const auto session_id = required(context.query("session_id"), "session_id");
+  const auto token = required(context.query("fencing_token"), "fencing_token");
+  const auto checked_session = checked_session_id(session_id);
+  service_.release(key, checked_session, parse_token(token),
+                   answer<bool>(reply, [](bool) { return no_content(); }));
+}
+
+void Api::acquire(const RequestContext& context, const Reply& reply) {
+  const auto name = checked_key(context.params[0]);
+  const BodyReader reader(context.body, {"session_id", "ttl_ms", "wait_ms", "ns"});
+  const auto key = store_key::join(body_namespace(reader, context), name);
+  const auto session_id = required(reader.string("session_id"), "session_id");
+  const auto ttl =
+      checked_ttl(reader.integer("ttl_ms"), config_.default_lock_ttl, config_.store.limits);
+  const auto wait = checked_wait(reader.integer("wait_ms"), config_.max_wait);
+  const auto received = context.received;
+  service_.acquire(key, checked_session_id(session_id), ttl, wait,
+                   answer<std::optional<LockHandle>>(
+                       reply, [key, ttl, received](std::optional<LockHandle> handle) {
+                         if (!handle) {
+                           return error_response(
+                               409, "held", "lock " + api_key(key) + " is held by another session");
+                         }
+                         return ok(200, handle_json(*handle, ttl, received));
+                       }));
+}
+
+void Api::extend(const RequestContext& context, const Reply& reply) {
+  const auto name = checked_key(context.params[0]);
+  const BodyReader reader(context.body, {"session_id", "fencing_token", "ttl_ms", "ns"});
+  const auto key = store_key::join(body_namespace(reader, context), name);
+  const auto session_id = required(reader.string("session_id"), "session_id");
+  const auto token = required(reader.unsigned_integer("fencing_token"), "fencing_token");
+  const auto ttl =
+      checked_ttl(reader.integer("ttl_ms"), config_.default_lock_ttl, config_.store.limits);
+  const auto received = context.received;
+  service_.extend(key, checked_session_id(session_id), token, ttl,
+                  answer<LockHandle>(reply, [ttl, received](LockHandle handle) {
+                    return ok(200, handle_json(handle, ttl, received));
+                  }));
+}
+
+// --- admin ----------------------------------------------------------------------------------
+
+void Api::revoke(const RequestContext& context, const Reply& reply) {
   if (!config_.admin_enabled) {
     return reply(error_response(403, "forbidden", "the admin API is disabled (admin.enabled)"));
   }
-  const auto authorization = request[http::field::authorization];
+  const auto authorization = context.request[http::field::authorization];
   const std::string expected = "Bearer " + config_.admin_token;
   if (authorization.empty()) {
     return reply(error_response(401, "unauthorized", "admin token required"));
@@ -329,8 +324,8 @@ void Api::revoke(const Request& request, const std::string& key_segment,
   if (!constant_time_equal(authorization, expected)) {
     return reply(error_response(403, "forbidden", "admin token rejected"));
   }
-  check_text(key_segment, "key", kMaxKeyBytes);
-  const auto key = store_key(checked_namespace(ns.value_or("default")), key_segment);
+  const auto name = checked_key(context.params[0]);
+  const auto key = store_key::join(context.query_namespace(), name);
   service_.revoke(key, answer<LockOutcome>(reply, [key](LockOutcome outcome) {
                     json::object body{{"revoked", outcome.revoked}};
                     if (outcome.fencing_token) body["fencing_token"] = *outcome.fencing_token;

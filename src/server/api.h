@@ -1,18 +1,42 @@
 #pragma once
 
-// The /v1 HTTP/JSON surface of contract C3, plus /metrics, /healthz and /readyz. Validates
-// every input (a 400 naming the field), then hands the work to the LockService.
+// The /v1 HTTP/JSON surface of contract C3, plus /metrics, /healthz and /readyz. A request is
+// matched against one route table (method + path pattern -> handler, api.cc); the handler
+// checks its inputs (server/input_checks.h: a 400 naming the field), then hands the work to the
+// LockService, whose answer or error becomes the response (server/error_mapping.h).
 
 #include <atomic>
+#include <boost/url/url_view.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/lock_service.h"
+#include "dlock/types.h"
 #include "server/config.h"
 #include "server/http_server.h"
 #include "server/telemetry.h"
 
 namespace dlock::server {
+
+// What a handler knows about its request. Lives for the synchronous part of the dispatch only:
+// a handler copies what its service callback needs.
+struct RequestContext {
+  const Request& request;
+  boost::urls::url_view url;        // a view into request.target()
+  std::vector<std::string> params;  // the path segments matched by "{}", in order, decoded
+  std::string_view body;
+  std::string remote_address;        // the peer; empty while the HTTP front end passes none
+  SteadyClock::time_point received;  // before any store call (honoured_ttl counts from here)
+  // Who sent the request, once requests are authenticated; empty until then.
+  std::optional<std::string> principal;
+
+  // The first value of query parameter `name`, decoded.
+  std::optional<std::string> query(std::string_view name) const;
+  // The `ns` query parameter, checked; "default" when absent.
+  std::string query_namespace() const;
+};
 
 class Api {
  public:
@@ -22,10 +46,24 @@ class Api {
   // /readyz answers 200 only while ready (false during start-up and shutdown).
   void set_ready(bool ready) { ready_ = ready; }
 
+  using Handler = void (Api::*)(const RequestContext&, const Reply&);
+
+  // One per row of the route table (api.cc); public so that the table can name them.
+  void health(const RequestContext& context, const Reply& reply);
+  void ready(const RequestContext& context, const Reply& reply);
+  void metrics(const RequestContext& context, const Reply& reply);
+  void open_session(const RequestContext& context, const Reply& reply);
+  void keepalive(const RequestContext& context, const Reply& reply);
+  void close_session(const RequestContext& context, const Reply& reply);
+  void list_locks(const RequestContext& context, const Reply& reply);
+  void revoke(const RequestContext& context, const Reply& reply);
+  void read_lock(const RequestContext& context, const Reply& reply);
+  void release(const RequestContext& context, const Reply& reply);
+  void acquire(const RequestContext& context, const Reply& reply);
+  void extend(const RequestContext& context, const Reply& reply);
+
  private:
   void route(const Request& request, const Reply& reply);
-  void revoke(const Request& request, const std::string& key_segment,
-              const std::optional<std::string>& ns, const Reply& reply);
 
   core::LockService& service_;
   Telemetry& telemetry_;

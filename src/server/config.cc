@@ -72,6 +72,12 @@ const std::vector<Key>& keys() {
        [](ServerConfig& c, const std::string& v) { c.store.pool_size = count(v, "pg.pool.size"); }},
       {"etcd.endpoints", "http://127.0.0.1:2379", "Comma-separated etcd endpoints.",
        [](ServerConfig& c, const std::string& v) { c.store.etcd_endpoints = v; }},
+      {"etcd.cacert", "", "CA certificate (PEM) that https:// etcd endpoints must verify against.",
+       [](ServerConfig& c, const std::string& v) { c.store.etcd_cacert = v; }},
+      {"etcd.cert", "", "Client certificate (PEM) for etcd's --client-cert-auth.",
+       [](ServerConfig& c, const std::string& v) { c.store.etcd_cert = v; }},
+      {"etcd.key", "", "Private key (PEM) of etcd.cert.",
+       [](ServerConfig& c, const std::string& v) { c.store.etcd_key = v; }},
       {"backend.timeout", "5s", "Bound on every backend call.",
        [](ServerConfig& c, const std::string& v) {
          c.store.call_timeout = duration(v, "backend.timeout");

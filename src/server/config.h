@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dlock/errors.h"
 #include "store/factory.h"
 
 namespace dlock::server {
@@ -40,10 +41,11 @@ struct ServerConfig {
   std::string ready_file;
 };
 
-// Thrown for a bad command line, file or value; what() names the key and the source.
-class ConfigError : public std::runtime_error {
+// Thrown for a bad command line, file or value; what() names the key and the source. An
+// InvalidArgumentError (ADR-0003) whose field is "config".
+class ConfigError : public InvalidArgumentError {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ConfigError(const std::string& message) : InvalidArgumentError("config", message) {}
 };
 
 struct ParsedCommandLine {

@@ -28,35 +28,50 @@ Response error_response(unsigned status, const std::string& code, const std::str
   return response;
 }
 
+namespace {
+
+// How each ErrorCode goes on the wire (contract C3, "Error codes"): its status, and the code
+// whose name (dlock::to_string, the one table of names) the body carries.
+struct WireError {
+  ErrorCode code;
+  unsigned status;
+  ErrorCode shown_as;
+};
+
+constexpr WireError kWireErrors[] = {
+    {ErrorCode::kInvalidArgument, 400, ErrorCode::kInvalidArgument},
+    {ErrorCode::kSessionNotFound, 404, ErrorCode::kSessionNotFound},
+    {ErrorCode::kLockLost, 409, ErrorCode::kLockLost},
+    {ErrorCode::kResourceExhausted, 429, ErrorCode::kResourceExhausted},
+    {ErrorCode::kNotLeader, 503, ErrorCode::kNotLeader},
+    // A transient backend failure is always 503 "unavailable", never "held".
+    {ErrorCode::kUnavailable, 503, ErrorCode::kUnavailable},
+    {ErrorCode::kUnknownOutcome, 503, ErrorCode::kUnavailable},
+    {ErrorCode::kContention, 503, ErrorCode::kUnavailable},
+    {ErrorCode::kInternal, 500, ErrorCode::kInternal},
+};
+
+Response error_response_for(const Error& failure) {
+  for (const auto& wire : kWireErrors) {
+    if (wire.code != failure.code()) continue;
+    const auto* invalid = dynamic_cast<const InvalidArgumentError*>(&failure);
+    return error_response(wire.status, to_string(wire.shown_as), failure.what(),
+                          invalid != nullptr ? invalid->field() : "");
+  }
+  return error_response(500, to_string(ErrorCode::kInternal), failure.what());
+}
+
+}  // namespace
+
 Response error_response(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
-  } catch (const InvalidArgumentError& failure) {
-    return error_response(400, "invalid_argument", failure.what(), failure.field());
   } catch (const Error& failure) {
-    switch (failure.code()) {
-      case ErrorCode::kSessionNotFound:
-        return error_response(404, "session_not_found", failure.what());
-      case ErrorCode::kLockLost:
-        return error_response(409, "lock_lost", failure.what());
-      case ErrorCode::kResourceExhausted:
-        return error_response(429, "too_many_requests", failure.what());
-      case ErrorCode::kNotLeader:
-        return error_response(503, "not_leader", failure.what());
-      case ErrorCode::kUnavailable:
-      case ErrorCode::kUnknownOutcome:
-      case ErrorCode::kContention:
-        // A transient backend failure is always 503, never "held".
-        return error_response(503, "unavailable", failure.what());
-      case ErrorCode::kInvalidArgument:
-      case ErrorCode::kInternal:
-        break;
-    }
-    return error_response(500, "internal", failure.what());
+    return error_response_for(failure);
   } catch (const std::exception& failure) {
-    return error_response(500, "internal", failure.what());
+    return error_response(500, to_string(ErrorCode::kInternal), failure.what());
   } catch (...) {
-    return error_response(500, "internal", "unknown error");
+    return error_response(500, to_string(ErrorCode::kInternal), "unknown error");
   }
 }
 

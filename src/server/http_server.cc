@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "dlock/errors.h"
 #include "server/error_mapping.h"
 #include "server/telemetry.h"
 
@@ -246,13 +247,18 @@ tcp::endpoint parse_endpoint(const std::string& listen) {
   if (host.empty() || host == "localhost") host = "127.0.0.1";
   boost::system::error_code error;
   const auto address = asio::ip::make_address(host, error);
-  if (error) throw std::runtime_error("server.listen: '" + host + "' is not an IP address");
+  if (error) {
+    throw InvalidArgumentError("server.listen",
+                               "server.listen: '" + host + "' is not an IP address");
+  }
   int port = -1;
   try {
     port = std::stoi(listen.substr(colon + 1));
   } catch (...) {
   }
-  if (port < 0 || port > 65535) throw std::runtime_error("server.listen: bad port in " + listen);
+  if (port < 0 || port > 65535) {
+    throw InvalidArgumentError("server.listen", "server.listen: bad port in " + listen);
+  }
   return {address, static_cast<unsigned short>(port)};
 }
 
@@ -301,7 +307,7 @@ HttpServer::HttpServer(asio::io_context& io, const std::string& listen, const Se
   if (!error) acceptor_.set_option(asio::socket_base::reuse_address(true), error);
   if (!error) acceptor_.bind(endpoint, error);
   if (!error) acceptor_.listen(asio::socket_base::max_listen_connections, error);
-  if (error) throw std::runtime_error("cannot listen on " + listen + ": " + error.message());
+  if (error) throw UnavailableError("cannot listen on " + listen + ": " + error.message());
 }
 
 HttpServer::~HttpServer() = default;

@@ -46,7 +46,8 @@ using Handler = std::function<void(Request&&, Reply)>;
 
 class HttpServer {
  public:
-  // Binds `listen` at once (throws std::runtime_error naming the address on failure). Uses the
+  // Binds `listen` at once (throws InvalidArgumentError for a malformed address,
+  // UnavailableError when it cannot be bound; both name it, ADR-0003). Uses the
   // config's body limit and connection settings.
   HttpServer(boost::asio::io_context& io, const std::string& listen, const ServerConfig& config,
              Handler handler);

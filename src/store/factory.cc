@@ -35,7 +35,13 @@ BackendPtr make_pg(const StoreConfig& config) {
 
 #ifdef DLOCK_WITH_ETCD
 BackendPtr make_etcd(const StoreConfig& config) {
-  return etcd::make_etcd_store({config.etcd_endpoints, config.call_timeout, config.limits, {}});
+  return etcd::make_etcd_store({config.etcd_endpoints,
+                                config.call_timeout,
+                                config.limits,
+                                {},
+                                config.etcd_cacert,
+                                config.etcd_cert,
+                                config.etcd_key});
 }
 #endif
 

@@ -14,6 +14,10 @@ struct StoreConfig {
   std::string sqlite_path = "./dlock-data/dlock.db";
   std::string pg_url;
   std::string etcd_endpoints = "http://127.0.0.1:2379";
+  // PEM files for https:// etcd endpoints (empty = not given).
+  std::string etcd_cacert = {};
+  std::string etcd_cert = {};
+  std::string etcd_key = {};
   std::size_t pool_size = 8;
   std::chrono::milliseconds call_timeout{5000};
   TtlLimits limits;

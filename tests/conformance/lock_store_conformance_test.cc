@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <thread>
@@ -65,7 +67,7 @@ class LockStoreConformance : public ::testing::TestWithParam<std::string> {
   BackendPtr store_;
 };
 
-// --- The six cases of seed T-011 §4 -----------------------------------------------------------
+// --- Acquire (C1, C2): grant, held, re-entrant, takeover, increasing tokens, one winner ----------
 
 TEST_P(LockStoreConformance, AcquireFreeKeyGrantsPositiveTokenAndLaterExpiry) {
   const auto key = fresh_key();
@@ -530,6 +532,29 @@ TEST_P(LockStoreConformance, WatchReleasesSeesReleaseThroughAnotherStore) {
   ASSERT_TRUE(other->delete_if_owner(key, "alice", alice.session_id, handle->fencing_token));
   EXPECT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)))
       << "a release through another store on the same storage was not reported";
+}
+
+// C2: a session ID is at least 128 bits from a CSPRNG, never a backend's sequential ID, so one
+// cannot be guessed from another. 50 IDs: each at least 32 hex digits, all distinct, and not a
+// run of nearby numbers (random 64-bit tails lie ~2^58 apart; sequential IDs lie within 2^32).
+TEST_P(LockStoreConformance, SessionIdsAreRandomHexAndNotSequential) {
+  std::set<std::string> ids;
+  std::vector<std::uint64_t> tails;
+  for (int i = 0; i < 50; ++i) {
+    const auto session = store_->open_session("alice", seconds(60));
+    const std::string& id = session.session_id;
+    ASSERT_GE(id.size(), 32u) << id;
+    ASSERT_EQ(id.find_first_not_of("0123456789abcdefABCDEF"), std::string::npos) << id;
+    ids.insert(id);
+    tails.push_back(std::stoull(id.substr(id.size() - 16), nullptr, 16));
+  }
+  EXPECT_EQ(ids.size(), 50u);
+  std::sort(tails.begin(), tails.end());
+  int nearby = 0;
+  for (std::size_t i = 1; i < tails.size(); ++i) {
+    if (tails[i] - tails[i - 1] < (std::uint64_t{1} << 32)) ++nearby;
+  }
+  EXPECT_LE(nearby, 1) << "session IDs look like consecutive numbers";
 }
 
 TEST_P(LockStoreConformance, BackendIdNamesTheBackend) {

@@ -1,12 +1,14 @@
-// The etcd store against a real single-member etcd: seed T-030's acceptance criteria 2-5 as
-// named tests, plus what only etcd has (the store's own watch stream, an etcd crash). The
-// conformance matrix covers the SPI itself.
+// The etcd store against a real single-member etcd: the store's promises of ADR-0006 (one grant
+// per key, token = the granting Txn's revision, strictly increasing tokens, a token that does not
+// move with unrelated writes) as named tests, plus what only etcd has (the store's own watch
+// stream, an etcd crash). The conformance matrix covers the SPI itself.
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <thread>
@@ -54,7 +56,8 @@ class EtcdStoreTest : public ::testing::Test {
 
 testing::EtcdCluster* EtcdStoreTest::etcd_ = nullptr;
 
-// T-030 criterion 2. Many rounds, because a read-then-write acquire loses only some races.
+// One grant per key (ADR-0006, one Txn guarded by CreateRevision == 0). Many rounds, because a
+// read-then-write acquire loses only some races.
 TEST_F(EtcdStoreTest, ConcurrentAcquiresOfOneKeyYieldExactlyOneGrant) {
   constexpr int kThreads = 6;
   constexpr int kRounds = 60;
@@ -91,9 +94,9 @@ TEST_F(EtcdStoreTest, ConcurrentAcquiresOfOneKeyYieldExactlyOneGrant) {
   }
 }
 
-// T-030 criterion 3: the token is the revision etcd reported for the granting Txn. Nothing else
-// writes to this etcd while the hook runs, so the store's revision right after the Txn answered
-// is that Txn's revision.
+// Token = revision (ADR-0006): the token is the revision etcd reported for the granting Txn.
+// Nothing else writes to this etcd while the hook runs, so the store's revision right after the Txn
+// answered is that Txn's revision.
 TEST_F(EtcdStoreTest, TokenEqualsGrantingTxnHeaderRevisionAndIsNonZero) {
   std::int64_t revision_after_grant = 0;
   auto store =
@@ -113,7 +116,7 @@ TEST_F(EtcdStoreTest, TokenEqualsGrantingTxnHeaderRevisionAndIsNonZero) {
   EXPECT_EQ(static_cast<std::int64_t>(handle->fencing_token), raw->create_revision);
 }
 
-// T-030 criterion 4.
+// Tokens strictly increase across grants of one key, whoever deleted the previous one (ADR-0006).
 TEST_F(EtcdStoreTest, AcquireRawDeleteCyclesGiveStrictlyIncreasingTokens) {
   const auto session = store_->open_session("alice", seconds(60));
   const auto key = fresh_key("cycles");
@@ -129,9 +132,9 @@ TEST_F(EtcdStoreTest, AcquireRawDeleteCyclesGiveStrictlyIncreasingTokens) {
   }
 }
 
-// T-030 criterion 5: unrelated writes move the cluster revision; the handle's token must not
-// move with them. The first write lands between the granting Txn's answer and try_insert's
-// return, where a re-read of the token would see it.
+// Token = revision of the granting Txn, not the current one (ADR-0006): unrelated writes move the
+// cluster revision; the handle's token must not move with them. The first write lands between the
+// granting Txn's answer and try_insert's return, where a re-read of the token would see it.
 TEST_F(EtcdStoreTest, UnrelatedWriteAfterGrantDoesNotChangeTheToken) {
   const std::string unrelated = "/unrelated/" + fresh_key("noise");
   std::int64_t noise_revision = 0;
@@ -166,6 +169,43 @@ TEST_F(EtcdStoreTest, LockKeyLayoutAndValue) {
   EXPECT_EQ(store::etcd::parse_lock_key("/dlock/payments/lock/batch/17"), "payments/batch/17");
   EXPECT_THROW(store_->try_insert("no-namespace", "alice", session.session_id, seconds(30)),
                InvalidArgumentError);
+}
+
+// C2: the session ID is random and the record under it names the lease; the ID is not the lease
+// ID in any spelling.
+TEST_F(EtcdStoreTest, SessionIdIsNotTheLeaseId) {
+  const auto session = store_->open_session("alice", seconds(60));
+  const auto record = etcd_->raw().get("/dlock/_sessions/" + session.session_id);
+  ASSERT_TRUE(record.has_value()) << "the session record is keyed by the session ID";
+  ASSERT_NE(record->lease, 0) << "the session record lives on the session's lease";
+  EXPECT_EQ(session.session_id.size(), 32u);
+  const std::uint64_t id_tail = std::stoull(session.session_id.substr(16), nullptr, 16);
+  const std::uint64_t id_head = std::stoull(session.session_id.substr(0, 16), nullptr, 16);
+  EXPECT_NE(id_tail, static_cast<std::uint64_t>(record->lease));
+  EXPECT_NE(id_head, static_cast<std::uint64_t>(record->lease));
+  EXPECT_EQ(session.session_id.find(std::to_string(record->lease)), std::string::npos);
+}
+
+// Several dlockd share one etcd: a session opened through one store works through another
+// (whose cache misses), and one closed through the other is gone for the first (whose cache
+// still had it).
+TEST_F(EtcdStoreTest, SessionOpenedThroughOneStoreWorksThroughAnother) {
+  const auto other = make_store();
+  const auto session = store_->open_session("alice", seconds(60));
+  EXPECT_EQ(store_->heartbeat(session.session_id).owner_id, "alice");
+  EXPECT_EQ(other->heartbeat(session.session_id).owner_id, "alice");
+  ASSERT_TRUE(other->get_session(session.session_id).has_value());
+  const auto key = fresh_key("other-store");
+  const auto handle = other->try_insert(key, "alice", session.session_id, seconds(30));
+  ASSERT_TRUE(handle.has_value());
+  const auto released = other->close_session(session.session_id);
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0].key, key);
+  EXPECT_THROW(store_->heartbeat(session.session_id), SessionNotFoundError);
+  EXPECT_FALSE(store_->get_session(session.session_id).has_value());
+  EXPECT_THROW(store_->close_session(session.session_id), SessionNotFoundError);
+  EXPECT_THROW(store_->try_insert(fresh_key("closed"), "alice", session.session_id, seconds(30)),
+               SessionNotFoundError);
 }
 
 // A waiter's watch starts right after the revision its failed acquire saw: a release after that
@@ -335,6 +375,64 @@ TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {
   const auto next = store_->try_insert(key, "bob", bob.session_id, seconds(30));
   ASSERT_TRUE(next.has_value());
   EXPECT_GT(next->fencing_token, handle->fencing_token);
+}
+
+// etcd over TLS with client certificates (--client-cert-auth): the store verifies the server
+// against etcd.cacert and presents etcd.cert/etcd.key; a server whose certificate does not
+// verify is refused (every call unavailable, never "held").
+class EtcdTlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { etcd_ = new testing::EtcdCluster(1, /*tls=*/true); }
+  static void TearDownTestSuite() {
+    delete etcd_;
+    etcd_ = nullptr;
+  }
+
+  static BackendPtr make_store(const std::string& cacert) {
+    const auto& tls = etcd_->tls();
+    return store::etcd::make_etcd_store({etcd_->endpoints(),
+                                         milliseconds(2000),
+                                         TtlLimits{},
+                                         {},
+                                         cacert,
+                                         tls.client_cert,
+                                         tls.client_key});
+  }
+
+  static testing::EtcdCluster* etcd_;
+};
+
+testing::EtcdCluster* EtcdTlsTest::etcd_ = nullptr;
+
+TEST_F(EtcdTlsTest, StoreWorksOverTls) {
+  ASSERT_EQ(etcd_->endpoints().rfind("https://", 0), 0u);
+  const auto store = make_store(etcd_->tls().ca);
+  const auto session = store->open_session("alice", seconds(60));
+  const auto handle = store->try_insert("tls/key", "alice", session.session_id, seconds(30));
+  ASSERT_TRUE(handle.has_value());
+  EXPECT_EQ(store->read("tls/key")->fencing_token, handle->fencing_token);
+  const auto raw = etcd_->raw().get(format_lock_key("tls/key"));
+  ASSERT_TRUE(raw.has_value());
+  EXPECT_EQ(static_cast<FencingToken>(raw->mod_revision), handle->fencing_token);
+}
+
+TEST_F(EtcdTlsTest, ServerCertificateThatDoesNotVerifyIsRefused) {
+  const auto store = make_store(etcd_->tls().other_ca);
+  EXPECT_THROW(store->open_session("alice", seconds(60)), UnavailableError);
+  EXPECT_THROW(store->read("tls/key"), UnavailableError);
+}
+
+TEST_F(EtcdTlsTest, TlsFilesNeedHttpsEndpoints) {
+  EXPECT_THROW(store::etcd::make_etcd_store(
+                   {"http://127.0.0.1:2379", seconds(1), TtlLimits{}, {}, etcd_->tls().ca, "", ""}),
+               InvalidArgumentError);
+  EXPECT_THROW(store::etcd::make_etcd_store(
+                   {"https://127.0.0.1:1,http://127.0.0.1:2", seconds(1), TtlLimits{}, {}}),
+               InvalidArgumentError);
+  EXPECT_THROW(
+      store::etcd::make_etcd_store(
+          {etcd_->endpoints(), seconds(1), TtlLimits{}, {}, "/nonexistent/ca.pem", "", ""}),
+      InvalidArgumentError);
 }
 
 TEST_F(EtcdStoreTest, EndpointListsBecomeOneChannelTarget) {

@@ -13,7 +13,9 @@
 #include <thread>
 
 #include "support/dlockd_process.h"
+#ifdef DLOCK_WITH_PG
 #include "support/postgres_server.h"
+#endif
 #ifdef DLOCK_WITH_ETCD
 #include "support/etcd_server.h"
 #endif
@@ -28,6 +30,7 @@ using testing::DlockdProcess;
 using testing::HttpResult;
 namespace json = boost::json;
 
+#ifdef DLOCK_WITH_PG
 testing::PostgresServer& postgres() {
   static testing::PostgresServer server;
   static const bool created = [] {
@@ -37,6 +40,7 @@ testing::PostgresServer& postgres() {
   (void)created;
   return server;
 }
+#endif
 
 #ifdef DLOCK_WITH_ETCD
 testing::EtcdCluster& etcd() {
@@ -46,7 +50,10 @@ testing::EtcdCluster& etcd() {
 #endif
 
 std::vector<std::string> e2e_backends() {
-  std::vector<std::string> backends = {"sqlite", "pg"};
+  std::vector<std::string> backends = {"sqlite"};
+#ifdef DLOCK_WITH_PG
+  backends.push_back("pg");
+#endif
 #ifdef DLOCK_WITH_ETCD
   backends.push_back("etcd");
 #endif
@@ -58,13 +65,13 @@ class ServerEndToEnd : public ::testing::TestWithParam<std::string> {
   DlockdOptions options(std::vector<std::string> extra = {}) {
     DlockdOptions result;
     result.backend = GetParam();
+#ifdef DLOCK_WITH_PG
     if (GetParam() == "pg") result.pg_url = postgres().url("dlock_e2e");
-    result.extra_args = std::move(extra);
-#ifdef DLOCK_WITH_ETCD
-    if (GetParam() == "etcd") {
-      result.extra_args.insert(result.extra_args.end(), {"--etcd-endpoints", etcd().endpoints()});
-    }
 #endif
+#ifdef DLOCK_WITH_ETCD
+    if (GetParam() == "etcd") result.etcd_endpoints = etcd().endpoints();
+#endif
+    result.extra_args = std::move(extra);
     return result;
   }
 
@@ -635,8 +642,10 @@ class BackendOutage {
     if (backend_ == "sqlite") {
       sqlite3_open(options.sqlite_path.c_str(), &blocker_);
       EXPECT_EQ(sqlite3_exec(blocker_, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+#ifdef DLOCK_WITH_PG
     } else if (backend_ == "pg") {
       postgres().crash();
+#endif
 #ifdef DLOCK_WITH_ETCD
     } else if (backend_ == "etcd") {
       etcd().kill(0);
@@ -649,8 +658,10 @@ class BackendOutage {
     if (blocker_ != nullptr) {
       sqlite3_exec(blocker_, "ROLLBACK", nullptr, nullptr, nullptr);
       sqlite3_close(blocker_);
+#ifdef DLOCK_WITH_PG
     } else if (backend_ == "pg") {
       postgres().start();
+#endif
 #ifdef DLOCK_WITH_ETCD
     } else if (backend_ == "etcd") {
       etcd().start(0);

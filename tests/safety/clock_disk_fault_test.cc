@@ -21,10 +21,10 @@
 #include <sstream>
 #include <thread>
 
-#include "safety/answer.h"
 #include "safety/checker.h"
 #include "safety/cluster.h"
 #include "safety/history.h"
+#include "safety/recorder.h"
 #include "support/dlockd_process.h"
 #include "support/fault_env.h"
 #include "support/postgres_server.h"
@@ -51,130 +51,14 @@ bool long_mode() {
 
 int cycles(int short_count, int long_count) { return long_mode() ? long_count : short_count; }
 
-// A dlockd on a fixed port with extra environment (the stepped clock) and a chosen sqlite path,
-// restartable on the same storage.
-class FaultDlockd {
- public:
-  FaultDlockd(DlockdConfig config, std::string sqlite_path, std::vector<std::string> env,
-              std::string log_dir)
-      : config_(std::move(config)),
-        sqlite_path_(std::move(sqlite_path)),
-        env_(std::move(env)),
-        log_dir_(std::move(log_dir)),
-        port_(testing::free_loopback_port()) {
-    start();
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  std::string url() const { return "http://" + address(); }
-  void kill9() { process_.reset(); }
-
-  void start() {
-    process_.reset();
-    testing::SubprocessOptions options;
-    options.argv = {DLOCK_DLOCKD_PATH, "--lock-backend", config_.backend, "--server-listen",
-                    address(),         "--log-level",    "debug"};
-    if (config_.backend == "sqlite") {
-      options.argv.insert(options.argv.end(), {"--sqlite-path", sqlite_path_});
-    } else if (config_.backend == "etcd") {
-      options.argv.insert(options.argv.end(), {"--etcd-endpoints", config_.etcd_endpoints});
-    } else {
-      options.argv.insert(options.argv.end(), {"--pg-url", config_.pg_url});
-    }
-    options.env = env_;
-    options.log_path = log_dir_ + "/dlockd.log";
-    process_ = std::make_unique<testing::Subprocess>(options);
-    const bool ready = testing::wait_for(
-        [&] {
-          if (!process_->running()) return true;
-          try {
-            return testing::http_call(address(), "GET", "/readyz").status == 200;
-          } catch (const std::exception&) {
-            return false;
-          }
-        },
-        seconds(30), milliseconds(20));
-    if (!ready || !process_->running()) {
-      std::ifstream log(options.log_path);
-      std::stringstream text;
-      text << log.rdbuf();
-      throw std::runtime_error("dlockd did not become ready: " + text.str());
-    }
-  }
-
- private:
-  DlockdConfig config_;
-  std::string sqlite_path_;
-  std::vector<std::string> env_;
-  std::string log_dir_;
-  int port_;
-  std::unique_ptr<testing::Subprocess> process_;
-};
-
-// One HTTP call against a lock, recorded as an operation (the shape of fencing_fault_test's).
-class Recorder {
- public:
-  Recorder(History& history, std::string address)
-      : history_(history), address_(std::move(address)) {}
-
-  testing::HttpResult call(const std::string& process, const std::string& session,
-                           const std::string& key, const std::string& kind,
-                           const std::string& method, const std::string& target,
-                           const std::string& body = "", std::uint64_t token = 0) {
-    Operation op;
-    op.process = process;
-    op.session = session;
-    op.key = key;
-    op.kind = kind;
-    op.start_ns = monotonic_ns();
-    testing::HttpResult result;
-    try {
-      result = testing::http_call(address_, method, target, body);
-      op.outcome = result.status / 100 == 2 ? Outcome::kOk : Outcome::kFail;
-      op.detail = result.error_code();
-    } catch (const std::exception& error) {
-      op.outcome = Outcome::kUnknown;
-      op.detail = error.what();
-    }
-    op.end_ns = monotonic_ns();
-    op.token = token;
-    note_answer(op, result);
-    last_ = op;
-    history_.add(op);
-    return result;
-  }
-
-  testing::HttpResult acquire(const std::string& process, const std::string& session,
-                              const std::string& key, int ttl_ms, int wait_ms) {
-    return call(process, session, key, "acquire", "POST", "/v1/locks/" + key + "/acquire",
-                json::serialize(json::object{
-                    {"session_id", session}, {"ttl_ms", ttl_ms}, {"wait_ms", wait_ms}}));
-  }
-  testing::HttpResult release(const std::string& process, const std::string& session,
-                              const std::string& key, std::uint64_t token) {
-    return call(
-        process, session, key, "release", "DELETE",
-        "/v1/locks/" + key + "?session_id=" + session + "&fencing_token=" + std::to_string(token),
-        "", token);
-  }
-  // The operation the last call recorded.
-  const Operation& last() const { return last_; }
-
- private:
-  History& history_;
-  std::string address_;
-  Operation last_;
-};
-
-std::string open_session(const std::string& address, int ttl_ms) {
-  const auto result =
-      testing::http_call(address, "POST", "/v1/sessions",
-                         json::serialize(json::object{{"owner", "safety"}, {"ttl_ms", ttl_ms}}));
-  if (result.status != 201) throw std::runtime_error("open session: " + result.body);
-  return std::string(result.json.at("session_id").as_string());
-}
-
-std::uint64_t token_of(const testing::HttpResult& result) {
-  return result.json.at("fencing_token").to_number<std::uint64_t>();
+// A restartable dlockd with extra environment (the stepped clock, the fsync shim), its log in
+// `dir` and (backend sqlite) its database at `sqlite_path`.
+testing::DlockdOptions fault_dlockd(testing::DlockdOptions options, std::string sqlite_path,
+                                    std::vector<std::string> env, std::string dir) {
+  if (options.backend == "sqlite") options.sqlite_path = std::move(sqlite_path);
+  options.env = std::move(env);
+  options.dir = std::move(dir);
+  return options;
 }
 
 std::string sanitized_test_name() {
@@ -189,7 +73,7 @@ class ClockFaults : public ::testing::TestWithParam<std::string> {
     if (!testing::SteppedClock::available()) GTEST_SKIP() << "libfaketime is not installed";
     static std::atomic<int> counter{0};
     const std::string suffix = std::to_string(counter++);
-    config_ = DlockdConfig{.backend = GetParam(), .pg_url = "", .etcd_endpoints = ""};
+    config_ = restartable_dlockd(GetParam());
     if (GetParam() == "pg") {
       postgres().ensure_database("clock_locks_" + suffix);
       config_.pg_url = postgres().url("clock_locks_" + suffix);
@@ -213,16 +97,17 @@ class ClockFaults : public ::testing::TestWithParam<std::string> {
   }
 
   void start_dlockd(std::vector<std::string> env) {
-    dlockd_ = std::make_unique<FaultDlockd>(config_, dir_ + "/dlock.db", std::move(env), dir_);
+    dlockd_ = std::make_unique<testing::DlockdProcess>(
+        fault_dlockd(config_, dir_ + "/dlock.db", std::move(env), dir_));
   }
 
-  DlockdConfig config_;
+  testing::DlockdOptions config_;
   std::string dir_;
   std::string name_;
 #ifdef DLOCK_WITH_ETCD
   std::unique_ptr<testing::EtcdCluster> etcd_;  // outlives dlockd_
 #endif
-  std::unique_ptr<FaultDlockd> dlockd_;
+  std::unique_ptr<testing::DlockdProcess> dlockd_;
 };
 
 // The wall-clock steps of one cycle: +1 h, back, -1 h, back (each of them a step).
@@ -435,8 +320,8 @@ void run_store_fault(const StoreFault& fault) {
   History history;
   std::vector<std::string> violations;
   std::size_t unavailable = 0, fault_cycles = 0;
-  FaultDlockd dlockd(DlockdConfig{.backend = "sqlite", .pg_url = "", .etcd_endpoints = ""},
-                     fault.db_path, fault.env, logs);
+  testing::DlockdProcess dlockd(
+      fault_dlockd(restartable_dlockd("sqlite"), fault.db_path, fault.env, logs));
   Recorder recorder(history, dlockd.address());
   std::map<std::string, std::uint64_t> held;  // keys whose last acknowledged op is a grant
   std::uint64_t max_token = 0;

@@ -7,62 +7,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "support/dlockd_process.h"
-
 namespace dlock::safety {
 
 using std::chrono::seconds;
-
-RestartableDlockd::RestartableDlockd(DlockdConfig config) : config_(std::move(config)) {
-  dir_ = testing::make_temp_dir("dlock-safety");
-  port_ = testing::free_loopback_port();
-  start();
-}
-
-RestartableDlockd::~RestartableDlockd() {
-  process_.reset();
-  std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
-}
-
-void RestartableDlockd::kill9() {
-  if (process_) process_->kill_now();
-}
-
-void RestartableDlockd::start() {
-  process_.reset();
-  testing::SubprocessOptions options;
-  options.argv = {DLOCK_DLOCKD_PATH, "--lock-backend", config_.backend, "--server-listen",
-                  address(),         "--log-level",    "debug"};
-  if (config_.backend == "sqlite") {
-    options.argv.insert(options.argv.end(), {"--sqlite-path", dir_ + "/dlock.db"});
-  } else if (config_.backend == "etcd") {
-    options.argv.insert(options.argv.end(), {"--etcd-endpoints", config_.etcd_endpoints});
-  } else {
-    options.argv.insert(options.argv.end(), {"--pg-url", config_.pg_url});
-  }
-  options.argv.insert(options.argv.end(), config_.extra_args.begin(), config_.extra_args.end());
-  options.argv.insert(options.argv.begin(), config_.wrapper.begin(), config_.wrapper.end());
-  options.log_path = dir_ + "/dlockd.log";
-  process_ = std::make_unique<testing::Subprocess>(options);
-  ++starts_;
-  const bool ready = testing::wait_for(
-      [&] {
-        if (!process_->running()) return true;
-        try {
-          return testing::http_call(address(), "GET", "/readyz").status == 200;
-        } catch (const std::exception&) {
-          return false;  // not listening yet
-        }
-      },
-      seconds(30), std::chrono::milliseconds(20));
-  if (!ready || !process_->running()) {
-    std::ifstream log(options.log_path);
-    std::stringstream text;
-    text << log.rdbuf();
-    throw std::runtime_error("dlockd did not become ready: " + text.str());
-  }
-}
 
 ExecutorProcess::ExecutorProcess(const std::string& dir, ExecutorOptions options)
     : options_(std::move(options)), log_path_(dir + "/" + options_.name + ".log") {

@@ -1,53 +1,29 @@
 #pragma once
 
-// What a safety scenario runs: a dlockd on a fixed port (so that it can be killed with -9 and
-// restarted on the same address and storage while executors keep their --server), the payout
-// executors as real processes, and the resource database (always PostgreSQL).
+// What a safety scenario runs: a restartable dlockd, the payout executors as real processes, and
+// the resource database (always PostgreSQL).
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "safety/checker.h"
 #include "safety/history.h"
+#include "support/dlockd_process.h"
 #include "support/subprocess.h"
 
 namespace dlock::safety {
 
-struct DlockdConfig {
-  std::string backend;         // sqlite | pg | etcd
-  std::string pg_url;          // for backend pg
-  std::string etcd_endpoints;  // for backend etcd
-  // Where it listens, and a command prefix (e.g. "ip netns exec NS") to run it inside a network
-  // namespace (tests/support/netns.h).
-  std::string listen_host = "127.0.0.1";
-  std::vector<std::string> wrapper = {};
-  std::vector<std::string> extra_args = {};  // e.g. {"--backend-timeout", "2s"}
-};
-
-class RestartableDlockd {
- public:
-  explicit RestartableDlockd(DlockdConfig config);
-  RestartableDlockd(const RestartableDlockd&) = delete;
-  RestartableDlockd& operator=(const RestartableDlockd&) = delete;
-  ~RestartableDlockd();
-
-  std::string address() const { return config_.listen_host + ":" + std::to_string(port_); }
-  std::string url() const { return "http://" + address(); }
-  void kill9();
-  // Starts again on the same port and storage; waits until it answers /readyz.
-  void start();
-  const DlockdConfig& config() const { return config_; }
-  // The embedded store's file (backend sqlite), as cluster.cc passes it to dlockd.
-  std::string sqlite_path() const { return dir_ + "/dlock.db"; }
-
- private:
-  DlockdConfig config_;
-  std::string dir_;
-  int port_ = 0;
-  int starts_ = 0;
-  std::unique_ptr<testing::Subprocess> process_;
-};
+// The dlockd of a scenario (tests/support/dlockd_process.h) on a fixed port, so that it can be
+// killed with -9 and restarted on the same address and storage while executors keep their
+// --server.
+inline testing::DlockdOptions restartable_dlockd(std::string backend) {
+  testing::DlockdOptions options;
+  options.backend = std::move(backend);
+  options.fixed_port = true;
+  return options;
+}
 
 struct ExecutorOptions {
   std::string name;

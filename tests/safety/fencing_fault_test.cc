@@ -1,4 +1,4 @@
-// Fencing under real faults (issue 5, docs/fencing.md): real dlockd and payout-executor
+// Fencing under real faults (docs/fencing.md): real dlockd and payout-executor
 // processes, a real PostgreSQL resource, faults injected with signals. Each scenario records a
 // history and the checker (checker.h) must find no violation -- and the negative control, the
 // pause scenario without the guard, must make the checker find one.
@@ -19,10 +19,10 @@
 #include <mutex>
 #include <thread>
 
-#include "safety/answer.h"
 #include "safety/checker.h"
 #include "safety/cluster.h"
 #include "safety/history.h"
+#include "safety/recorder.h"
 #include "support/dlockd_process.h"
 #include "support/postgres_server.h"
 #ifdef DLOCK_WITH_ETCD
@@ -59,7 +59,7 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
     const std::string resource_db = "pay_" + suffix;
     postgres().ensure_database(resource_db);
     resource_url_ = postgres().url(resource_db);
-    DlockdConfig config{.backend = GetParam(), .pg_url = "", .etcd_endpoints = ""};
+    auto config = restartable_dlockd(GetParam());
     if (GetParam() == "pg") {
       postgres().ensure_database("locks_" + suffix);
       config.pg_url = postgres().url("locks_" + suffix);
@@ -74,7 +74,7 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
 #endif
     dir_ = testing::make_temp_dir("dlock-safety-logs");
     name_ = GetParam() + "/" + name.substr(0, name.find('_'));
-    dlockd_ = std::make_unique<RestartableDlockd>(config);
+    dlockd_ = std::make_unique<testing::DlockdProcess>(config);
   }
 
   void TearDown() override {
@@ -162,7 +162,7 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
 #ifdef DLOCK_WITH_ETCD
   std::unique_ptr<testing::EtcdCluster> etcd_;  // declared first: outlives dlockd_
 #endif
-  std::unique_ptr<RestartableDlockd> dlockd_;
+  std::unique_ptr<testing::DlockdProcess> dlockd_;
 };
 
 TEST_P(FencingFaults, A_PausedHolderPastTtlIsFencedOff) {
@@ -235,81 +235,6 @@ TEST_P(FencingFaults, E_CrashOfPostgresAndRestart) {
   EXPECT_TRUE(report.ok());
 }
 
-std::string open_session(const std::string& address, int ttl_ms) {
-  const auto result =
-      testing::http_call(address, "POST", "/v1/sessions",
-                         json::serialize(json::object{{"owner", "safety"}, {"ttl_ms", ttl_ms}}));
-  if (result.status != 201) throw std::runtime_error("open session: " + result.body);
-  return std::string(result.json.at("session_id").as_string());
-}
-
-// One HTTP call against a lock, recorded as an operation of `process`.
-// Thread-safe: a waiting acquire runs on its own thread while the main thread records more.
-class Recorder {
- public:
-  Recorder(History& history, std::string address)
-      : history_(history), address_(std::move(address)) {}
-
-  testing::HttpResult call(const std::string& process, const std::string& session,
-                           const std::string& key, const std::string& kind,
-                           const std::string& method, const std::string& target,
-                           const std::string& body = "", std::uint64_t token = 0) {
-    Operation op;
-    op.process = process;
-    op.session = session;
-    op.key = key;
-    op.kind = kind;
-    op.start_ns = monotonic_ns();
-    testing::HttpResult result;
-    try {
-      result = testing::http_call(address_, method, target, body);
-      op.outcome = result.status / 100 == 2 ? Outcome::kOk : Outcome::kFail;
-      op.detail = result.error_code();
-    } catch (const std::exception& error) {
-      op.outcome = Outcome::kUnknown;
-      op.detail = error.what();
-    }
-    op.end_ns = monotonic_ns();
-    op.token = token;
-    note_answer(op, result);
-    {
-      std::lock_guard lock(mutex_);
-      history_.add(op);
-    }
-    return result;
-  }
-
-  testing::HttpResult acquire(const std::string& process, const std::string& session,
-                              const std::string& key, int ttl_ms, int wait_ms) {
-    return call(process, session, key, "acquire", "POST", "/v1/locks/" + key + "/acquire",
-                json::serialize(json::object{
-                    {"session_id", session}, {"ttl_ms", ttl_ms}, {"wait_ms", wait_ms}}));
-  }
-  testing::HttpResult extend(const std::string& process, const std::string& session,
-                             const std::string& key, std::uint64_t token, int ttl_ms = 1000) {
-    return call(process, session, key, "extend", "POST", "/v1/locks/" + key + "/extend",
-                json::serialize(json::object{
-                    {"session_id", session}, {"fencing_token", token}, {"ttl_ms", ttl_ms}}),
-                token);
-  }
-  testing::HttpResult release(const std::string& process, const std::string& session,
-                              const std::string& key, std::uint64_t token) {
-    return call(
-        process, session, key, "release", "DELETE",
-        "/v1/locks/" + key + "?session_id=" + session + "&fencing_token=" + std::to_string(token),
-        "", token);
-  }
-
- private:
-  History& history_;
-  std::string address_;
-  std::mutex mutex_;
-};
-
-std::uint64_t token_of(const testing::HttpResult& result) {
-  return result.json.at("fencing_token").to_number<std::uint64_t>();
-}
-
 // Scenario (c): an expired holder's late extend and release are refused (409 lock_lost) and
 // leave the new holder alone. Control: the same calls before expiry succeed.
 TEST_P(FencingFaults, C_LateExtendAndReleaseFromExpiredHolderAreRefused) {
@@ -358,7 +283,7 @@ TEST_P(FencingFaults, C_LateExtendAndReleaseFromExpiredHolderAreRefused) {
   EXPECT_TRUE(report.ok());
 }
 
-// Scenario (d): a waiter whose session dies while it waits is not granted (etcd issue 11456).
+// Scenario (d): a waiter whose session dies while it waits is not granted (etcd-io/etcd#11456).
 // Control: a waiter whose session lives is granted on the same hand-over.
 TEST_P(FencingFaults, D_WaiterWhoseSessionDiesIsNotGranted) {
   History history;
@@ -477,7 +402,7 @@ TEST_P(FencingFaults, L_RestoreOfTheStoreFromAnEarlierBackup) {
   const int restore_cycles = cycles(2, 20);
   const std::string backup = dir_ + "/store-backup";
   const std::string tools_log = dir_ + "/restore-tools.log";
-  const auto& config = dlockd_->config();
+  const auto& config = dlockd_->options();
   auto back_up = [&] {
     if (GetParam() == "sqlite") {
       for (const char* suffix : {"", "-wal"}) {

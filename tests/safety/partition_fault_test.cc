@@ -21,10 +21,10 @@
 #include <mutex>
 #include <thread>
 
-#include "safety/answer.h"
 #include "safety/checker.h"
 #include "safety/cluster.h"
 #include "safety/history.h"
+#include "safety/recorder.h"
 #include "support/dlockd_process.h"
 #include "support/netns.h"
 #include "support/postgres_server.h"
@@ -55,21 +55,9 @@ int cycles(int short_count, int long_count) { return long_mode() ? long_count : 
 // 503); shorter than the 5 s default so that a partition cycle takes seconds, not minutes.
 const std::vector<std::string> kBackendTimeout = {"--backend-timeout", "2s"};
 
-std::string open_session(const std::string& address, int ttl_ms) {
-  const auto result =
-      testing::http_call(address, "POST", "/v1/sessions",
-                         json::serialize(json::object{{"owner", "safety"}, {"ttl_ms", ttl_ms}}));
-  if (result.status != 201) throw std::runtime_error("open session: " + result.body);
-  return std::string(result.json.at("session_id").as_string());
-}
-
 // "503 {...}", or "no answer" for a call given up after kAnswerBound.
 std::string describe(const testing::HttpResult& answer) {
   return answer.status == 0 ? "no answer" : std::to_string(answer.status) + " " + answer.body;
-}
-
-std::uint64_t token_of(const testing::HttpResult& result) {
-  return result.json.at("fencing_token").to_number<std::uint64_t>();
 }
 
 // A dlockd that hangs instead of answering 503 must fail the scenario, not hang it: the call
@@ -94,9 +82,9 @@ testing::HttpResult bounded_http_call(const std::string& address, const std::str
   return future.get();
 }
 
-// HTTP calls against dlockd, each recorded as an operation (as in fencing_fault_test.cc), plus
-// the answers a partitioned dlockd gave. Thread-safe.
-class Recorder {
+// The partition scenarios' recorder: every call names its dlockd and is bounded
+// (bounded_http_call).
+class PartitionRecorder : public Recorder {
  public:
   // "503x12 409x1": the statuses of the answers counted by count().
   static std::string histogram(const std::map<int, int>& statuses) {
@@ -107,52 +95,7 @@ class Recorder {
     return text.empty() ? "none" : text;
   }
 
-  explicit Recorder(History& history) : history_(history) {}
-
-  testing::HttpResult call(const std::string& address, const std::string& process,
-                           const std::string& session, const std::string& key,
-                           const std::string& kind, const std::string& method,
-                           const std::string& target, const std::string& body = "",
-                           std::uint64_t token = 0) {
-    Operation op;
-    op.process = process;
-    op.session = session;
-    op.key = key;
-    op.kind = kind;
-    op.start_ns = monotonic_ns();
-    testing::HttpResult result;
-    try {
-      result = bounded_http_call(address, method, target, body);
-      op.outcome = result.status / 100 == 2 ? Outcome::kOk : Outcome::kFail;
-      op.detail = std::to_string(result.status) + " " + result.error_code();
-    } catch (const std::exception& error) {
-      op.outcome = Outcome::kUnknown;
-      op.detail = error.what();
-    }
-    op.end_ns = monotonic_ns();
-    op.token = token;
-    note_answer(op, result);
-    std::lock_guard lock(mutex_);
-    history_.add(op);
-    return result;
-  }
-
-  testing::HttpResult acquire(const std::string& address, const std::string& process,
-                              const std::string& session, const std::string& key, int ttl_ms,
-                              int wait_ms) {
-    return call(address, process, session, key, "acquire", "POST", "/v1/locks/" + key + "/acquire",
-                json::serialize(json::object{
-                    {"session_id", session}, {"ttl_ms", ttl_ms}, {"wait_ms", wait_ms}}));
-  }
-
-  testing::HttpResult release(const std::string& address, const std::string& process,
-                              const std::string& session, const std::string& key,
-                              std::uint64_t token) {
-    return call(
-        address, process, session, key, "release", "DELETE",
-        "/v1/locks/" + key + "?session_id=" + session + "&fencing_token=" + std::to_string(token),
-        "", token);
-  }
+  explicit PartitionRecorder(History& history) : Recorder(history, "", bounded_http_call) {}
 
   // Keeps acquiring (as a client library does) until granted or `within` passes.
   testing::HttpResult acquire_until_granted(const std::string& address, const std::string& process,
@@ -161,16 +104,12 @@ class Recorder {
     const auto deadline = std::chrono::steady_clock::now() + within;
     testing::HttpResult result;
     while (std::chrono::steady_clock::now() < deadline) {
-      result = acquire(address, process, session, key, ttl_ms, 3000);
+      result = acquire_at(address, process, session, key, ttl_ms, 3000);
       if (result.status == 200) break;
       std::this_thread::sleep_for(milliseconds(100));  // a client's retry pause
     }
     return result;
   }
-
- private:
-  History& history_;
-  std::mutex mutex_;
 };
 
 // The partition rule: while [begin, end] a dlockd cut off from its backend grants nothing.
@@ -211,8 +150,8 @@ class PartitionFaults : public ::testing::TestWithParam<std::string> {
 
   // The store part of a dlockd configuration on this machine's loopback: pg gets a fresh
   // database, etcd a fresh single member (kept in etcd_).
-  DlockdConfig local_store_config() {
-    DlockdConfig config{.backend = GetParam(), .pg_url = "", .etcd_endpoints = ""};
+  testing::DlockdOptions local_store_config() {
+    auto config = restartable_dlockd(GetParam());
     if (GetParam() == "pg") {
       postgres().ensure_database("locks_" + suffix_);
       config.pg_url = postgres().url("locks_" + suffix_);
@@ -242,7 +181,7 @@ class PartitionFaults : public ::testing::TestWithParam<std::string> {
     testing::TcpRelay resource_relay(data_net.host(1), "127.0.0.1", postgres().port());
     auto config = local_store_config();
     config.listen_host = control_net.host(1);  // the taker reaches it locally, cut or not
-    RestartableDlockd dlockd(config);
+    testing::DlockdProcess dlockd(config);
 
     History history;
     for (int cycle = 0; cycle < cycle_count; ++cycle) {
@@ -345,11 +284,11 @@ TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
 #endif
   config.listen_host = client_net.host(2);
   config.wrapper = dlockd_ns.wrap({});
-  RestartableDlockd dlockd(config);
+  testing::DlockdProcess dlockd(config);
   const auto address = dlockd.address();
 
   History history;
-  Recorder recorder(history);
+  PartitionRecorder recorder(history);
   std::vector<std::string> violations;
   std::vector<std::pair<std::int64_t, std::int64_t>> windows;
   int probes = 0;
@@ -359,7 +298,7 @@ TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
     const auto holder = open_session(address, 120000);
     const auto waiter = open_session(address, 120000);
     const auto prober = open_session(address, 120000);
-    const auto held = recorder.acquire(address, "client-holder", holder, key, 2000, 0);
+    const auto held = recorder.acquire_at(address, "client-holder", holder, key, 2000, 0);
     ASSERT_EQ(held.status, 200) << held.body;
     testing::HttpResult granted;
     std::thread waiting([&] {
@@ -374,9 +313,9 @@ TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
     while (std::chrono::steady_clock::now() < until) {
       const std::string free_key = key + "-free" + std::to_string(probes);
       const testing::HttpResult answers[] = {
-          recorder.acquire(address, "probe", prober, free_key, 2000, 0),
-          recorder.acquire(address, "probe", prober, key, 2000, 0),
-          recorder.call(address, "probe", prober, key, "read", "GET", "/v1/locks/" + key)};
+          recorder.acquire_at(address, "probe", prober, free_key, 2000, 0),
+          recorder.acquire_at(address, "probe", prober, key, 2000, 0),
+          recorder.call_at(address, "probe", prober, key, "read", "GET", "/v1/locks/" + key)};
       for (const auto& answer : answers) {
         ++probes;
         ++statuses[answer.status];
@@ -394,11 +333,12 @@ TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
     EXPECT_EQ(granted.status, 200) << "the waiter was not granted after the heal: " << granted.body;
     if (granted.status == 200) {
       EXPECT_GT(token_of(granted), token_of(held));
-      EXPECT_EQ(recorder.release(address, "client-waiter", waiter, key, token_of(granted)).status,
-                204);
+      EXPECT_EQ(
+          recorder.release_at(address, "client-waiter", waiter, key, token_of(granted)).status,
+          204);
     }
     // The holder's lease ended during the partition: its late release is refused.
-    const auto late = recorder.release(address, "client-holder", holder, key, token_of(held));
+    const auto late = recorder.release_at(address, "client-holder", holder, key, token_of(held));
     if (late.status / 100 == 2) violations.push_back("LATE release of an expired holder accepted");
   }
   auto report = check(name_, history, nullptr);
@@ -407,7 +347,7 @@ TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
   print(std::cout, report);
   std::cout << "PARTITION " << name_ << ": cycles=" << report.faults / 2
             << " operations=" << report.operations << " probes_while_cut_off=" << probes
-            << " answers=" << Recorder::histogram(statuses)
+            << " answers=" << PartitionRecorder::histogram(statuses)
             << " violations=" << report.violations.size() << "\n";
   EXPECT_TRUE(report.ok());
 }
@@ -524,19 +464,19 @@ TEST_P(PartitionFaults, I_EtcdMemberCutOffFromTheMajority) {
   auto& minority_ns = cluster.member_namespace(0);
   const auto access = testing::Subnet::next();
   testing::Veth access_link(nullptr, access.cidr(1), &minority_ns, access.cidr(2));
-  DlockdConfig a_config{.backend = "etcd", .pg_url = "", .etcd_endpoints = cluster.endpoint(0)};
+  auto a_config = restartable_dlockd("etcd");
+  a_config.etcd_endpoints = cluster.endpoint(0);
   a_config.listen_host = access.host(2);
   a_config.wrapper = minority_ns.wrap({});
   a_config.extra_args = kBackendTimeout;
-  RestartableDlockd a(a_config);
-  DlockdConfig b_config{.backend = "etcd",
-                        .pg_url = "",
-                        .etcd_endpoints = cluster.endpoint(1) + "," + cluster.endpoint(2)};
+  testing::DlockdProcess a(a_config);
+  auto b_config = restartable_dlockd("etcd");
+  b_config.etcd_endpoints = cluster.endpoint(1) + "," + cluster.endpoint(2);
   b_config.extra_args = kBackendTimeout;
-  RestartableDlockd b(b_config);
+  testing::DlockdProcess b(b_config);
 
   History history;
-  Recorder recorder(history);
+  PartitionRecorder recorder(history);
   std::vector<std::string> violations;
   std::vector<std::pair<std::int64_t, std::int64_t>> windows;
   int probes = 0;
@@ -546,7 +486,7 @@ TEST_P(PartitionFaults, I_EtcdMemberCutOffFromTheMajority) {
     const auto holder = open_session(a.address(), 120000);
     const auto prober = open_session(a.address(), 120000);
     const auto taker = open_session(b.address(), 120000);
-    const auto held = recorder.acquire(a.address(), "A-holder", holder, key, 2000, 0);
+    const auto held = recorder.acquire_at(a.address(), "A-holder", holder, key, 2000, 0);
     ASSERT_EQ(held.status, 200) << held.body;
 
     cluster.isolate(0, true);
@@ -564,9 +504,9 @@ TEST_P(PartitionFaults, I_EtcdMemberCutOffFromTheMajority) {
     while (!taking_done || std::chrono::steady_clock::now() < at_least) {
       const std::string free_key = key + "-free" + std::to_string(probes);
       const testing::HttpResult answers[] = {
-          recorder.acquire(a.address(), "A-probe", prober, free_key, 2000, 0),
-          recorder.acquire(a.address(), "A-probe", prober, key, 2000, 0),
-          recorder.call(a.address(), "A-probe", prober, key, "read", "GET", "/v1/locks/" + key)};
+          recorder.acquire_at(a.address(), "A-probe", prober, free_key, 2000, 0),
+          recorder.acquire_at(a.address(), "A-probe", prober, key, 2000, 0),
+          recorder.call_at(a.address(), "A-probe", prober, key, "read", "GET", "/v1/locks/" + key)};
       for (const auto& answer : answers) {
         ++probes;
         ++statuses[answer.status];
@@ -586,7 +526,8 @@ TEST_P(PartitionFaults, I_EtcdMemberCutOffFromTheMajority) {
     cluster.wait_healthy(seconds(60));
     if (taken.status == 200) {
       EXPECT_GT(token_of(taken), token_of(held));
-      EXPECT_EQ(recorder.release(b.address(), "B-taker", taker, key, token_of(taken)).status, 204);
+      EXPECT_EQ(recorder.release_at(b.address(), "B-taker", taker, key, token_of(taken)).status,
+                204);
     }
     // After the heal A grants again, with a token above every one before.
     const auto again =
@@ -595,7 +536,8 @@ TEST_P(PartitionFaults, I_EtcdMemberCutOffFromTheMajority) {
     if (taken.status == 200) {
       EXPECT_GT(token_of(again), token_of(taken));
     }
-    EXPECT_EQ(recorder.release(a.address(), "A-after", holder, key, token_of(again)).status, 204);
+    EXPECT_EQ(recorder.release_at(a.address(), "A-after", holder, key, token_of(again)).status,
+              204);
   }
   auto report = check(name_, history, nullptr);
   for (const auto& [begin, end] : windows) check_no_grant_during(history, "A-", begin, end, report);
@@ -603,7 +545,7 @@ TEST_P(PartitionFaults, I_EtcdMemberCutOffFromTheMajority) {
   print(std::cout, report);
   std::cout << "PARTITION " << name_ << ": cycles=" << report.faults / 2
             << " operations=" << report.operations << " minority_probes=" << probes
-            << " answers=" << Recorder::histogram(statuses)
+            << " answers=" << PartitionRecorder::histogram(statuses)
             << " violations=" << report.violations.size() << "\n";
   EXPECT_TRUE(report.ok());
 #else

@@ -19,41 +19,79 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 
 DlockdProcess::DlockdProcess(DlockdOptions options) : options_(std::move(options)) {
-  dir_ = make_temp_dir("dlockd");
+  own_dir_ = options_.dir.empty();
+  dir_ = own_dir_ ? make_temp_dir("dlockd") : options_.dir;
   log_path_ = dir_ + "/dlockd.log";
   if (options_.backend == "sqlite" && options_.sqlite_path.empty()) {
     options_.sqlite_path = dir_ + "/dlock.db";
   }
-  const std::string ready_file = dir_ + "/ready";
-  SubprocessOptions process;
-  process.argv = {DLOCK_DLOCKD_PATH, "--lock-backend", options_.backend,
-                  "--server-listen", "127.0.0.1:0",    "--server-ready-file",
-                  ready_file,        "--log-level",    "debug"};
-  if (!options_.sqlite_path.empty()) {
-    process.argv.insert(process.argv.end(), {"--sqlite-path", options_.sqlite_path});
+  if (options_.fixed_port) port_ = free_loopback_port();
+  start();
+}
+
+DlockdProcess::~DlockdProcess() {
+  process_.reset();  // SIGKILL + reap if still running
+  if (own_dir_) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
   }
+}
+
+void DlockdProcess::kill9() {
+  if (process_) process_->kill_now();
+}
+
+void DlockdProcess::start() {
+  process_.reset();
+  const std::string ready_file = dir_ + "/ready";
+  std::error_code ignored;
+  std::filesystem::remove(ready_file, ignored);
+  SubprocessOptions process;
+  process.argv = options_.wrapper;
+  process.argv.insert(
+      process.argv.end(),
+      {options_.binary, "--lock-backend", options_.backend, "--server-listen",
+       options_.listen_host + ":" + std::to_string(port_), "--log-level", options_.log_level});
+  if (!options_.fixed_port)
+    process.argv.insert(process.argv.end(), {"--server-ready-file", ready_file});
+  if (!options_.sqlite_path.empty())
+    process.argv.insert(process.argv.end(), {"--sqlite-path", options_.sqlite_path});
   if (!options_.pg_url.empty())
     process.argv.insert(process.argv.end(), {"--pg-url", options_.pg_url});
+  if (!options_.etcd_endpoints.empty())
+    process.argv.insert(process.argv.end(), {"--etcd-endpoints", options_.etcd_endpoints});
   process.argv.insert(process.argv.end(), options_.extra_args.begin(), options_.extra_args.end());
+  process.env = options_.env;
   process.log_path = log_path_;
   process_ = std::make_unique<Subprocess>(process);
-  const bool ready =
-      wait_for([&] { return !process_->running() || std::filesystem::exists(ready_file); },
-               std::chrono::seconds(30));
-  std::ifstream in(ready_file);
-  std::getline(in, address_);
-  if (!ready || address_.empty()) {
+  bool ready = false;
+  if (options_.fixed_port) {
+    address_ = options_.listen_host + ":" + std::to_string(port_);
+    ready = wait_for(
+        [&] {
+          if (!process_->running()) return true;
+          try {
+            return http_call(address_, "GET", "/readyz").status == 200;
+          } catch (const std::exception&) {
+            return false;  // not listening yet
+          }
+        },
+        std::chrono::seconds(30), std::chrono::milliseconds(20));
+    ready = ready && process_->running();
+  } else {
+    ready = wait_for([&] { return !process_->running() || std::filesystem::exists(ready_file); },
+                     std::chrono::seconds(30));
+    address_.clear();
+    std::ifstream in(ready_file);
+    std::getline(in >> std::ws, address_);
+    ready = ready && !address_.empty();
+  }
+  if (!ready) {
     std::ifstream log(log_path_);
     std::stringstream text;
     text << log.rdbuf();
     throw std::runtime_error("dlockd did not start: " + text.str());
   }
-}
-
-DlockdProcess::~DlockdProcess() {
-  process_.reset();  // SIGKILL + reap if still running
-  std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
 }
 
 std::string HttpResult::error_code() const {

@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "store/etcd/proto/rpc.grpc.pb.h"
@@ -54,11 +56,47 @@ std::string target_for(const std::string& endpoints) {
     if (end == std::string::npos) end = endpoints.size();
     std::string item = endpoints.substr(start, end - start);
     if (item.starts_with("http://")) item = item.substr(7);
+    if (item.starts_with("https://")) item = item.substr(8);
     if (target.size() > 5) target += ",";
     target += item;
     start = end + 1;
   }
   return target;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void run_openssl(const std::string& arguments) {
+  const std::string command = "openssl " + arguments + " >/dev/null 2>&1";
+  if (std::system(command.c_str()) != 0) throw std::runtime_error("failed: " + command);
+}
+
+// A CA, a server and a client certificate signed by it, and an unrelated CA, in `dir`.
+EtcdTlsFiles make_certificates(const std::string& dir) {
+  EtcdTlsFiles files{dir + "/ca.pem",     dir + "/server.pem", dir + "/server.key",
+                     dir + "/client.pem", dir + "/client.key", dir + "/other-ca.pem"};
+  const auto self_signed = [&](const std::string& name) {
+    run_openssl("req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + name + " -keyout " + dir +
+                "/" + name + ".key -out " + dir + "/" + name + ".pem");
+  };
+  const auto signed_by_ca = [&](const std::string& name, const std::string& extensions) {
+    std::ofstream(dir + "/" + name + ".ext") << extensions << "\n";
+    run_openssl("req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " + dir + "/" + name +
+                ".key -out " + dir + "/" + name + ".csr");
+    run_openssl("x509 -req -days 2 -in " + dir + "/" + name + ".csr -CA " + files.ca + " -CAkey " +
+                dir + "/ca.key -CAcreateserial -out " + dir + "/" + name + ".pem -extfile " + dir +
+                "/" + name + ".ext");
+  };
+  self_signed("ca");
+  self_signed("other-ca");
+  signed_by_ca("server", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth");
+  signed_by_ca("client", "extendedKeyUsage=clientAuth");
+  return files;
 }
 
 [[noreturn]] void fail(const char* what, const grpc::Status& status) {
@@ -77,7 +115,8 @@ struct EtcdRawClient::Stubs {
   }
 };
 
-EtcdRawClient::EtcdRawClient(const std::string& endpoints) : stubs_(std::make_unique<Stubs>()) {
+EtcdRawClient::EtcdRawClient(const std::string& endpoints, const EtcdTlsFiles* tls)
+    : stubs_(std::make_unique<Stubs>()) {
   // As in the store (src/store/etcd/etcd_client.cc): without frequent backup polling a channel
   // that was refused once may never notice etcd coming up.
   setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "100", 0);
@@ -86,8 +125,13 @@ EtcdRawClient::EtcdRawClient(const std::string& endpoints) : stubs_(std::make_un
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
-  stubs_->channel =
-      grpc::CreateCustomChannel(target_for(endpoints), grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (tls != nullptr) {
+    args.SetSslTargetNameOverride("127.0.0.1");
+    credentials = grpc::SslCredentials(
+        {read_file(tls->ca), read_file(tls->client_key), read_file(tls->client_cert)});
+  }
+  stubs_->channel = grpc::CreateCustomChannel(target_for(endpoints), credentials, args);
   stubs_->kv = etcdserverpb::KV::NewStub(stubs_->channel);
   stubs_->maintenance = etcdserverpb::Maintenance::NewStub(stubs_->channel);
 }
@@ -152,8 +196,9 @@ std::pair<std::uint64_t, std::uint64_t> EtcdRawClient::member_and_leader() {
   return {response.header().member_id(), response.leader()};
 }
 
-EtcdCluster::EtcdCluster(int members) : root_dir_(temp_root()) {
+EtcdCluster::EtcdCluster(int members, bool tls) : root_dir_(temp_root()), use_tls_(tls) {
   if (members < 1) throw std::invalid_argument("EtcdCluster needs at least one member");
+  if (use_tls_) tls_ = make_certificates(root_dir_);
   members_.resize(members);
   for (int i = 0; i < members; ++i) {
     auto& member = members_[i];
@@ -165,10 +210,10 @@ EtcdCluster::EtcdCluster(int members) : root_dir_(temp_root()) {
     initial_cluster_ += member.name + "=http://127.0.0.1:" + std::to_string(member.peer_port);
   }
   for (int i = 0; i < members; ++i) {
-    members_[i].client = std::make_unique<EtcdRawClient>(endpoint(i));
+    members_[i].client = std::make_unique<EtcdRawClient>(endpoint(i), use_tls_ ? &tls_ : nullptr);
     launch(i);
   }
-  raw_ = std::make_unique<EtcdRawClient>(endpoints());
+  raw_ = std::make_unique<EtcdRawClient>(endpoints(), use_tls_ ? &tls_ : nullptr);
   wait_ready(kStartTimeout);
 }
 
@@ -181,7 +226,8 @@ EtcdCluster::~EtcdCluster() {
 }
 
 std::string EtcdCluster::endpoint(int member) const {
-  return "http://127.0.0.1:" + std::to_string(members_.at(member).client_port);
+  return (use_tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") +
+         std::to_string(members_.at(member).client_port);
 }
 
 std::string EtcdCluster::endpoints() const {
@@ -221,6 +267,11 @@ void EtcdCluster::launch(int index) {
                   std::to_string(cluster ? kClusterElectionMs : kSingleElectionMs),
                   "--logger",
                   "zap"};
+  if (use_tls_) {
+    options.argv.insert(options.argv.end(),
+                        {"--cert-file", tls_.server_cert, "--key-file", tls_.server_key,
+                         "--client-cert-auth", "--trusted-ca-file", tls_.ca});
+  }
   options.log_path = root_dir_ + "/" + member.name + ".log";
   member.process = std::make_unique<Subprocess>(std::move(options));
 }

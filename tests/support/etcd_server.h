@@ -24,12 +24,25 @@ struct RawKeyValue {
   std::int64_t lease = 0;
 };
 
+// PEM files of a TLS cluster, made with the openssl CLI when the cluster starts: one CA that
+// signed the server's certificate (IP SAN 127.0.0.1) and a client certificate, and an unrelated
+// CA that signed nothing this cluster serves (a certificate checked against it must fail).
+struct EtcdTlsFiles {
+  std::string ca;
+  std::string server_cert;
+  std::string server_key;
+  std::string client_cert;
+  std::string client_key;
+  std::string other_ca;
+};
+
 // Direct access to etcd, bypassing every dlock store: the "raw" reads and writes of the tests.
 // One gRPC channel over the given endpoints; every call has a short deadline and throws
 // std::runtime_error when etcd does not answer.
 class EtcdRawClient {
  public:
-  explicit EtcdRawClient(const std::string& endpoints);
+  // With `tls`, over https:// endpoints with the client certificate.
+  explicit EtcdRawClient(const std::string& endpoints, const EtcdTlsFiles* tls = nullptr);
   EtcdRawClient(const EtcdRawClient&) = delete;
   EtcdRawClient& operator=(const EtcdRawClient&) = delete;
   ~EtcdRawClient();
@@ -51,7 +64,9 @@ class EtcdRawClient {
 class EtcdCluster {
  public:
   // Starts `members` members and waits until the cluster has a leader and answers.
-  explicit EtcdCluster(int members = 1);
+  // With `tls`, clients must speak TLS with a certificate the cluster's CA signed
+  // (--client-cert-auth); endpoints are https://.
+  explicit EtcdCluster(int members = 1, bool tls = false);
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
   ~EtcdCluster();
@@ -78,6 +93,9 @@ class EtcdCluster {
   // snapshot's.
   void restore_snapshot(const std::string& snapshot_path);
 
+  // The certificate files of a TLS cluster (empty paths otherwise).
+  const EtcdTlsFiles& tls() const { return tls_; }
+
   // A raw client over every member (fails over like the store does).
   EtcdRawClient& raw() { return *raw_; }
 
@@ -97,6 +115,8 @@ class EtcdCluster {
   std::string initial_cluster_;
   std::vector<Member> members_;
   std::unique_ptr<EtcdRawClient> raw_;
+  bool use_tls_ = false;
+  EtcdTlsFiles tls_;
 };
 
 }  // namespace dlock::testing

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "core/ids.h"
 #include "core/validate.h"
 
 namespace dlock::testing {
@@ -200,8 +201,8 @@ SessionInfo FakeStore::open_session(std::string_view owner_id, milliseconds ttl)
   check_ttl(ttl, options_.limits, "ttl_ms");
   const auto lock = enter();
   const auto now = options_.now();
-  SessionInfo info{"session-" + std::to_string(s_.next_session++), std::string(owner_id), ttl,
-                   now + ttl};
+  // Random like every backend's (C2), so the conformance matrix holds for the fake too.
+  SessionInfo info{core::random_id(), std::string(owner_id), ttl, now + ttl};
   s_.sessions.emplace(info.session_id, FakeStorage::Session{info.owner_id, ttl, info.expires_at});
   return info;
 }

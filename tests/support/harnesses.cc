@@ -9,6 +9,7 @@
 
 #include "store/sqlite/sqlite_store.h"
 #include "support/backend_harness.h"
+#include "support/subprocess.h"
 #ifdef DLOCK_WITH_PG
 #include <libpq-fe.h>
 

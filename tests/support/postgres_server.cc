@@ -11,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "support/test_certs.h"
+
 namespace dlock::testing {
 namespace {
 
@@ -32,7 +34,8 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-PostgresServer::PostgresServer() : bin_dir_(find_bin_dir()) {
+PostgresServer::PostgresServer(PostgresOptions options)
+    : options_(options), bin_dir_(find_bin_dir()) {
   root_dir_ = make_temp_dir("dlock-pg");
   data_dir_ = root_dir_ + "/data";
   if (geteuid() == 0) {
@@ -53,8 +56,25 @@ PostgresServer::PostgresServer() : bin_dir_(find_bin_dir()) {
     throw std::runtime_error("initdb failed (" + std::to_string(status) +
                              "): " + read_file(root_dir_ + "/postgres.log"));
   }
+  if (options_.tls) make_certificates();
   port_ = free_loopback_port();
   start();
+}
+
+void PostgresServer::make_certificates() {
+  const std::string dir = root_dir_ + "/tls";
+  std::filesystem::create_directory(dir);
+  const auto ca = make_test_ca(dir, "ca");
+  const auto server = make_server_cert(ca, dir, "server");
+  ca_file_ = ca.cert_file;
+  // PostgreSQL reads its key as its own user and refuses one others can read (0600).
+  for (const auto& file : {server.cert_file, server.key_file}) {
+    if (uid_ && chown(file.c_str(), *uid_, *gid_) != 0) {
+      throw std::runtime_error("chown " + file + " failed");
+    }
+  }
+  server_cert_file_ = server.cert_file;
+  server_key_file_ = server.key_file;
 }
 
 PostgresServer::~PostgresServer() {
@@ -87,10 +107,26 @@ std::string PostgresServer::url(const std::string& database) const {
 
 void PostgresServer::start() {
   // fsync=off: these are disposable test clusters; durability is tested where it matters.
-  postmaster_ = std::make_unique<Subprocess>(
-      as_postgres_user({bin_dir_ + "/postgres", "-D", data_dir_, "-p", std::to_string(port_), "-c",
-                        "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c",
-                        "fsync=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB"}));
+  std::vector<std::string> argv = {bin_dir_ + "/postgres",
+                                   "-D",
+                                   data_dir_,
+                                   "-p",
+                                   std::to_string(port_),
+                                   "-c",
+                                   "listen_addresses=127.0.0.1",
+                                   "-c",
+                                   "unix_socket_directories=",
+                                   "-c",
+                                   "fsync=off",
+                                   "-c",
+                                   "max_connections=200",
+                                   "-c",
+                                   "shared_buffers=32MB"};
+  if (options_.tls) {
+    argv.insert(argv.end(), {"-c", "ssl=on", "-c", "ssl_cert_file=" + server_cert_file_, "-c",
+                             "ssl_key_file=" + server_key_file_});
+  }
+  postmaster_ = std::make_unique<Subprocess>(as_postgres_user(std::move(argv)));
   const std::string conninfo = url() + "?connect_timeout=2";
   const bool ready =
       wait_for([&] { return !postmaster_->running() || PQping(conninfo.c_str()) == PQPING_OK; },

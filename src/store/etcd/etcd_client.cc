@@ -4,9 +4,12 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 
 #include "dlock/errors.h"
 #include "store/etcd/etcd_keys.h"
@@ -32,9 +35,10 @@ std::string_view trim(std::string_view text) {
 
 Endpoint parse_endpoint(std::string_view endpoints, std::string_view text) {
   if (text.starts_with("https://")) {
-    bad_endpoints(endpoints, "TLS (https://) endpoints are not supported yet");
+    text.remove_prefix(8);
+  } else if (text.starts_with("http://")) {
+    text.remove_prefix(7);
   }
-  if (text.starts_with("http://")) text.remove_prefix(7);
   if (!text.empty() && text.back() == '/') text.remove_suffix(1);
   std::string_view host;
   std::string_view port;
@@ -114,13 +118,37 @@ std::string join(const char* scheme, const std::vector<std::string>& addresses) 
   return target;
 }
 
-bool contains(const grpc::Status& status, std::string_view text) {
-  return status.error_message().find(text) != std::string::npos;
+// Whether the endpoints are https:// (all of them) or not (none).
+bool uses_tls(std::string_view endpoints) {
+  std::size_t secure = 0;
+  std::size_t total = 0;
+  std::string_view rest = endpoints;
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view item = trim(rest.substr(0, comma));
+    if (!item.empty()) {
+      ++total;
+      if (item.starts_with("https://")) ++secure;
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (secure != 0 && secure != total) bad_endpoints(endpoints, "mixes http:// and https://");
+  return total > 0 && secure == total;
+}
+
+std::string read_pem(std::string_view endpoints, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in || text.str().empty()) bad_endpoints(endpoints, "cannot read TLS file '" + path + "'");
+  return text.str();
 }
 
 }  // namespace
 
 std::string channel_target(std::string_view endpoints) {
+  uses_tls(endpoints);
   std::vector<Endpoint> parsed;
   std::string_view rest = endpoints;
   while (true) {
@@ -144,7 +172,7 @@ std::string channel_target(std::string_view endpoints) {
   bad_endpoints(endpoints, "no address found");
 }
 
-std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints) {
+std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints, const EtcdTlsFiles& tls) {
   // While a channel reconnects, gRPC's synchronous calls fail fast and nothing polls the
   // connecting socket except the client channel's backup poller, every 5 s by default: with a
   // shorter connect timeout, a restarted etcd is never noticed. Polling every 100 ms lets the
@@ -163,38 +191,23 @@ std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints) {
   // VM). etcd rejects pings more often than every 5 s, and pings without calls.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  return grpc::CreateCustomChannel(channel_target(endpoints), grpc::InsecureChannelCredentials(),
-                                   args);
-}
-
-void throw_for_status(const grpc::Status& status, std::string_view what, CallKind kind) {
-  const std::string message = "etcd " + std::string(what) + ": " + status.error_message() +
-                              " (grpc code " +
-                              std::to_string(static_cast<int>(status.error_code())) + ")";
-  if (contains(status, "no leader") || contains(status, "not leader") ||
-      contains(status, "leader changed")) {
-    throw NotLeaderError(message);
+  const std::string target = channel_target(endpoints);
+  if (!uses_tls(endpoints)) {
+    if (!tls.cacert.empty() || !tls.cert.empty() || !tls.key.empty()) {
+      bad_endpoints(endpoints,
+                    "TLS files (etcd.cacert, etcd.cert, etcd.key) need https:// endpoints");
+    }
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   }
-  if (contains(status, "lease not found")) throw SessionNotFoundError(message);
-  if (contains(status, "too many requests")) throw ContentionError(message);
-  switch (status.error_code()) {
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      // The request may have been applied after we stopped waiting for the answer.
-      if (kind == CallKind::kWrite) throw UnknownOutcomeError(message);
-      throw UnavailableError(message);
-    case grpc::StatusCode::UNAVAILABLE:
-      // etcd's own "request timed out" means the proposal was sent and may still commit.
-      if (kind == CallKind::kWrite && contains(status, "timed out")) {
-        throw UnknownOutcomeError(message);
-      }
-      throw UnavailableError(message);
-    case grpc::StatusCode::CANCELLED:
-    case grpc::StatusCode::ABORTED:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      throw UnavailableError(message);
-    default:
-      throw InternalError(message);
-  }
+  // The name the server's certificate must carry: the first endpoint's host (an IP address is
+  // matched against the certificate's IP SANs). Without it gRPC would check the whole target.
+  const std::string_view first = trim(endpoints.substr(0, endpoints.find(',')));
+  args.SetSslTargetNameOverride(parse_endpoint(endpoints, first).host);
+  grpc::SslCredentialsOptions ssl;
+  if (!tls.cacert.empty()) ssl.pem_root_certs = read_pem(endpoints, tls.cacert);
+  if (!tls.cert.empty()) ssl.pem_cert_chain = read_pem(endpoints, tls.cert);
+  if (!tls.key.empty()) ssl.pem_private_key = read_pem(endpoints, tls.key);
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
 EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel,
@@ -205,67 +218,51 @@ EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel,
       lease_(etcdserverpb::Lease::NewStub(channel_)),
       keep_alive_(std::make_unique<KeepAliveStream>(channel_, *lease_)) {}
 
-void EtcdClient::set_deadline(grpc::ClientContext& context) const {
+// Every unary call has one shape: a context with the client's deadline, the call, and a failed
+// status turned into the dlock error for `what`.
+template <typename Stub, typename Request, typename Response>
+Response EtcdClient::call(grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                                       Response*),
+                          Stub& stub, const Request& request, std::string_view what,
+                          CallKind kind) const {
+  grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + call_timeout_);
+  Response response;
+  const grpc::Status status = (stub.*method)(&context, request, &response);
+  if (!status.ok()) throw_for_status(status, what, kind);
+  return response;
 }
 
 etcdserverpb::TxnResponse EtcdClient::txn(const etcdserverpb::TxnRequest& request, CallKind kind) {
-  grpc::ClientContext context;
-  set_deadline(context);
-  etcdserverpb::TxnResponse response;
-  const grpc::Status status = kv_->Txn(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "txn", kind);
-  return response;
+  return call(&etcdserverpb::KV::Stub::Txn, *kv_, request, "txn", kind);
 }
 
 etcdserverpb::RangeResponse EtcdClient::range(const etcdserverpb::RangeRequest& request) {
-  grpc::ClientContext context;
-  set_deadline(context);
-  etcdserverpb::RangeResponse response;
-  const grpc::Status status = kv_->Range(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "range", CallKind::kRead);
-  return response;
+  return call(&etcdserverpb::KV::Stub::Range, *kv_, request, "range", CallKind::kRead);
 }
 
 etcdserverpb::PutResponse EtcdClient::put(const etcdserverpb::PutRequest& request) {
-  grpc::ClientContext context;
-  set_deadline(context);
-  etcdserverpb::PutResponse response;
-  const grpc::Status status = kv_->Put(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "put", CallKind::kWrite);
-  return response;
+  return call(&etcdserverpb::KV::Stub::Put, *kv_, request, "put", CallKind::kWrite);
 }
 
 etcdserverpb::DeleteRangeResponse EtcdClient::delete_range(
     const etcdserverpb::DeleteRangeRequest& request) {
-  grpc::ClientContext context;
-  set_deadline(context);
-  etcdserverpb::DeleteRangeResponse response;
-  const grpc::Status status = kv_->DeleteRange(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "delete", CallKind::kWrite);
-  return response;
+  return call(&etcdserverpb::KV::Stub::DeleteRange, *kv_, request, "delete", CallKind::kWrite);
 }
 
 etcdserverpb::LeaseGrantResponse EtcdClient::lease_grant(std::int64_t ttl_seconds) {
-  grpc::ClientContext context;
-  set_deadline(context);
   etcdserverpb::LeaseGrantRequest request;
   request.set_ttl(ttl_seconds);
-  etcdserverpb::LeaseGrantResponse response;
-  const grpc::Status status = lease_->LeaseGrant(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "lease grant", CallKind::kWrite);
+  auto response = call(&etcdserverpb::Lease::Stub::LeaseGrant, *lease_, request, "lease grant",
+                       CallKind::kWrite);
   if (!response.error().empty()) throw InternalError("etcd lease grant: " + response.error());
   return response;
 }
 
 void EtcdClient::lease_revoke(std::int64_t lease_id) {
-  grpc::ClientContext context;
-  set_deadline(context);
   etcdserverpb::LeaseRevokeRequest request;
   request.set_id(lease_id);
-  etcdserverpb::LeaseRevokeResponse response;
-  const grpc::Status status = lease_->LeaseRevoke(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "lease revoke", CallKind::kWrite);
+  call(&etcdserverpb::Lease::Stub::LeaseRevoke, *lease_, request, "lease revoke", CallKind::kWrite);
 }
 
 std::int64_t EtcdClient::lease_keep_alive(std::int64_t lease_id) {
@@ -274,15 +271,28 @@ std::int64_t EtcdClient::lease_keep_alive(std::int64_t lease_id) {
 
 etcdserverpb::LeaseTimeToLiveResponse EtcdClient::lease_time_to_live(std::int64_t lease_id,
                                                                      bool keys) {
-  grpc::ClientContext context;
-  set_deadline(context);
   etcdserverpb::LeaseTimeToLiveRequest request;
   request.set_id(lease_id);
   request.set_keys(keys);
-  etcdserverpb::LeaseTimeToLiveResponse response;
-  const grpc::Status status = lease_->LeaseTimeToLive(&context, request, &response);
-  if (!status.ok()) throw_for_status(status, "lease time-to-live", CallKind::kRead);
-  return response;
+  return call(&etcdserverpb::Lease::Stub::LeaseTimeToLive, *lease_, request, "lease time-to-live",
+              CallKind::kRead);
+}
+
+std::vector<mvccpb::KeyValue> read_keys(EtcdClient& client,
+                                        const std::vector<std::string>& etcd_keys) {
+  // etcd refuses transactions with more operations than its --max-txn-ops (128 by default).
+  constexpr std::size_t kMaxOpsPerTxn = 64;
+  std::vector<mvccpb::KeyValue> found;
+  for (std::size_t first = 0; first < etcd_keys.size(); first += kMaxOpsPerTxn) {
+    etcdserverpb::TxnRequest request;  // no compare: a consistent multi-key read
+    const std::size_t last = std::min(etcd_keys.size(), first + kMaxOpsPerTxn);
+    for (std::size_t i = first; i < last; ++i) *request.add_success() = get_op(etcd_keys[i]);
+    const auto response = client.txn(request, CallKind::kRead);
+    for (const auto& op : response.responses()) {
+      for (const auto& kv : op.response_range().kvs()) found.push_back(kv);
+    }
+  }
+  return found;
 }
 
 etcdserverpb::Compare compare_create_revision(const std::string& key, std::int64_t revision) {

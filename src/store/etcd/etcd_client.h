@@ -1,8 +1,8 @@
 #pragma once
 
 // The thin, blocking layer between the store and etcd's gRPC API: one channel, every call with
-// a deadline of now + call_timeout, and gRPC failures turned into dlock errors (ADR-0003) in
-// exactly one place. Nothing here knows about locks.
+// a deadline of now + call_timeout (plain or TLS), and gRPC failures turned into dlock errors
+// (ADR-0003) by etcd_status.h. Nothing here knows about locks.
 
 #include <grpcpp/grpcpp.h>
 
@@ -14,31 +14,33 @@
 #include <vector>
 
 #include "store/etcd/etcd_keep_alive.h"
+#include "store/etcd/etcd_status.h"
 #include "store/etcd/proto/rpc.grpc.pb.h"
 
 namespace dlock::store::etcd {
 
 // "http://a:2379,http://b:2379" -> the gRPC target for one channel over every member, e.g.
 // "ipv4:127.0.0.1:2379,127.0.0.1:22379". Host names are resolved once, here. Throws
-// InvalidArgumentError("etcd.endpoints") for an empty list, a scheme other than http:// or a
-// missing port.
+// InvalidArgumentError("etcd.endpoints") for an empty list, a scheme other than http:// or
+// https://, a list mixing the two, or a missing port.
 std::string channel_target(std::string_view endpoints);
+
+// The files of a TLS connection to etcd (PEM paths; empty = not given). With https:// endpoints
+// the server's certificate is verified against `cacert` (the system roots when empty); `cert`
+// and `key` are the client's own, for etcd's --client-cert-auth.
+struct EtcdTlsFiles {
+  std::string cacert = {};
+  std::string cert = {};
+  std::string key = {};
+};
 
 // The one channel a store shares between all its calls and streams. round_robin over the
 // members so a dead member is skipped; short reconnect backoff so an etcd restart is noticed
 // within a second rather than after gRPC's default two minutes.
-std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints);
-
-// Whether a call may have changed etcd: decides between UnavailableError and
-// UnknownOutcomeError when the answer is lost.
-enum class CallKind { kRead, kWrite };
-
-// Throws the dlock error for a failed gRPC status: no leader / leader changed -> NotLeaderError;
-// a lost answer to a write -> UnknownOutcomeError; unreachable, timed out -> UnavailableError;
-// a missing lease -> SessionNotFoundError; "too many requests" -> ContentionError; anything
-// else -> InternalError. Never returns.
-[[noreturn]] void throw_for_status(const grpc::Status& status, std::string_view what,
-                                   CallKind kind);
+// https:// endpoints (all or none) get TLS with `tls`; giving TLS files with http:// endpoints
+// is InvalidArgumentError("etcd.endpoints"), as is an unreadable file.
+std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints,
+                                            const EtcdTlsFiles& tls = {});
 
 class EtcdClient {
  public:
@@ -65,7 +67,10 @@ class EtcdClient {
   std::chrono::milliseconds call_timeout() const { return call_timeout_; }
 
  private:
-  void set_deadline(grpc::ClientContext& context) const;
+  // One unary RPC with the client's deadline; a failed status becomes a dlock error.
+  template <typename Stub, typename Request, typename Response>
+  Response call(grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+                Stub& stub, const Request& request, std::string_view what, CallKind kind) const;
 
   std::shared_ptr<grpc::Channel> channel_;
   std::chrono::milliseconds call_timeout_;
@@ -73,6 +78,11 @@ class EtcdClient {
   std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
   std::unique_ptr<KeepAliveStream> keep_alive_;  // after lease_: destroyed before it
 };
+
+// The current value of each of `etcd_keys` that exists, read in as few Txns as etcd allows
+// (each Txn is one consistent snapshot).
+std::vector<mvccpb::KeyValue> read_keys(EtcdClient& client,
+                                        const std::vector<std::string>& etcd_keys);
 
 // Small builders for the requests the store sends, so each transaction reads like its spec.
 etcdserverpb::Compare compare_create_revision(const std::string& key, std::int64_t revision);

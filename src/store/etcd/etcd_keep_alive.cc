@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "dlock/errors.h"
-#include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_status.h"
 
 namespace dlock::store::etcd {
 

@@ -1,7 +1,10 @@
 #include "store/etcd/etcd_keys.h"
 
+#include <algorithm>
+
 #include <charconv>
 
+#include "core/store_key.h"
 #include "dlock/errors.h"
 
 namespace dlock::store::etcd {
@@ -13,15 +16,15 @@ constexpr std::string_view kSessionLocksSegment = "/locks/";
 }  // namespace
 
 std::string format_lock_key(std::string_view key) {
-  const auto slash = key.find('/');
-  if (slash == std::string_view::npos || slash == 0 || slash + 1 == key.size()) {
+  const auto parts = store_key::split(key);
+  if (!parts || parts->ns.empty() || parts->key.empty()) {
     throw InvalidArgumentError("key",
                                "key must be <namespace>/<name>, got '" + std::string(key) + "'");
   }
   std::string etcd_key(kRootPrefix);
-  etcd_key.append(key.substr(0, slash));
+  etcd_key.append(parts->ns);
   etcd_key.append(kLockSegment);
-  etcd_key.append(key.substr(slash + 1));
+  etcd_key.append(parts->key);
   return etcd_key;
 }
 
@@ -34,27 +37,17 @@ std::optional<std::string> parse_lock_key(std::string_view etcd_key) {
   if (rest.substr(0, segment).find('/') != std::string_view::npos) return std::nullopt;
   const std::string_view name = rest.substr(segment + kLockSegment.size());
   if (name.empty()) return std::nullopt;
-  std::string key(rest.substr(0, segment));
-  key.push_back('/');
-  key.append(name);
-  return key;
+  return store_key::join(rest.substr(0, segment), name);
 }
 
-std::optional<std::int64_t> parse_session_id(std::string_view session_id) {
-  std::int64_t lease_id = 0;
-  const auto* end = session_id.data() + session_id.size();
-  const auto [ptr, ec] = std::from_chars(session_id.data(), end, lease_id);
-  // etcd lease IDs are positive; "007" or "+7" would be a second spelling of one session.
-  if (ec != std::errc() || ptr != end || lease_id <= 0 || session_id.front() == '0') {
-    return std::nullopt;
-  }
-  return lease_id;
+bool is_session_id(std::string_view session_id) {
+  return session_id.size() == 32 && std::all_of(session_id.begin(), session_id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
-std::string format_session_id(std::int64_t lease_id) { return std::to_string(lease_id); }
-
-std::string session_record_key(std::int64_t lease_id) {
-  return std::string(kSessionPrefix) + format_session_id(lease_id);
+std::string session_record_key(std::string_view session_id) {
+  return std::string(kSessionPrefix) + std::string(session_id);
 }
 
 std::string session_lock_key(std::string_view session_id, std::string_view key) {
@@ -70,7 +63,7 @@ std::optional<SessionKeyParts> parse_session_key(std::string_view etcd_key) {
   const std::string_view rest = etcd_key.substr(kSessionPrefix.size());
   const auto slash = rest.find('/');
   const std::string_view session_id = rest.substr(0, slash);
-  if (!parse_session_id(session_id)) return std::nullopt;
+  if (!is_session_id(session_id)) return std::nullopt;
   if (slash == std::string_view::npos) return SessionKeyParts{std::string(session_id), ""};
   const std::string_view tail = rest.substr(slash);
   if (!tail.starts_with(kSessionLocksSegment) || tail.size() == kSessionLocksSegment.size()) {

@@ -23,11 +23,12 @@ std::string format_lock_key(std::string_view key);
 // record, anything outside /dlock/).
 std::optional<std::string> parse_lock_key(std::string_view etcd_key);
 
-// A session ID is its lease ID in decimal. std::nullopt when `session_id` cannot be one.
-std::optional<std::int64_t> parse_session_id(std::string_view session_id);
-std::string format_session_id(std::int64_t lease_id);
+// A session ID is 128 random bits in 32 lowercase hex digits (never the lease ID: C2, ADR-0006);
+// the session record maps it to its lease. False when `session_id` cannot be one.
+bool is_session_id(std::string_view session_id);
 
-std::string session_record_key(std::int64_t lease_id);
+// The session's record (owner, TTL, lease ID), put on the session's lease.
+std::string session_record_key(std::string_view session_id);
 
 // The index entry naming `key` (an SPI key) among the grants of `session_id`, and the prefix of
 // all of them.

@@ -24,13 +24,6 @@ GrantRecord decode_grant(const mvccpb::KeyValue& kv) {
   return record;
 }
 
-std::string encode_session(std::string_view owner_id, std::chrono::milliseconds ttl) {
-  SessionRecord record;
-  record.set_owner_id(std::string(owner_id));
-  record.set_ttl_ms(ttl.count());
-  return record.SerializeAsString();
-}
-
 SessionRecord decode_session(const mvccpb::KeyValue& kv) {
   SessionRecord record;
   if (!record.ParseFromString(kv.value())) {

@@ -16,7 +16,6 @@ std::string encode_grant(std::string_view owner_id, std::string_view session_id,
 // Throws InternalError when the value is not a grant record.
 GrantRecord decode_grant(const mvccpb::KeyValue& kv);
 
-std::string encode_session(std::string_view owner_id, std::chrono::milliseconds ttl);
 SessionRecord decode_session(const mvccpb::KeyValue& kv);
 
 // The SPI view of a lock key. The token is the key's mod_revision: the revision of the Txn that

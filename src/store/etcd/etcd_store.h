@@ -19,12 +19,17 @@ struct EtcdStoreOptions {
   // test can slip unrelated writes in where a token re-read would see them. Never set in
   // production.
   std::function<void(std::string_view key)> after_grant_for_test;
+  // etcd.cacert, etcd.cert, etcd.key: PEM files for https:// endpoints (etcd_client.h).
+  std::string cacert = {};
+  std::string cert = {};
+  std::string key = {};
 };
 
 // The etcd store (backend_id "etcd", docs/adr/0006-etcd-store.md). A lock is one key,
-// /dlock/<namespace>/lock/<key>, attached to its session's lease; its fencing token is the
-// revision of the Txn that granted it. Sessions are etcd leases. Construction does not contact
-// etcd: an unreachable cluster shows up as UnavailableError on the first call.
+// /dlock/<namespace>/lock/<key>, on a lease of its own (its TTL); its fencing token is the
+// revision of the Txn that granted it. Sessions are etcd leases under random IDs (C2).
+// Construction does not contact etcd: an unreachable cluster shows up as UnavailableError on
+// the first call.
 BackendPtr make_etcd_store(const EtcdStoreOptions& options);
 
 }  // namespace dlock::store::etcd

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "dlock/errors.h"
+
 namespace dlock::store::etcd {
 
 // One Watch RPC. Writes are queued because gRPC allows one outstanding write at a time; a read
@@ -242,6 +244,76 @@ void WatchHub::unsubscribe(std::int64_t watch_id) {
   const auto self = std::this_thread::get_id();
   changed_.wait(
       lock, [&] { return watch->running_on == std::thread::id() || watch->running_on == self; });
+}
+
+namespace {
+
+// Bound on the remembered "held at revision" entries (see ReleaseWatches::remember_held).
+constexpr std::size_t kMaxRememberedKeys = 4096;
+
+// The revision a watch was created at, handed from the watch's thread to the subscriber.
+struct CreatedAt {
+  std::mutex mutex;
+  std::condition_variable created;
+  std::optional<std::int64_t> revision;
+  void set(std::int64_t at) {
+    std::lock_guard lock(mutex);
+    revision = at;
+    created.notify_all();
+  }
+  std::optional<std::int64_t> wait_until(SteadyClock::time_point deadline) {
+    std::unique_lock lock(mutex);
+    created.wait_until(lock, deadline, [&] { return revision.has_value(); });
+    return revision;
+  }
+};
+
+}  // namespace
+
+ReleaseWatches::ReleaseWatches(EtcdClient& client)
+    : client_(client), hub_(std::make_unique<WatchHub>(client.shared_channel())) {}
+
+void ReleaseWatches::remember_held(const std::string& etcd_key, std::int64_t revision,
+                                   std::int64_t create_revision) {
+  const HeldAt held{revision, create_revision};
+  std::lock_guard lock(held_mutex_);
+  if (held_at_.size() >= kMaxRememberedKeys && !held_at_.contains(etcd_key)) held_at_.clear();
+  auto& remembered = held_at_[etcd_key];
+  if (held.revision >= remembered.revision) remembered = held;
+}
+
+ReleaseSubscriptionPtr ReleaseWatches::watch(const std::string& etcd_key,
+                                             std::function<void()> on_released) {
+  std::optional<HeldAt> held;
+  {
+    std::lock_guard lock(held_mutex_);
+    const auto found = held_at_.find(etcd_key);
+    if (found != held_at_.end()) held = found->second;
+  }
+  // Without a failed acquire to start from: watch from now, woken once when it exists.
+  if (!held) return hub_->subscribe(etcd_key, 0, std::move(on_released));
+  // Watch from now (etcd delivers a watch that starts in the past from a 100 ms catch-up
+  // loop), then check whether the grant seen holding the key ended between the failed
+  // acquire and the watch's start: then wake the waiter now.
+  auto created = std::make_shared<CreatedAt>();
+  auto subscription = hub_->subscribe(etcd_key, 0, on_released,
+                                      [created](std::int64_t revision) { created->set(revision); });
+  const auto revision = created->wait_until(SteadyClock::now() + client_.call_timeout());
+  if (!revision || released_since(etcd_key, *held, *revision)) on_released();
+  return subscription;
+}
+
+bool ReleaseWatches::released_since(const std::string& etcd_key, const HeldAt& held,
+                                    std::int64_t revision) {
+  if (revision <= held.revision) return false;  // nothing was written since
+  try {
+    auto request = range_request(etcd_key);
+    request.set_revision(revision);
+    const auto response = client_.range(request);
+    return response.kvs_size() == 0 || response.kvs(0).create_revision() != held.create_revision;
+  } catch (const Error&) {
+    return true;
+  }
 }
 
 }  // namespace dlock::store::etcd

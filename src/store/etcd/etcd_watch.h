@@ -14,10 +14,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "dlock/lock_store.h"
+#include "store/etcd/etcd_client.h"
 #include "store/etcd/proto/rpc.grpc.pb.h"
 
 namespace dlock::store::etcd {
@@ -74,6 +77,44 @@ class WatchHub {
   Stream* stream_ = nullptr;
   bool stopping_ = false;
   std::thread worker_;
+};
+
+// The store's release watches with their catch-up: a waiter subscribes after a failed acquire
+// saw the key held, and a release between that acquire and the watch's start must still wake
+// it. Watches start from "now" (see WatchHub::subscribe), and the grant seen holding the key is
+// then checked once at the watch's start revision.
+class ReleaseWatches {
+ public:
+  explicit ReleaseWatches(EtcdClient& client);
+  ReleaseWatches(const ReleaseWatches&) = delete;
+  ReleaseWatches& operator=(const ReleaseWatches&) = delete;
+
+  // A failed acquire at `revision` saw `etcd_key` held by the grant created at
+  // `create_revision`. Bounded: a forgotten entry only means the watch wakes its waiter once
+  // when it starts.
+  void remember_held(const std::string& etcd_key, std::int64_t revision,
+                     std::int64_t create_revision);
+  // Calls `on_released` whenever `etcd_key` may have been released, and once at once when the
+  // grant remembered holding it ended before the watch started.
+  ReleaseSubscriptionPtr watch(const std::string& etcd_key, std::function<void()> on_released);
+
+ private:
+  // A grant seen holding a key: the revision of the failed acquire that saw it, and the grant's
+  // create revision (a hand-over or re-entrant acquire keeps it; a new grant has a new one).
+  struct HeldAt {
+    std::int64_t revision = 0;
+    std::int64_t create_revision = 0;
+  };
+  // Whether the grant seen in `held` ended by `revision` (the key was gone, or held by another
+  // grant, at that revision). An error counts as yes: a needless wake-up costs the waiter one
+  // attempt, a missed one could leave it asleep.
+  bool released_since(const std::string& etcd_key, const HeldAt& held, std::int64_t revision);
+
+  EtcdClient& client_;
+  std::mutex held_mutex_;
+  std::map<std::string, HeldAt, std::less<>> held_at_;
+  // Declared last: destroyed first, so no watch callback outlives the rest.
+  std::unique_ptr<WatchHub> hub_;
 };
 
 }  // namespace dlock::store::etcd

@@ -13,6 +13,7 @@
 #include "core/validate.h"
 #include "store/sqlite/data_file.h"
 #include "store/sqlite/sqlite_db.h"
+#include "store/sqlite/sqlite_statements.h"
 
 namespace dlock::store::sqlite {
 
@@ -20,12 +21,12 @@ const std::vector<std::pair<int, std::string_view>>& migrations();
 
 namespace {
 
-// The store's clock, in integer milliseconds since the Unix epoch. 'now' is fixed for the
-// duration of one sqlite3_step, so every use inside one statement sees the same instant. The
-// database is opened through a ClockVfs, so 'now' is StoreClock, not the host's wall clock: a
-// step of that (NTP, an operator) would expire every lease at once or stretch every lease by the
-// step (docs/adr/0013-sqlite-store-clock.md).
-#define DLOCK_SQLITE_NOW "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+using sql::kAcquire;
+using sql::kDeleteIfOwner;
+using sql::kLiveSessionClause;
+using sql::kLockColumns;
+using sql::kNextToken;
+using sql::kRaiseTokenFloor;
 
 class StoreClock {
  public:
@@ -49,36 +50,6 @@ class StoreClock {
   std::int64_t wall_at_open_ms_;
   SteadyClock::time_point steady_at_open_;
 };
-
-constexpr const char* kNextToken =
-    "UPDATE fencing_token_seq SET value = value + 1 WHERE id = 1 RETURNING value";
-
-// The restore floor (ADR-0010): at open the counter is raised to at least ?1, the microseconds
-// since the Unix epoch by the process clock (the embedded store's clock; SQLite's own 'now' is
-// the same clock in whole ms), so a file copied back from a backup cannot hand out again a token
-// issued after that backup. Never lowers the counter.
-constexpr const char* kRaiseTokenFloor =
-    "UPDATE fencing_token_seq SET value = max(value, ?1) WHERE id = 1";
-
-// Same shape as the PostgreSQL acquire statement (C1); the token bound as ?4 was taken from the
-// durable counter in the same transaction, and both branches store it.
-constexpr const char* kAcquire =
-    "INSERT INTO locks (key, owner_id, session_id, fencing_token, acquired_at, expires_at) "
-    "VALUES (?1, ?2, ?3, ?4, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
-    " + ?5) "
-    "ON CONFLICT (key) DO UPDATE SET owner_id = excluded.owner_id, "
-    "  session_id = excluded.session_id, fencing_token = excluded.fencing_token, "
-    "  acquired_at = excluded.acquired_at, expires_at = excluded.expires_at "
-    "WHERE locks.expires_at <= excluded.acquired_at "
-    "   OR (locks.owner_id = excluded.owner_id AND locks.session_id = excluded.session_id) "
-    "RETURNING fencing_token, acquired_at, expires_at";
-
-constexpr const char* kLiveSessionClause =
-    "EXISTS (SELECT 1 FROM lock_session s WHERE s.session_id = locks.session_id "
-    "AND s.expires_at > " DLOCK_SQLITE_NOW ")";
-
-constexpr const char* kLockColumns =
-    "key, owner_id, session_id, fencing_token, acquired_at, expires_at";
 
 LockInfo lock_info_from(const Statement& row) {
   return LockInfo{row.column_text(0),
@@ -441,9 +412,7 @@ class SqliteStore final : public Backend {
 
   bool delete_grant(std::string_view key, std::string_view owner_id, std::string_view session_id,
                     FencingToken fencing_token) {
-    Statement& remove = statements_.get(
-        "DELETE FROM locks WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-        "AND fencing_token = ?4 RETURNING expires_at > " DLOCK_SQLITE_NOW);
+    Statement& remove = statements_.get(kDeleteIfOwner);
     ResetGuard reset(remove);
     remove.bind(1, key).bind(2, owner_id).bind(3, session_id);
     remove.bind(4, static_cast<std::int64_t>(fencing_token));

@@ -1,0 +1,45 @@
+#pragma once
+
+// The checks of every API input (contract C3): pure functions of their arguments, no backend,
+// no I/O, so a fuzz target can call them directly. Each throws InvalidArgumentError naming the
+// field (a 400 on the wire) and returns the value it checked.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dlock/lock_store.h"
+
+namespace dlock::server {
+
+// Non-empty, at most `max_bytes`, no control characters.
+void check_text(std::string_view value, const char* field, std::size_t max_bytes);
+
+// A lock key as the API shows it (field "key").
+std::string checked_key(std::string_view key);
+// A namespace: letters, digits, '-', '_', '.' (field "ns"); never holds the store key's '/'.
+std::string checked_namespace(std::string_view ns);
+std::string checked_owner(std::string_view owner);
+// Letters, digits, '-', '_' (field "session_id").
+std::string checked_session_id(std::string_view session_id);
+// A list prefix may be empty (field "prefix").
+std::string checked_prefix(std::string_view prefix);
+
+// The TTL asked (or `fallback` when none was), within `limits` (field "ttl_ms").
+std::chrono::milliseconds checked_ttl(std::optional<std::int64_t> ttl_ms,
+                                      std::chrono::milliseconds fallback, const TtlLimits& limits);
+// The wait asked (0 when none was), from 0 to `max_wait` (field "wait_ms").
+std::chrono::milliseconds checked_wait(std::optional<std::int64_t> wait_ms,
+                                       std::chrono::milliseconds max_wait);
+// A fencing token in decimal (field "fencing_token").
+std::uint64_t parse_token(std::string_view text);
+// GET /v1/locks ?limit= (field "limit"): 1..kMaxListLimit, kDefaultListLimit when absent.
+std::size_t parse_list_limit(const std::optional<std::string>& text);
+
+// Compares without an early exit, so response timing does not reveal a prefix of `expected`.
+bool constant_time_equal(std::string_view given, std::string_view expected);
+
+}  // namespace dlock::server

@@ -1,0 +1,185 @@
+#include "store/etcd/etcd_sessions.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "core/ids.h"
+#include "core/validate.h"
+#include "store/etcd/etcd_keys.h"
+
+namespace dlock::store::etcd {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+namespace {
+
+// Bound on the session IDs each store remembers the record of (see Sessions::lookup).
+constexpr std::size_t kMaxCachedSessions = 65536;
+
+}  // namespace
+
+SessionNotFoundError session_not_found(std::string_view session_id) {
+  return SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
+}
+
+SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl) {
+  core::check_owner(owner_id);
+  check_ttl(ttl, limits_, "ttl_ms");
+  const auto sent_at = wall_now();
+  const auto lease = client_.lease_grant(lease_seconds(ttl));
+  const std::string session_id = core::random_id();
+  // The record maps the ID to the lease and is put on it: it ends with the session.
+  etcdserverpb::PutRequest put;
+  put.set_key(session_record_key(session_id));
+  SessionRecord record;
+  record.set_owner_id(std::string(owner_id));
+  record.set_ttl_ms(ttl.count());
+  record.set_lease_id(lease.id());
+  put.set_value(record.SerializeAsString());
+  put.set_lease(lease.id());
+  client_.put(put);  // on failure the lease, holding nothing, expires by itself
+  remember(session_id, record);
+  // What the lease keeps, counted from before it was asked for (etcd may grant another TTL).
+  const auto kept = std::min(ttl, milliseconds(seconds(lease.ttl())));
+  return SessionInfo{session_id, std::string(owner_id), kept, sent_at + kept};
+}
+
+SessionInfo Sessions::heartbeat(std::string_view session_id) {
+  core::check_session_id(session_id);
+  // The record first, so only a lease named by a dlock session record is ever renewed.
+  const auto record = lookup(session_id);
+  if (!record) throw session_not_found(session_id);
+  const auto sent_at = wall_now();
+  const std::int64_t renewed_seconds = client_.lease_keep_alive(record->lease_id());
+  if (renewed_seconds <= 0) {
+    forget(session_id);
+    throw session_not_found(session_id);
+  }
+  const auto kept =
+      std::min(milliseconds(record->ttl_ms()), milliseconds(seconds(renewed_seconds)));
+  return SessionInfo{std::string(session_id), record->owner_id(), kept, sent_at + kept};
+}
+
+std::optional<SessionInfo> Sessions::get(std::string_view session_id) {
+  core::check_session_id(session_id);
+  const auto record = lookup(session_id);
+  if (!record) return std::nullopt;  // the record dies with the lease
+  const auto sent_at = wall_now();
+  const auto remaining = client_.lease_time_to_live(record->lease_id(), false);
+  if (remaining.ttl() < 0) {
+    forget(session_id);
+    return std::nullopt;
+  }
+  return SessionInfo{std::string(session_id), record->owner_id(), milliseconds(record->ttl_ms()),
+                     sent_at + seconds(remaining.ttl())};
+}
+
+std::vector<LockInfo> Sessions::close(std::string_view session_id) {
+  core::check_session_id(session_id);
+  const auto record = lookup(session_id);
+  if (!record) throw session_not_found(session_id);
+  // Revoke the session first: from then on no acquire for it can pass its Txn's session check,
+  // so the grants listed below are all the session will ever have.
+  forget(session_id);
+  try {
+    client_.lease_revoke(record->lease_id());
+  } catch (const SessionNotFoundError&) {
+    throw session_not_found(session_id);  // ended since it was cached
+  }
+  auto index = prefix_request(session_locks_prefix(session_id));
+  index.set_keys_only(true);
+  std::vector<std::string> etcd_keys;
+  const auto entries = client_.range(index);
+  for (const auto& kv : entries.kvs()) {
+    const auto parts = parse_session_key(kv.key());
+    if (parts && !parts->lock_key.empty()) etcd_keys.push_back(format_lock_key(parts->lock_key));
+  }
+  std::vector<LockInfo> released;
+  for (const auto& kv : read_keys(client_, etcd_keys)) {
+    if (decode_grant(kv).session_id() != session_id) continue;
+    // The grant's lease is its own: revoking it removes exactly this grant and its index entry.
+    try {
+      client_.lease_revoke(kv.lease());
+      released.push_back(lock_info(kv));
+    } catch (const SessionNotFoundError&) {
+      // The grant expired on its own meanwhile: not released by this call.
+    }
+  }
+  return released;
+}
+
+ReapReport Sessions::reap_expired() {
+  // Lock expiry needs no reaper (each grant's lease ends it). What etcd cannot do by itself is
+  // end a grant whose *session* lease ended first: find sessions that left grant index entries
+  // but no record, and release those grants. Keys only, one snapshot.
+  std::set<std::string> live_sessions;
+  std::map<std::string, std::vector<std::string>> grants_of;
+  etcdserverpb::RangeRequest request = prefix_request(std::string(kSessionPrefix));
+  request.set_keys_only(true);
+  request.set_limit(1000);
+  while (true) {
+    const auto response = client_.range(request);
+    for (const auto& kv : response.kvs()) {
+      const auto parts = parse_session_key(kv.key());
+      if (!parts) continue;
+      if (parts->lock_key.empty()) {
+        live_sessions.insert(parts->session_id);
+      } else {
+        grants_of[parts->session_id].push_back(parts->lock_key);
+      }
+    }
+    if (!response.more() || response.kvs_size() == 0) break;
+    request.set_key(response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0'));
+    request.set_revision(response.header().revision());
+  }
+  ReapReport report;
+  for (const auto& [session_id, keys] : grants_of) {
+    if (live_sessions.contains(session_id)) continue;
+    report.expired_sessions.push_back(session_id);
+    std::vector<std::string> etcd_keys;
+    for (const auto& key : keys) etcd_keys.push_back(format_lock_key(key));
+    for (const auto& kv : read_keys(client_, etcd_keys)) {
+      if (decode_grant(kv).session_id() != session_id) continue;  // handed over since
+      etcdserverpb::TxnRequest remove;
+      *remove.add_compare() = compare_mod_revision(kv.key(), kv.mod_revision());
+      *remove.add_success() = delete_op(kv.key());
+      if (!client_.txn(remove, CallKind::kWrite).succeeded()) continue;
+      report.expired_locks.push_back(lock_info(kv));
+      leases_.revoke_lease(kv.lease());  // takes the grant's index entry with it
+    }
+  }
+  return report;
+}
+
+std::optional<SessionRecord> Sessions::lookup(std::string_view session_id) {
+  if (!is_session_id(session_id)) return std::nullopt;
+  const std::string id(session_id);
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (const auto found = cache_.find(id); found != cache_.end()) return found->second;
+  }
+  // Opened through another dlockd, or forgotten: the record in etcd says.
+  const auto response = client_.range(range_request(session_record_key(session_id)));
+  if (response.kvs_size() == 0) return std::nullopt;
+  const SessionRecord record = decode_session(response.kvs(0));
+  remember(id, record);
+  return record;
+}
+
+void Sessions::remember(const std::string& session_id, const SessionRecord& record) {
+  std::lock_guard lock(cache_mutex_);
+  if (cache_.size() >= kMaxCachedSessions) cache_.clear();
+  cache_.insert_or_assign(session_id, record);
+}
+
+void Sessions::forget(std::string_view session_id) {
+  std::lock_guard lock(cache_mutex_);
+  cache_.erase(std::string(session_id));
+}
+
+}  // namespace dlock::store::etcd

@@ -1,0 +1,249 @@
+// Authenticator: bearer parsing, outcomes, reload that keeps the old table on a bad file, the
+// per-address failure throttle on a fake clock, denial counters and the rate-limited log hook.
+
+#include "auth/authenticator.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "auth/admin_token.h"
+#include "auth/crypto.h"
+#include "auth/tokens_file.h"
+#include "dlock/errors.h"
+
+namespace dlock::auth {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const std::string kAliceToken = "dlk_alice-token-for-tests-only-0123456789abc";
+const std::string kBobToken = "dlk_bob-token-for-tests-only-0123456789abcdef";
+const std::string kAdminToken = "dlk_admin-token-for-tests-only-0123456789ab";
+
+std::string line(const std::string& name, const std::string& token, const std::string& perms) {
+  return tokens_file_line(name, token, parse_permissions(perms)) + "\n";
+}
+
+class FakeClock {
+ public:
+  std::chrono::steady_clock::time_point now() const { return now_; }
+  void advance(milliseconds by) { now_ += by; }
+
+ private:
+  std::chrono::steady_clock::time_point now_{seconds(1000)};
+};
+
+class RecordingObserver : public AuthObserver {
+ public:
+  void denied(AuthOutcome reason) noexcept override { ++denied_[reason]; }
+  void log_denied(AuthOutcome reason, std::string_view remote_address,
+                  std::uint64_t suppressed) noexcept override {
+    logs_.push_back(std::string(to_string(reason)) + " " + std::string(remote_address) + " " +
+                    std::to_string(suppressed));
+  }
+  std::map<AuthOutcome, int> denied_;
+  std::vector<std::string> logs_;
+};
+
+class AuthenticatorTest : public ::testing::Test {
+ protected:
+  AuthenticatorTest() {
+    char pattern[] = "/tmp/dlock-auth-test-XXXXXX";
+    dir_ = ::mkdtemp(pattern);
+  }
+  ~AuthenticatorTest() override { std::filesystem::remove_all(dir_); }
+
+  AuthenticatorOptions options() {
+    AuthenticatorOptions options;
+    options.throttle.now = [this] { return clock_.now(); };
+    options.throttle.burst = 3;
+    options.throttle.refill_interval = seconds(10);
+    options.log_burst = 2;
+    options.log_interval = seconds(1);
+    return options;
+  }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const auto path = dir_ / name;
+    std::ofstream(path) << text;
+    return path.string();
+  }
+
+  FakeClock clock_;
+  RecordingObserver observer_;
+  std::filesystem::path dir_;
+};
+
+TEST(BearerTokenOfTest, AcceptsOnlyBearerToken68) {
+  EXPECT_EQ(bearer_token_of("Bearer abc"), "abc");
+  EXPECT_EQ(bearer_token_of("bearer abc"), "abc");
+  EXPECT_EQ(bearer_token_of("BEARER   abc  "), "abc");
+  EXPECT_EQ(bearer_token_of("Bearer a-b.c_d~e+f/g=="), "a-b.c_d~e+f/g==");
+  EXPECT_EQ(bearer_token_of("Bearer "), "");
+  EXPECT_EQ(bearer_token_of("Bearer"), "");
+  EXPECT_EQ(bearer_token_of("Bearerabc"), "");
+  EXPECT_EQ(bearer_token_of("Basic YWxhZGRpbjpvcGVuc2VzYW1l"), "");
+  EXPECT_EQ(bearer_token_of("Bearer a b"), "");
+  EXPECT_EQ(bearer_token_of("Bearer =abc"), "");
+  EXPECT_EQ(bearer_token_of("Bearer ab=c"), "");
+  EXPECT_EQ(bearer_token_of("Bearer ab\"c"), "");
+}
+
+TEST_F(AuthenticatorTest, OutcomesForEachKindOfRequest) {
+  Authenticator authenticator(parse_tokens(line("alice", kAliceToken, "lock:payments"), "t"), {},
+                              options(), &observer_);
+  const AuthResult ok = authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.1");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok.principal->name, "alice");
+  EXPECT_TRUE(ok.principal->allows(Role::kLock, "payments"));
+  EXPECT_EQ(authenticator.authenticate("", "10.0.0.1").outcome, AuthOutcome::kMissing);
+  EXPECT_EQ(authenticator.authenticate("Basic abc", "10.0.0.1").outcome, AuthOutcome::kMalformed);
+  EXPECT_EQ(authenticator.authenticate("Bearer " + kBobToken, "10.0.0.1").outcome,
+            AuthOutcome::kUnknown);
+  EXPECT_EQ(observer_.denied_[AuthOutcome::kMissing], 1);
+  EXPECT_EQ(observer_.denied_[AuthOutcome::kMalformed], 1);
+  EXPECT_EQ(observer_.denied_[AuthOutcome::kUnknown], 1);
+  EXPECT_EQ(observer_.denied_.count(AuthOutcome::kOk), 0u);
+  EXPECT_STREQ(to_string(AuthOutcome::kThrottled), "throttled");
+}
+
+TEST_F(AuthenticatorTest, ReloadSwapsInTheNewFileAndKeepsTheOldOneOnAnError) {
+  const std::string path = write("tokens", line("alice", kAliceToken, "read:*"));
+  Authenticator authenticator(load_tokens_file(path), {}, options(), &observer_);
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + kAliceToken, "a"));
+  // A principal held by a request survives the swap.
+  const auto held = authenticator.authenticate("Bearer " + kAliceToken, "a").principal;
+
+  write("tokens", line("bob", kBobToken, "read:*"));
+  EXPECT_EQ(authenticator.reload(path), 1u);
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + kBobToken, "a"));
+  EXPECT_EQ(authenticator.authenticate("Bearer " + kAliceToken, "b").outcome,
+            AuthOutcome::kUnknown);
+  EXPECT_EQ(held->name, "alice");
+
+  write("tokens", line("bob", kBobToken, "read:*") + "carol nothex read:*\n");
+  try {
+    authenticator.reload(path);
+    FAIL() << "a bad file was accepted";
+  } catch (const TokensFileError& error) {
+    EXPECT_EQ(error.line(), 2u);
+  }
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + kBobToken, "a"));  // the old table serves
+  EXPECT_THROW(authenticator.reload((dir_ / "missing").string()), TokensFileError);
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + kBobToken, "a"));
+}
+
+TEST_F(AuthenticatorTest, AdminPrincipalIsBuiltInAndSurvivesReloads) {
+  const std::string path = write("tokens", line("alice", kAliceToken, "read:*"));
+  Authenticator authenticator(load_tokens_file(path), {admin_principal(kAdminToken)}, options());
+  const AuthResult admin = authenticator.authenticate("Bearer " + kAdminToken, "a");
+  ASSERT_TRUE(admin);
+  EXPECT_EQ(admin.principal->name, "admin");
+  EXPECT_TRUE(admin.principal->allows(Role::kAdmin, "any"));
+  EXPECT_EQ(authenticator.reload(path), 2u);
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + kAdminToken, "a"));
+  EXPECT_NE(authenticator.principal_named("admin"), nullptr);
+  // The file may not define `admin` again, nor reuse its token.
+  write("tokens", line("admin", kAliceToken, "read:*"));
+  EXPECT_THROW(authenticator.reload(path), TokensFileError);
+  write("tokens", line("root", kAdminToken, "read:*"));
+  EXPECT_THROW(authenticator.reload(path), TokensFileError);
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + kAliceToken, "a"));
+  EXPECT_THROW(Authenticator(parse_tokens(line("admin", kAliceToken, "read:*"), "t"),
+                             {admin_principal(kAdminToken)}),
+               InvalidArgumentError);
+}
+
+TEST_F(AuthenticatorTest, FailuresFromOneAddressAreThrottledThenForgiven) {
+  Authenticator authenticator(parse_tokens(line("alice", kAliceToken, "read:*"), "t"), {},
+                              options(), &observer_);
+  const std::string bad = "Bearer guess";
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(authenticator.authenticate(bad, "10.0.0.9").outcome, AuthOutcome::kUnknown) << i;
+  }
+  // The bucket (burst 3) is empty: even the right token is refused, without being looked at.
+  AuthResult refused = authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.9");
+  EXPECT_EQ(refused.outcome, AuthOutcome::kThrottled);
+  EXPECT_EQ(refused.retry_after, seconds(10));
+  EXPECT_EQ(authenticator.authenticate("", "10.0.0.9").outcome, AuthOutcome::kThrottled);
+  // Other addresses are not affected.
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.10"));
+  // Missing headers do not drain a bucket (no guess was made).
+  for (int i = 0; i < 10; ++i) authenticator.authenticate("", "10.0.0.11");
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.11"));
+
+  clock_.advance(seconds(4));
+  refused = authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.9");
+  EXPECT_EQ(refused.outcome, AuthOutcome::kThrottled);
+  EXPECT_EQ(refused.retry_after, seconds(6));
+  clock_.advance(seconds(6));  // one failure's worth refilled
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.9"));
+  EXPECT_EQ(authenticator.authenticate(bad, "10.0.0.9").outcome, AuthOutcome::kUnknown);
+  EXPECT_EQ(authenticator.authenticate(bad, "10.0.0.9").outcome, AuthOutcome::kThrottled);
+  EXPECT_GE(observer_.denied_[AuthOutcome::kThrottled], 4);
+}
+
+TEST(FailureThrottleTest, BoundedTableForgetsRefilledAddressesAndOtherwiseFailsClosed) {
+  std::chrono::steady_clock::time_point now{seconds(1)};
+  ThrottleOptions options;
+  options.burst = 2;
+  options.refill_interval = seconds(1);
+  options.max_addresses = 2;
+  options.now = [&now] { return now; };
+  FailureThrottle throttle(options);
+  throttle.record_failure("a");
+  throttle.record_failure("b");
+  throttle.record_failure("c");  // table full, nothing refilled: not tracked, and now saturated
+  EXPECT_EQ(throttle.tracked_addresses_for_test(), 2u);
+  EXPECT_GT(throttle.wait_before_attempt("d").count(), 0);  // fail closed for new addresses
+  EXPECT_EQ(throttle.wait_before_attempt("a").count(), 0);  // a has one failure left
+  now += seconds(2);  // a and b refilled: forgotten to make room
+  EXPECT_EQ(throttle.wait_before_attempt("d").count(), 0);
+  EXPECT_EQ(throttle.tracked_addresses_for_test(), 0u);
+}
+
+TEST_F(AuthenticatorTest, LogHookIsRateLimitedAndCountsWhatItSkipped) {
+  Authenticator authenticator(TokenTable{}, {}, options(), &observer_);
+  for (int i = 0; i < 5; ++i) authenticator.authenticate("", "10.0.0." + std::to_string(i));
+  EXPECT_EQ(observer_.denied_[AuthOutcome::kMissing], 5);
+  ASSERT_EQ(observer_.logs_.size(), 2u);
+  EXPECT_EQ(observer_.logs_[0], "missing 10.0.0.0 0");
+  clock_.advance(seconds(1));
+  authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.7");
+  ASSERT_EQ(observer_.logs_.size(), 3u);
+  EXPECT_EQ(observer_.logs_[2], "unknown 10.0.0.7 3");
+  for (const auto& logged : observer_.logs_) {
+    EXPECT_EQ(logged.find(kAliceToken), std::string::npos);
+  }
+}
+
+TEST_F(AuthenticatorTest, ConcurrentAuthenticationDuringReloadsSeesWholeTables) {
+  const std::string first = line("alice", kAliceToken, "read:*");
+  const std::string second =
+      line("alice", kAliceToken, "read:*") + line("bob", kBobToken, "read:*");
+  const std::string path = write("tokens", first);
+  Authenticator authenticator(load_tokens_file(path), {}, options());
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::thread reader([&] {
+    while (!stop) {
+      if (!authenticator.authenticate("Bearer " + kAliceToken, "r")) ++failures;
+    }
+  });
+  for (int i = 0; i < 200; ++i) {
+    write("tokens", i % 2 ? first : second);
+    authenticator.reload(path);
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+}  // namespace
+}  // namespace dlock::auth
