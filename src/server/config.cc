@@ -8,7 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "dlock/client.h"
+#include "dlock/duration.h"
 #include "dlock/errors.h"
 
 namespace dlock::server {
@@ -24,7 +24,7 @@ struct Key {
 };
 
 std::chrono::milliseconds duration(const std::string& text, const char* key) {
-  return client::parse_duration(text, key);
+  return parse_duration(text, key);
 }
 
 std::chrono::milliseconds positive_duration(const std::string& text, const char* key) {
