@@ -183,8 +183,9 @@ def dlockd_checks(docs, members):
           "dlockd: a rolling update may leave fewer ready pods (maxUnavailable must be 0)")
     pod = spec["template"]["spec"]
     container = pod["containers"][0]
-    check(container["readinessProbe"]["httpGet"]["path"] == "/readyz", "dlockd: readiness")
-    check(container["livenessProbe"]["httpGet"]["path"] == "/healthz", "dlockd: liveness")
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        check(container.get(probe, {}).get("httpGet", {}).get("path") == path,
+              f"dlockd: {probe} is not GET {path}")
     pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command")
     if check(pre_stop and pre_stop[0].endswith("sleep"), "dlockd: no preStop sleep"):
         check(pod.get("terminationGracePeriodSeconds", 30) > int(pre_stop[1]) + DRAIN_SECONDS,
@@ -219,16 +220,79 @@ def dlockd_checks(docs, members):
                   f"NetworkPolicy/dlock-etcd: rule without ports or ports {ports}")
 
 
-def main():
-    path = sys.argv[1]
-    overlay = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--overlay" else "prod"
-    with open(path) as f:
-        docs = [d for d in yaml.safe_load_all(f) if d]
+def validate(docs, overlay):
     check(len(docs) > 0, "nothing rendered")
     check_pods(docs)
     check_selectors(docs)
     members = etcd_checks(docs, overlay)
     dlockd_checks(docs, members)
+
+
+def container_of(docs, kind, name):
+    return next(d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name)[
+        "spec"]["template"]["spec"]["containers"][0]
+
+
+# Each breaks one promise; the validator must notice every one (--self-test).
+MUTANTS = {
+    "writable root": lambda d: container_of(d, "Deployment", "dlockd")["securityContext"].update(
+        readOnlyRootFilesystem=False),
+    "capabilities kept": lambda d: container_of(d, "StatefulSet", "dlock-etcd")[
+        "securityContext"]["capabilities"].update(drop=[]),
+    "no seccomp": lambda d: container_of(d, "Deployment", "dlockd")["securityContext"].pop(
+        "seccompProfile") and next(x for x in d if x["kind"] == "Deployment")["spec"][
+        "template"]["spec"]["securityContext"].pop("seccompProfile"),
+    "no readiness probe": lambda d: container_of(d, "Deployment", "dlockd").pop("readinessProbe"),
+    "no limits": lambda d: container_of(d, "StatefulSet", "dlock-etcd")["resources"].pop("limits"),
+    "latest image": lambda d: container_of(d, "Deployment", "dlockd").update(image="dlock:latest"),
+    "untagged image": lambda d: container_of(d, "StatefulSet", "dlock-etcd").update(
+        image="quay.io/coreos/etcd"),
+    "service selects nothing": lambda d: next(x for x in d if x["kind"] == "Service" and x[
+        "metadata"]["name"] == "dlockd")["spec"].update(selector={"app": "dlockd"}),
+    "etcd budget loses quorum": lambda d: next(x for x in d if x["kind"] ==
+        "PodDisruptionBudget" and x["metadata"]["name"] == "dlock-etcd")["spec"].update(
+        maxUnavailable=2),
+    "one dlockd": lambda d: next(x for x in d if x["kind"] == "Deployment")["spec"].update(
+        replicas=1),
+    "surge-less update": lambda d: next(x for x in d if x["kind"] == "Deployment")["spec"][
+        "strategy"]["rollingUpdate"].update(maxUnavailable=1),
+    "short grace": lambda d: next(x for x in d if x["kind"] == "Deployment")["spec"][
+        "template"]["spec"].update(terminationGracePeriodSeconds=12),
+    "open etcd": lambda d: next(x for x in d if x["kind"] == "NetworkPolicy" and x["metadata"][
+        "name"] == "dlock-etcd")["spec"]["ingress"][0]["from"][0].update(
+        podSelector={"matchLabels": {}}),
+    "member list short": lambda d: container_of(d, "StatefulSet", "dlock-etcd")["env"].append(
+        {"name": "INITIAL_CLUSTER", "value": "dlock-etcd-0=http://dlock-etcd-0.dlock-etcd:2380"}),
+}
+
+
+def self_test(path):
+    """Every mutant of the prod render must fail validation."""
+    global failures
+    missed = []
+    for name, mutate in MUTANTS.items():
+        with open(path) as f:
+            docs = [d for d in yaml.safe_load_all(f) if d]
+        mutate(docs)
+        failures = []
+        validate(docs, "prod")
+        if not failures:
+            missed.append(name)
+    failures = [f"self-test: mutant '{name}' passed validation" for name in missed]
+    print(f"validate_k8s: self-test: {len(MUTANTS) - len(missed)} of {len(MUTANTS)} mutants caught")
+    for failure in failures:
+        print(f"FAIL {failure}")
+    return 1 if failures else 0
+
+
+def main():
+    path = sys.argv[1]
+    if sys.argv[2:] == ["--self-test"]:
+        return self_test(path)
+    overlay = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--overlay" else "prod"
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    validate(docs, overlay)
     for failure in failures:
         print(f"FAIL {path}: {failure}")
     containers = sum(len(w["spec"]["template"]["spec"]["containers"]) for w in workloads(docs))
