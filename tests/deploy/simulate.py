@@ -347,8 +347,11 @@ def main():
     retries = sum(c.retries for c in clients)
     unavailable = sum(c.unavailable for c in clients)
     tokens = sorted(g[1] for g in history)
+    reused = len(tokens) - len(set(tokens))
+    lost = sum(1 for f in failures if "acknowledged grant" in f)
     say(f"{len(history)} acknowledged grants on {len(KEYS)} keys by {WORKERS} sessions, tokens "
-        f"{tokens[0] if tokens else '-'}..{tokens[-1] if tokens else '-'}, none reused, none lost; "
+        f"{tokens[0] if tokens else '-'}..{tokens[-1] if tokens else '-'}, {reused} reused, "
+        f"{lost} answered as lost; "
         f"{retries} requests retried on another pod, {unavailable} acquires gave up; "
         f"fewest ready dlockd {service.min_ready_after_start} ({service.samples} samples)")
     for failure in failures:
