@@ -1,5 +1,5 @@
 #include <algorithm>
-#include <condition_variable>
+#include <optional>
 
 #include "client/session_state.h"
 #include "dlock/client.h"
@@ -7,14 +7,6 @@
 namespace dlock::client {
 namespace detail {
 namespace {
-
-bool wait_until(SteadyClock::time_point until, const std::stop_token& stop) {
-  std::mutex mutex;
-  std::condition_variable_any wakeup;
-  std::unique_lock lock(mutex);
-  wakeup.wait_until(lock, stop, until, [] { return false; });
-  return !stop.stop_requested();
-}
 
 void record_extension(LockState& state, const ExtendResult& result) {
   std::lock_guard lock(state.mutex);
@@ -27,45 +19,45 @@ void record_extension(LockState& state, const ExtendResult& result) {
 // once the client deadline has passed without a successful extend.
 void extend_loop(const std::stop_token& stop, LockState& state) {
   ClientCore& core = *state.core;
-  SteadyClock::time_point next;
+  SteadyClock::time_point first;
   {
     std::lock_guard lock(state.mutex);
-    next = state.client_deadline - state.ttl + state.ttl / 3;
+    first = state.client_deadline - state.ttl + state.ttl / 3;
   }
-  while (wait_until(next, stop)) {
-    SteadyClock::time_point deadline;
+  LeaseRenewal renewal;
+  renewal.retry_delay = core.options.backoff_initial;
+  renewal.deadline = [&state] {
+    std::lock_guard lock(state.mutex);
+    return state.client_deadline;
+  };
+  renewal.renew = [&](SteadyClock::time_point deadline) -> std::optional<SteadyClock::time_point> {
     std::chrono::milliseconds ttl;
     {
       std::lock_guard lock(state.mutex);
-      deadline = state.client_deadline;
       ttl = state.ttl;
     }
     try {
       const ExtendResult result = core.extend(state.key, state.session->id, state.token, ttl,
                                               state.ns, CallContext{deadline, stop, {}, {}});
       record_extension(state, result);
-      next = result.client_deadline - result.ttl + result.ttl / 3;
+      return result.client_deadline - result.ttl + result.ttl / 3;
     } catch (const LockLostError& error) {
       state.gone = true;
       state.loss.mark(std::string("lock lost: ") + error.what(), state.on_lost);
-      return;
     } catch (const SessionNotFoundError& error) {
       state.gone = true;
       state.session->gone = true;
       state.loss.mark(std::string("session lost: ") + error.what(), state.on_lost);
-      return;
-    } catch (const std::exception& error) {
-      if (stop.stop_requested()) return;
-      if (SteadyClock::now() >= deadline) {
-        state.loss.mark(
-            "no successful extend before the lock's deadline: " + std::string(error.what()),
-            state.on_lost);
-        return;
-      }
-      core.log("extending " + state.key + " failed, retrying: " + error.what());
-      next = std::min(deadline, SteadyClock::now() + core.options.backoff_initial);
     }
-  }
+    return std::nullopt;
+  };
+  renewal.on_expired = [&state](const std::string& error) {
+    state.loss.mark("no successful extend before the lock's deadline: " + error, state.on_lost);
+  };
+  renewal.on_retry = [&](const std::string& error) {
+    core.log("extending " + state.key + " failed, retrying: " + error);
+  };
+  renew_until_deadline(renewal, first, core.clock, stop);
 }
 
 }  // namespace

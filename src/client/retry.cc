@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 
 namespace dlock::client::detail {
@@ -31,6 +32,31 @@ RetryClock RetryClock::real() {
     return !stop.stop_requested();
   };
   return clock;
+}
+
+void renew_until_deadline(const LeaseRenewal& renewal, SteadyClock::time_point first,
+                          const RetryClock& clock, const std::stop_token& stop) {
+  SteadyClock::time_point next = first;
+  for (;;) {
+    const auto now = clock.now();
+    const auto delay = next > now ? std::chrono::ceil<std::chrono::milliseconds>(next - now)
+                                  : std::chrono::milliseconds(0);
+    if (!clock.sleep(delay, stop) || stop.stop_requested()) return;
+    const SteadyClock::time_point deadline = renewal.deadline();
+    try {
+      const auto following = renewal.renew(deadline);
+      if (!following) return;
+      next = *following;
+    } catch (const std::exception& error) {
+      if (stop.stop_requested()) return;
+      if (clock.now() >= deadline) {
+        renewal.on_expired(error.what());
+        return;
+      }
+      renewal.on_retry(error.what());
+      next = std::min(deadline, clock.now() + renewal.retry_delay);
+    }
+  }
 }
 
 }  // namespace dlock::client::detail

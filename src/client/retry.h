@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stop_token>
+#include <string>
 
 #include "dlock/types.h"
 
@@ -33,5 +35,26 @@ struct RetryClock {
 
   static RetryClock real();
 };
+
+// A lease kept alive in the background (the session keepalive, the lock auto-extend): renewed
+// at the times `renew` asks for, a transient failure retried until the lease's own deadline —
+// only then can the server have let it lapse, and only then is it reported expired.
+struct LeaseRenewal {
+  // The lease's current client deadline, read before each attempt.
+  std::function<SteadyClock::time_point()> deadline;
+  // One renewal bounded by `deadline`. Returns when to renew next, or nothing when the loop
+  // must end (a final answer such as "session not found", which `renew` has already recorded).
+  // Throws std::exception for a failure worth retrying.
+  std::function<std::optional<SteadyClock::time_point>(SteadyClock::time_point deadline)> renew;
+  // A failure left the deadline passed: the lease may be gone. Called once; the loop ends.
+  std::function<void(const std::string& error)> on_expired;
+  // A failure before the deadline, retried after `retry_delay` (never past the deadline).
+  std::function<void(const std::string& error)> on_retry;
+  std::chrono::milliseconds retry_delay{50};
+};
+
+// Runs `renewal` from `first` until it ends or `stop` is requested; returns on this thread.
+void renew_until_deadline(const LeaseRenewal& renewal, SteadyClock::time_point first,
+                          const RetryClock& clock, const std::stop_token& stop);
 
 }  // namespace dlock::client::detail

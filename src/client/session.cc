@@ -1,7 +1,7 @@
 #include <unistd.h>
 
-#include <condition_variable>
 #include <cstdlib>
+#include <optional>
 
 #include "client/session_state.h"
 #include "dlock/client.h"
@@ -28,49 +28,37 @@ std::string LossFlag::reason() const {
 
 namespace {
 
-// Waits until `until` or a stop request; returns false when stopped.
-bool wait_until(SteadyClock::time_point until, const std::stop_token& stop) {
-  std::mutex mutex;
-  std::condition_variable_any wakeup;
-  std::unique_lock lock(mutex);
-  wakeup.wait_until(lock, stop, until, [] { return false; });
-  return !stop.stop_requested();
-}
-
 // Keeps the session alive every ttl/3. A transient failure is retried until the session's own
 // deadline: only then can the server have expired it, and only then is it reported lost.
 void keepalive_loop(const std::stop_token& stop, SessionState& state) {
   ClientCore& core = *state.core;
-  SteadyClock::time_point next = SteadyClock::now() + state.ttl / 3;
-  while (wait_until(next, stop)) {
-    SteadyClock::time_point deadline;
-    {
-      std::lock_guard lock(state.mutex);
-      deadline = state.deadline;
-    }
+  LeaseRenewal renewal;
+  renewal.retry_delay = core.options.backoff_initial;
+  renewal.deadline = [&state] {
+    std::lock_guard lock(state.mutex);
+    return state.deadline;
+  };
+  renewal.renew = [&](SteadyClock::time_point deadline) -> std::optional<SteadyClock::time_point> {
     try {
       auto [info, sent_at] = core.keepalive(state.id, CallContext{deadline, stop, {}, {}});
       // A keepalive renews for the session's TTL: never trust more than the one it opened with.
       const auto ttl = ClientCore::trusted_ttl(state.ttl, info.ttl);
       std::lock_guard lock(state.mutex);
       state.deadline = core.lease_deadline(sent_at, ttl);
-      next = sent_at + ttl / 3;
+      return sent_at + ttl / 3;
     } catch (const SessionNotFoundError& error) {
       state.gone = true;
       state.loss.mark("session expired on the server: " + std::string(error.what()), state.on_lost);
-      return;
-    } catch (const std::exception& error) {
-      if (stop.stop_requested()) return;
-      if (SteadyClock::now() >= deadline) {
-        state.loss.mark(
-            "no successful keepalive within the session TTL: " + std::string(error.what()),
-            state.on_lost);
-        return;
-      }
-      core.log("keepalive of session " + state.id + " failed, retrying: " + error.what());
-      next = std::min(deadline, SteadyClock::now() + core.options.backoff_initial);
+      return std::nullopt;
     }
-  }
+  };
+  renewal.on_expired = [&state](const std::string& error) {
+    state.loss.mark("no successful keepalive within the session TTL: " + error, state.on_lost);
+  };
+  renewal.on_retry = [&](const std::string& error) {
+    core.log("keepalive of session " + state.id + " failed, retrying: " + error);
+  };
+  renew_until_deadline(renewal, core.clock.now() + state.ttl / 3, core.clock, stop);
 }
 
 }  // namespace

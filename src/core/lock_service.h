@@ -4,13 +4,14 @@
 // keeps first-come first-served waiter queues per key, wakes the head waiter (only the head:
 // no thundering herd) on a release seen by the store's watch_releases, at the holder's
 // expiry, or on a local release — which hands the lock over in one store operation.
+// The per-key queue decisions live in WaiterQueue (waiter_queue.h), the session bookkeeping
+// and caps in SessionBook (session_book.h); this class acts on them.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <map>
@@ -18,9 +19,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "core/session_book.h"
+#include "core/waiter_queue.h"
 #include "dlock/lock_store.h"
 
 namespace dlock::core {
@@ -31,6 +34,8 @@ struct ServiceOptions {
   std::size_t max_waiters = 100000;
   // Sessions opened through this server and not yet closed or expired.
   std::size_t max_sessions = 100000;
+  // The same per principal; 0: none. (No caller names a principal yet: all count under "".)
+  std::size_t max_sessions_per_principal = 0;
   std::chrono::milliseconds reap_interval{1000};
   // How long a waiter's wake-up is deferred after a failed backend call.
   std::chrono::milliseconds retry_backoff{200};
@@ -52,13 +57,6 @@ class ServiceObserver {
   virtual void on_backend_attempt() = 0;
 };
 
-// Either a value or the exception a store call threw.
-template <typename T>
-struct Outcome {
-  std::optional<T> value;
-  std::exception_ptr error;
-};
-
 class LockService {
  public:
   template <typename T>
@@ -70,7 +68,9 @@ class LockService {
   LockService& operator=(const LockService&) = delete;
   ~LockService();
 
-  // Every method returns at once; the callback runs later on a worker thread.
+  // Every method returns at once; the callback runs later on a worker thread — except a
+  // waiter's answer at its wait_ms, which runs on the io_context's thread, so that it comes on
+  // time even while every worker is blocked in a store call (ADR-0007 "Deadlines").
   void open_session(std::string owner_id, std::chrono::milliseconds ttl,
                     Callback<SessionInfo> done);
   void keepalive(std::string session_id, Callback<SessionInfo> done);
@@ -95,33 +95,49 @@ class LockService {
   void shutdown();
 
  private:
-  struct Waiter;
-  struct KeyQueue;
-  using WaiterPtr = std::shared_ptr<Waiter>;
+  // One key's queue and what the service keeps beside it. Held by shared_ptr so that a waiting
+  // acquire and its timers look the key up once; `dropped` tells them it left queues_.
+  struct KeyState {
+    explicit KeyState(std::string name) : key(std::move(name)) {}
+    const std::string key;
+    WaiterQueue queue;                    // guarded by mutex_, as is everything below
+    ReleaseSubscriptionPtr subscription;  // a release of `key` seen by the store: pump
+    std::unique_ptr<boost::asio::steady_timer> wake_timer;  // the holder's expiry, or a retry
+    bool dropped = false;
+  };
+  using KeyStatePtr = std::shared_ptr<KeyState>;
+  // What dropping an idle queue leaves to destroy once mutex_ is released.
+  struct Dropped {
+    ReleaseSubscriptionPtr subscription;
+    std::unique_ptr<boost::asio::steady_timer> timer;
+  };
 
   template <typename T, typename Work>
   void run(Callback<T> done, Work work);
 
   std::string owner_of(const std::string& session_id);
-  void remember_owner(const std::string& session_id, const std::string& owner_id);
   void forget_session(const std::string& session_id);
-  void prune_expired_sessions();  // under mutex_
 
-  // Queues the waiter; true when it is now the head of its key's queue.
-  bool enqueue(const std::string& key, const WaiterPtr& waiter, std::chrono::milliseconds wait);
-  bool has_waiters(const std::string& key) const;
-  void wake_at_expiry(const std::string& key, WallClock::time_point expires_at);
+  // Queues the waiter behind earlier ones and, when it is the new head, makes its attempt.
+  void wait_in_queue(const std::string& key, const WaiterPtr& waiter,
+                     std::chrono::milliseconds wait);
+  // One backend attempt for the head waiter of the key, if none is in flight.
   void pump(const std::string& key);
-  void pump_locked_out(const std::string& key, const WaiterPtr& head);
-  void schedule_pump(const std::string& key, std::chrono::milliseconds delay);
-  void arm_expiry_timer(const std::string& key);
+  void pump(const KeyStatePtr& state);
+  void attempt(const KeyStatePtr& state, const WaiterPtr& head);
+  // Acts on a decided attempt (try_insert or handover) for `head`: answers it when `delivered`
+  // (granted, or refused with `refused`), gives an orphan grant back, and moves the queue on.
+  void deliver(const KeyStatePtr& state, const WaiterPtr& head, bool delivered,
+               std::optional<LockHandle> granted, std::exception_ptr refused);
+  void arm_expiry_timer(const KeyStatePtr& state, bool waiting);
+  void wake_at_expiry(const KeyStatePtr& state, WallClock::time_point expires_at);
+  // Pumps the queue after `delay`, or drops it now if nobody waits.
+  void schedule_pump(const KeyStatePtr& state, std::chrono::milliseconds delay);
+  void drop_if_idle(const KeyStatePtr& state);
+  void drop_locked(KeyState& state, Dropped& dropped);  // under mutex_
+  void count_answered(std::size_t count);               // under mutex_
   // Releases a grant made for a waiter that had already given up; never throws.
   void give_back(const LockHandle& orphan);
-  void finish(const WaiterPtr& waiter, Outcome<std::optional<LockHandle>> outcome);
-  // Answers-to-be: removes a still-pending waiter from its queue; false if already answered.
-  bool take_if_pending(const std::string& key, const WaiterPtr& waiter);
-  bool take_locked(const std::string& key, const WaiterPtr& waiter);  // under mutex_
-  void drop_queue_if_idle(const std::string& key);
   // Answers every queued waiter of these sessions with SessionNotFoundError at once: a waiter
   // whose session ended must neither keep its place (and the gauge) nor ever be granted.
   void drop_waiters_of(const std::vector<std::string>& session_ids);
@@ -135,15 +151,13 @@ class LockService {
   boost::asio::io_context& io_;
   const ServiceOptions options_;
   ServiceObserver& observer_;
+  SessionBook sessions_;  // its own lock
   boost::asio::thread_pool workers_;
 
   mutable std::mutex mutex_;  // guards everything below
-  std::map<std::string, KeyQueue, std::less<>> queues_;
+  std::map<std::string, KeyStatePtr, std::less<>> queues_;
   std::size_t waiters_ = 0;
   bool stopping_ = false;
-  std::unordered_map<std::string, std::string> owners_;  // session id -> owner (immutable)
-  // Sessions opened here and their last known expiry, for max_sessions and the gauge.
-  std::unordered_map<std::string, WallClock::time_point> local_sessions_;
   std::unique_ptr<boost::asio::steady_timer> reap_timer_;
 };
 

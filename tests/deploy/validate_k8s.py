@@ -80,8 +80,8 @@ def check_container(where, container, pod_security, ports):
 
 
 def check_pods(docs):
-    config_maps = {d["metadata"]["name"] for d in by_kind(docs, "ConfigMap")}
-    secrets = {d["metadata"]["name"] for d in by_kind(docs, "Secret")}
+    known = {kind: {d["metadata"]["name"] for d in by_kind(docs, kind)}
+             for kind in ("ConfigMap", "Secret")}
     for workload in workloads(docs):
         where = f"{workload['kind']}/{workload['metadata']['name']}"
         spec = workload["spec"]
@@ -96,25 +96,22 @@ def check_pods(docs):
             ports = {p.get("name") for p in container.get("ports", [])} | {
                 p["containerPort"] for p in container.get("ports", [])}
             check_container(where, container, pod.get("securityContext", {}), ports)
-            for source in container.get("envFrom", []):
-                if "configMapRef" in source:
-                    check(source["configMapRef"]["name"] in config_maps,
-                          f"{where}: envFrom names a missing ConfigMap")
+            # (what names it, kind, name) of every ConfigMap / Secret the container uses.
+            refs = [("envFrom", "ConfigMap", source["configMapRef"]["name"])
+                    for source in container.get("envFrom", []) if "configMapRef" in source]
             for env in container.get("env", []):
                 ref = env.get("valueFrom", {})
-                if "configMapKeyRef" in ref:
-                    check(ref["configMapKeyRef"]["name"] in config_maps,
-                          f"{where}: env {env['name']} names a missing ConfigMap")
-                if "secretKeyRef" in ref:
-                    check(ref["secretKeyRef"]["name"] in secrets,
-                          f"{where}: env {env['name']} names a missing Secret")
+                for field, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+                    if field in ref:
+                        refs.append((f"env {env['name']}", kind, ref[field]["name"]))
+            for what, kind, name in refs:
+                check(name in known[kind], f"{where}: {what} names a missing {kind} {name}")
         for volume in pod.get("volumes", []):
-            if "configMap" in volume:
-                check(volume["configMap"]["name"] in config_maps,
-                      f"{where}: volume {volume['name']} names a missing ConfigMap")
-            if "secret" in volume:
-                check(volume["secret"]["secretName"] in secrets,
-                      f"{where}: volume {volume['name']} names a missing Secret")
+            for field, kind, key in (("configMap", "ConfigMap", "name"),
+                                     ("secret", "Secret", "secretName")):
+                if field in volume:
+                    check(volume[field][key] in known[kind],
+                          f"{where}: volume {volume['name']} names a missing {kind}")
 
 
 def pods_selected(docs, selector):

@@ -14,16 +14,20 @@
 namespace dlock {
 namespace {
 
-std::vector<std::string> tls_args(const testing::EtcdCluster& etcd, const std::string& cacert) {
-  return {"--etcd-endpoints", etcd.endpoints(),       "--etcd-cacert", cacert,
-          "--etcd-cert",      etcd.tls().client_cert, "--etcd-key",    etcd.tls().client_key};
+testing::DlockdOptions tls_options(const testing::EtcdCluster& etcd, const std::string& cacert) {
+  testing::DlockdOptions options;
+  options.backend = "etcd";
+  options.etcd_endpoints = etcd.endpoints();
+  options.extra_args = {"--etcd-cacert",        cacert,       "--etcd-cert",
+                        etcd.tls().client_cert, "--etcd-key", etcd.tls().client_key};
+  return options;
 }
 
 TEST(EtcdTlsDlockd, ServesOverTlsAndRefusesAServerThatDoesNotVerify) {
   testing::EtcdCluster etcd(1, /*tls=*/true);
   const std::string session_body = R"({"owner":"alice","ttl_ms":15000})";
   {
-    testing::DlockdProcess dlockd({"etcd", "", "", tls_args(etcd, etcd.tls().ca)});
+    testing::DlockdProcess dlockd(tls_options(etcd, etcd.tls().ca));
     const auto created = testing::http_call(dlockd.address(), "POST", "/v1/sessions", session_body);
     ASSERT_EQ(created.status, 201) << created.body;
     const std::string sid(created.json.at("session_id").as_string());
@@ -32,7 +36,7 @@ TEST(EtcdTlsDlockd, ServesOverTlsAndRefusesAServerThatDoesNotVerify) {
     EXPECT_EQ(acquired.status, 200) << acquired.body;
   }
   try {
-    testing::DlockdProcess dlockd({"etcd", "", "", tls_args(etcd, etcd.tls().other_ca)});
+    testing::DlockdProcess dlockd(tls_options(etcd, etcd.tls().other_ca));
     const auto refused = testing::http_call(dlockd.address(), "POST", "/v1/sessions", session_body);
     EXPECT_EQ(refused.status, 503) << refused.body;
     EXPECT_EQ(refused.error_code(), "unavailable");

@@ -5,8 +5,12 @@
 
 #include <deque>
 #include <functional>
+#include <optional>
 #include <set>
+#include <stop_token>
+#include <string>
 #include <variant>
+#include <vector>
 
 #include "client/client_core.h"
 #include "fake_server.h"
@@ -264,6 +268,127 @@ TEST_F(RetryTest, TokensAboveTwoToThe53SurviveDecoding) {
 TEST_F(RetryTest, ExtendAnsweringAnotherTokenIsALostLock) {
   transport_->script = {ok(200, grant())};  // token 7
   EXPECT_THROW(core_->extend("k", "s", 8, milliseconds(0), "", context()), LockLostError);
+}
+
+// --- renew_until_deadline: the keepalive and auto-extend loop --------------------------------
+
+// A lease of 300 ms renewed every 100 ms, on a fake clock that advances when the loop sleeps.
+class RenewalTest : public ::testing::Test {
+ protected:
+  using TimePoint = SteadyClock::time_point;
+
+  RenewalTest() {
+    clock_.now = [this] { return now_; };
+    clock_.sleep = [this](milliseconds delay, const std::stop_token& stop) {
+      sleeps_.push_back(delay);
+      now_ += delay;
+      return !stop.stop_requested();
+    };
+    renewal_.retry_delay = milliseconds(50);
+    renewal_.deadline = [this] { return deadline_; };
+    renewal_.on_expired = [this](const std::string& error) { expired_.push_back(error); };
+    renewal_.on_retry = [this](const std::string& error) { retried_.push_back(error); };
+  }
+
+  void run(TimePoint first) { renew_until_deadline(renewal_, first, clock_, stop_.get_token()); }
+
+  TimePoint start_ = TimePoint(std::chrono::hours(1));
+  TimePoint now_ = start_;
+  TimePoint deadline_ = start_ + milliseconds(300);
+  RetryClock clock_;
+  LeaseRenewal renewal_;
+  std::stop_source stop_;
+  std::vector<milliseconds> sleeps_;
+  std::vector<TimePoint> attempts_;   // when renew ran, by the fake clock
+  std::vector<TimePoint> deadlines_;  // the deadline each attempt was bounded by
+  std::vector<std::string> expired_;
+  std::vector<std::string> retried_;
+};
+
+TEST_F(RenewalTest, RenewsAtTheTimesRenewAsksForUntilItEnds) {
+  renewal_.renew = [this](TimePoint deadline) -> std::optional<TimePoint> {
+    attempts_.push_back(now_);
+    deadlines_.push_back(deadline);
+    if (attempts_.size() == 3) return std::nullopt;  // a final answer: the loop ends
+    deadline_ = now_ + milliseconds(300);
+    return now_ + milliseconds(100);
+  };
+  run(start_ + milliseconds(100));
+  ASSERT_EQ(attempts_.size(), 3U);
+  EXPECT_EQ(attempts_[0], start_ + milliseconds(100));
+  EXPECT_EQ(attempts_[1], start_ + milliseconds(200));
+  EXPECT_EQ(attempts_[2], start_ + milliseconds(300));
+  EXPECT_EQ(deadlines_[0], start_ + milliseconds(300)) << "bounded by the lease's deadline";
+  EXPECT_EQ(deadlines_[1], start_ + milliseconds(400)) << "the deadline is read afresh";
+  EXPECT_TRUE(expired_.empty());
+  EXPECT_TRUE(retried_.empty());
+}
+
+TEST_F(RenewalTest, RetriesATransientFailureUntilTheDeadlineThenReportsExpiredOnce) {
+  renewal_.renew = [this](TimePoint) -> std::optional<TimePoint> {
+    attempts_.push_back(now_);
+    throw UnavailableError("backend down");
+  };
+  run(start_ + milliseconds(100));
+  // 100, 150, 200, 250: retried every 50 ms; the last retry is due at the deadline itself.
+  ASSERT_EQ(attempts_.size(), 5U);
+  EXPECT_EQ(attempts_[1] - attempts_[0], milliseconds(50));
+  EXPECT_EQ(attempts_.back(), deadline_) << "never scheduled past the deadline";
+  EXPECT_EQ(retried_.size(), 4U);
+  ASSERT_EQ(expired_.size(), 1U);
+  EXPECT_NE(expired_[0].find("backend down"), std::string::npos);
+  EXPECT_GE(now_, deadline_) << "expired only once the deadline has passed";
+}
+
+TEST_F(RenewalTest, RetryIsNeverScheduledPastTheDeadline) {
+  renewal_.retry_delay = milliseconds(1000);
+  renewal_.renew = [this](TimePoint) -> std::optional<TimePoint> {
+    attempts_.push_back(now_);
+    throw UnavailableError("down");
+  };
+  run(start_ + milliseconds(100));
+  ASSERT_EQ(attempts_.size(), 2U);
+  EXPECT_EQ(attempts_[1], deadline_);
+  EXPECT_EQ(expired_.size(), 1U);
+}
+
+TEST_F(RenewalTest, ASuccessAfterFailuresKeepsTheLeaseAndResumesTheSchedule) {
+  int failures = 2;
+  renewal_.renew = [&](TimePoint) -> std::optional<TimePoint> {
+    attempts_.push_back(now_);
+    if (failures-- > 0) throw UnavailableError("blip");
+    if (attempts_.size() > 3) return std::nullopt;
+    deadline_ = now_ + milliseconds(300);
+    return now_ + milliseconds(100);
+  };
+  run(start_ + milliseconds(100));
+  ASSERT_EQ(attempts_.size(), 4U);
+  EXPECT_EQ(attempts_[2], start_ + milliseconds(200));
+  EXPECT_EQ(attempts_[3], start_ + milliseconds(300));
+  EXPECT_EQ(retried_.size(), 2U);
+  EXPECT_TRUE(expired_.empty()) << "a failure before the deadline is not a loss";
+}
+
+TEST_F(RenewalTest, StopEndsTheLoopWithoutReportingALoss) {
+  renewal_.renew = [this](TimePoint) -> std::optional<TimePoint> {
+    attempts_.push_back(now_);
+    stop_.request_stop();  // the owner closes the session while a call fails
+    throw UnavailableError("cancelled");
+  };
+  run(start_ + milliseconds(100));
+  EXPECT_EQ(attempts_.size(), 1U);
+  EXPECT_TRUE(expired_.empty());
+  EXPECT_TRUE(retried_.empty());
+}
+
+TEST_F(RenewalTest, AStopRequestedWhileSleepingEndsTheLoopBeforeAnyAttempt) {
+  renewal_.renew = [this](TimePoint) -> std::optional<TimePoint> {
+    attempts_.push_back(now_);
+    return now_ + milliseconds(100);
+  };
+  stop_.request_stop();
+  run(start_ + milliseconds(100));
+  EXPECT_TRUE(attempts_.empty());
 }
 
 }  // namespace

@@ -1,0 +1,353 @@
+// LockService's waiting half (ADR-0007): acquire, the per-key queues and their pump, waiters'
+// deadlines and ended sessions. The rest of the class is in lock_service.cc; the queue decisions
+// are WaiterQueue's (waiter_queue.h).
+
+#include <boost/asio/post.hpp>
+#include <set>
+#include <utility>
+
+#include "core/lock_service.h"
+
+namespace dlock::core {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+
+namespace {
+
+const char* outcome_label(const AcquireOutcome& outcome) {
+  if (outcome.error) return "error";
+  return outcome.value && *outcome.value ? "granted" : "held";
+}
+
+}  // namespace
+
+void LockService::acquire(std::string key, std::string session_id, milliseconds ttl,
+                          milliseconds wait, Callback<std::optional<LockHandle>> done) {
+  const auto started = SteadyClock::now();
+  auto measured = [this, started,
+                   done = std::move(done)](Outcome<std::optional<LockHandle>> outcome) {
+    observer_.on_acquire(outcome_label(outcome), SteadyClock::now() - started);
+    if (outcome.value && *outcome.value) observer_.on_grant(**outcome.value);
+    done(std::move(outcome));
+  };
+  asio::post(workers_, [this, key = std::move(key), session_id = std::move(session_id), ttl, wait,
+                        measured = std::move(measured)]() mutable {
+    try {
+      if (wait > options_.max_wait) {
+        throw InvalidArgumentError(
+            "wait_ms", "wait_ms must be at most " + std::to_string(options_.max_wait.count()));
+      }
+      const auto owner_id = owner_of(session_id);
+      bool queued = false;
+      {
+        std::lock_guard lock(mutex_);
+        const auto state = queues_.find(key);
+        queued = state != queues_.end() && !state->second->queue.empty();
+      }
+      if (queued) {
+        // First come, first served: nobody overtakes queued waiters, except the holder itself
+        // re-acquiring (re-entrant: it would otherwise wait for its own lock).
+        const auto holder = backend_.read(key);
+        if (holder && holder->session_id == session_id) {
+          observer_.on_backend_attempt();
+          measured({backend_.try_insert(key, owner_id, session_id, ttl), nullptr});
+          return;
+        }
+        if (wait.count() <= 0) {
+          measured({std::optional<LockHandle>{}, nullptr});
+          return;
+        }
+      } else if (wait.count() <= 0) {
+        observer_.on_backend_attempt();
+        measured({backend_.try_insert(key, owner_id, session_id, ttl), nullptr});
+        return;
+      }
+      auto waiter = std::make_shared<Waiter>();
+      waiter->session_id = session_id;
+      waiter->owner_id = owner_id;
+      waiter->ttl = ttl;
+      waiter->done = measured;  // a copy: if queueing refuses, `measured` still answers below
+      wait_in_queue(key, waiter, wait);
+    } catch (...) {
+      report(std::current_exception());
+      measured({std::nullopt, std::current_exception()});
+    }
+  });
+}
+
+void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter,
+                                milliseconds wait) {
+  bool needs_subscription = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) throw UnavailableError("server is shutting down");
+    if (waiters_ >= options_.max_waiters) {
+      throw ResourceExhaustedError("too many waiters (limit " +
+                                   std::to_string(options_.max_waiters) + ")");
+    }
+    const auto found = queues_.find(key);
+    needs_subscription = found == queues_.end() || !found->second->subscription;
+  }
+  // Subscribed before the first attempt, so a release between attempt and wait is not missed.
+  ReleaseSubscriptionPtr subscription;  // destroyed after the lock if not needed after all
+  KeyStatePtr state;
+  WaiterPtr head;
+  for (;;) {
+    if (needs_subscription && !subscription) {
+      subscription = backend_.watch_releases(
+          key, [this, key] { asio::post(workers_, [this, key] { pump(key); }); });
+    }
+    std::lock_guard lock(mutex_);
+    if (stopping_) throw UnavailableError("server is shutting down");
+    auto& slot = queues_[key];
+    if (!slot) slot = std::make_shared<KeyState>(key);
+    state = slot;
+    if (!state->subscription) {
+      // The queue seen with a subscription was dropped meanwhile (it fell idle): subscribe anew.
+      needs_subscription = true;
+      if (!subscription) continue;
+      state->subscription = std::move(subscription);
+    }
+    waiter->deadline = std::make_unique<asio::steady_timer>(io_);
+    const bool is_head = state->queue.push(waiter);
+    ++waiters_;
+    observer_.on_waiters(+1);
+    // At the deadline a still-queued waiter is answered "held", or the backend's failure when
+    // the last attempt for the key failed. Answered on the io_context's thread, not a worker's:
+    // on time even while every worker is blocked in a store call.
+    waiter->deadline->expires_after(wait);
+    waiter->deadline->async_wait([this, weak_state = std::weak_ptr<KeyState>(state),
+                                  weak = std::weak_ptr<Waiter>(waiter)](auto error) {
+      if (error) return;
+      const auto expired = weak.lock();
+      const auto expired_state = weak_state.lock();
+      if (!expired || !expired_state) return;
+      std::optional<std::exception_ptr> failure;
+      {
+        std::lock_guard lock(mutex_);
+        failure = expired_state->queue.give_up(expired);
+        if (!failure) return;
+        count_answered(1);
+      }
+      expired->done({std::optional<LockHandle>{}, *failure});
+    });
+    // Only a new head makes an attempt: later arrivals wait their turn without touching the
+    // backend (64 waiters must not mean 64 failing writes).
+    if (is_head) head = state->queue.begin_attempt();
+    break;
+  }
+  if (head) attempt(state, head);
+}
+
+void LockService::count_answered(std::size_t count) {
+  waiters_ -= count;
+  observer_.on_waiters(-static_cast<std::int64_t>(count));
+}
+
+void LockService::pump(const std::string& key) {
+  KeyStatePtr state;
+  {
+    std::lock_guard lock(mutex_);
+    const auto found = queues_.find(key);
+    if (found == queues_.end()) return;
+    state = found->second;
+  }
+  pump(state);
+}
+
+void LockService::pump(const KeyStatePtr& state) {
+  WaiterPtr head;
+  {
+    Dropped dropped;  // destroyed after the lock is released
+    std::lock_guard lock(mutex_);
+    if (state->dropped) return;
+    head = state->queue.begin_attempt();
+    if (!head) {
+      drop_locked(*state, dropped);
+      return;
+    }
+  }
+  attempt(state, head);
+}
+
+// One backend attempt for the head waiter only: one write per wake-up, however many wait.
+void LockService::attempt(const KeyStatePtr& state, const WaiterPtr& head) {
+  std::optional<LockHandle> granted;
+  std::exception_ptr failure;
+  Attempt result = Attempt::kHeld;
+  try {
+    observer_.on_backend_attempt();
+    granted = backend_.try_insert(state->key, head->owner_id, head->session_id, head->ttl);
+    if (granted) result = Attempt::kGranted;
+  } catch (const SessionNotFoundError&) {
+    failure = std::current_exception();
+    result = Attempt::kRefused;
+  } catch (...) {
+    report(std::current_exception());
+    failure = std::current_exception();
+    result = Attempt::kFailed;
+  }
+  WaiterQueue::AfterAttempt after;
+  {
+    std::lock_guard lock(mutex_);
+    after = state->queue.end_attempt(head, result, failure);
+    if (after.deliver) count_answered(1);
+  }
+  switch (result) {
+    case Attempt::kFailed:
+      schedule_pump(state, options_.retry_backoff);  // transient: the head keeps its place
+      return;
+    case Attempt::kHeld:
+      if (after.again) {
+        pump(state);
+      } else {
+        arm_expiry_timer(state, after.waiting);
+      }
+      return;
+    case Attempt::kGranted:
+    case Attempt::kRefused:
+      deliver(state, head, after.deliver, std::move(granted), failure);
+      return;
+  }
+}
+
+void LockService::deliver(const KeyStatePtr& state, const WaiterPtr& head, bool delivered,
+                          std::optional<LockHandle> granted, std::exception_ptr refused) {
+  if (granted) {
+    if (delivered) {
+      const auto expiry = granted->server_expiry;
+      head->done({std::move(granted), nullptr});
+      wake_at_expiry(state, expiry);  // the next waiter waits for this grant to end
+    } else {
+      give_back(*granted);  // the waiter gave up while its grant was in flight
+      pump(state);
+    }
+    return;
+  }
+  if (delivered) head->done({std::nullopt, refused});
+  drop_waiters_of({head->session_id});  // its other keys' waits are just as dead
+  pump(state);
+}
+
+void LockService::arm_expiry_timer(const KeyStatePtr& state, bool waiting) {
+  if (!waiting) {
+    drop_if_idle(state);
+    return;
+  }
+  std::optional<LockInfo> holder;
+  try {
+    holder = backend_.read(state->key);
+  } catch (...) {
+    report(std::current_exception());
+    schedule_pump(state, options_.retry_backoff);
+    return;
+  }
+  if (!holder) {
+    schedule_pump(state, milliseconds(10));  // freed in between: try again shortly
+    return;
+  }
+  wake_at_expiry(state, holder->expires_at);
+}
+
+void LockService::wake_at_expiry(const KeyStatePtr& state, WallClock::time_point expires_at) {
+  // The holder's expiry by the backend's clock, mapped onto the local monotonic clock. Only a
+  // wake-up time: the attempt it triggers is what decides.
+  const auto remaining = std::chrono::duration_cast<milliseconds>(expires_at - WallClock::now());
+  schedule_pump(state, std::clamp(remaining + milliseconds(5), milliseconds(10),
+                                  milliseconds(std::chrono::hours(1))));
+}
+
+void LockService::schedule_pump(const KeyStatePtr& state, milliseconds delay) {
+  Dropped dropped;  // destroyed after the lock is released
+  std::lock_guard lock(mutex_);
+  if (state->dropped || stopping_) return;
+  if (state->queue.empty()) {
+    drop_locked(*state, dropped);
+    return;
+  }
+  auto& timer = state->wake_timer;
+  if (!timer) timer = std::make_unique<asio::steady_timer>(io_);
+  timer->expires_after(delay);
+  timer->async_wait([this, weak = std::weak_ptr<KeyState>(state)](auto error) {
+    if (error) return;
+    asio::post(workers_, [this, weak] {
+      if (const auto state = weak.lock()) pump(state);
+    });
+  });
+}
+
+void LockService::drop_if_idle(const KeyStatePtr& state) {
+  Dropped dropped;  // destroyed after the lock is released
+  std::lock_guard lock(mutex_);
+  drop_locked(*state, dropped);
+}
+
+void LockService::drop_locked(KeyState& state, Dropped& dropped) {
+  if (state.dropped || !state.queue.idle()) return;
+  state.dropped = true;
+  dropped.subscription = std::move(state.subscription);
+  dropped.timer = std::move(state.wake_timer);
+  if (dropped.timer) dropped.timer->cancel();
+  queues_.erase(state.key);
+}
+
+void LockService::give_back(const LockHandle& orphan) {
+  try {
+    backend_.delete_if_owner(orphan.key, orphan.owner_id, orphan.session_id, orphan.fencing_token);
+    observer_.on_release(orphan.key, orphan.fencing_token);
+  } catch (...) {
+    // The grant then simply expires with its TTL; nobody holds a handle to it.
+    report(std::current_exception());
+  }
+}
+
+void LockService::drop_waiters_of(const std::vector<std::string>& session_ids) {
+  if (session_ids.empty()) return;
+  const std::set<std::string, std::less<>> ended(session_ids.begin(), session_ids.end());
+  std::vector<std::pair<KeyStatePtr, WaiterPtr>> dropped;
+  {
+    std::lock_guard lock(mutex_);
+    if (waiters_ == 0) return;
+    for (const auto& [key, state] : queues_) {
+      for (auto& waiter : state->queue.take_sessions(ended)) {
+        dropped.emplace_back(state, std::move(waiter));
+      }
+    }
+    count_answered(dropped.size());
+  }
+  std::set<KeyStatePtr> states;
+  for (const auto& [state, waiter] : dropped) {
+    waiter->done({std::nullopt, std::make_exception_ptr(SessionNotFoundError(
+                                    "session " + waiter->session_id +
+                                    " ended while waiting (closed or expired)"))});
+    states.insert(state);
+  }
+  // The next waiter may now be the head (or the queue empty, its subscription no longer needed).
+  for (const auto& state : states) pump(state);
+}
+
+std::vector<std::string> LockService::dead_waiting_sessions() {
+  std::vector<std::string> waiting;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, state] : queues_) {
+      for (auto& session_id : state->queue.waiting_sessions()) {
+        waiting.push_back(std::move(session_id));
+      }
+    }
+  }
+  const auto unsure_list = sessions_.unsure(waiting, WallClock::now());
+  const std::set<std::string> unsure(unsure_list.begin(), unsure_list.end());
+  std::vector<std::string> dead;
+  for (const auto& session_id : unsure) {
+    try {
+      if (!backend_.get_session(session_id)) dead.push_back(session_id);
+    } catch (...) {
+      report(std::current_exception());  // unknown: the waiter keeps its place until next time
+    }
+  }
+  return dead;
+}
+
+}  // namespace dlock::core

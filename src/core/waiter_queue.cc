@@ -1,0 +1,84 @@
+#include "core/waiter_queue.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace dlock::core {
+
+bool WaiterQueue::push(WaiterPtr waiter) {
+  waiters_.push_back(std::move(waiter));
+  return waiters_.size() == 1;
+}
+
+WaiterPtr WaiterQueue::begin_attempt() {
+  if (busy_) {
+    again_ = true;
+    return nullptr;
+  }
+  if (waiters_.empty()) return nullptr;
+  busy_ = true;
+  again_ = false;
+  return waiters_.front();
+}
+
+WaiterPtr WaiterQueue::begin_handover() {
+  if (busy_ || waiters_.empty()) return nullptr;
+  busy_ = true;
+  return waiters_.front();
+}
+
+WaiterQueue::AfterAttempt WaiterQueue::end_attempt(const WaiterPtr& head, Attempt attempt,
+                                                   std::exception_ptr failure) {
+  AfterAttempt after;
+  if (attempt == Attempt::kFailed) {
+    last_failure_ = std::move(failure);
+  } else {
+    last_failure_ = nullptr;  // the backend decided
+    if (attempt != Attempt::kHeld) after.deliver = take(head);
+  }
+  busy_ = false;
+  after.again = std::exchange(again_, false);
+  after.waiting = !waiters_.empty();
+  return after;
+}
+
+bool WaiterQueue::take(const WaiterPtr& waiter) {
+  if (waiter->finished) return false;
+  waiter->finished = true;
+  if (waiter->deadline) waiter->deadline->cancel();
+  std::erase(waiters_, waiter);
+  return true;
+}
+
+std::optional<std::exception_ptr> WaiterQueue::give_up(const WaiterPtr& waiter) {
+  if (!take(waiter)) return std::nullopt;
+  return last_failure_;
+}
+
+std::vector<WaiterPtr> WaiterQueue::take_sessions(
+    const std::set<std::string, std::less<>>& session_ids) {
+  std::vector<WaiterPtr> taken;
+  for (const auto& waiter : waiters_) {
+    if (session_ids.contains(waiter->session_id)) taken.push_back(waiter);
+  }
+  std::erase_if(taken, [this](const WaiterPtr& waiter) { return !take(waiter); });
+  return taken;
+}
+
+std::vector<WaiterPtr> WaiterQueue::take_all() {
+  std::vector<WaiterPtr> taken;
+  for (const auto& waiter : std::deque<WaiterPtr>(waiters_)) {
+    if (take(waiter)) taken.push_back(waiter);
+  }
+  waiters_.clear();
+  return taken;
+}
+
+std::vector<std::string> WaiterQueue::waiting_sessions() const {
+  std::vector<std::string> sessions;
+  sessions.reserve(waiters_.size());
+  for (const auto& waiter : waiters_) sessions.push_back(waiter->session_id);
+  return sessions;
+}
+
+}  // namespace dlock::core

@@ -1,0 +1,102 @@
+#pragma once
+
+// One key's first-come first-served waiter queue (ADR-0007) as a state machine that returns
+// decisions — which waiter to attempt for, whom to answer and with what, whether to attempt
+// again — and leaves the acting (store calls, timers, answers) to LockService. Not thread-safe:
+// LockService calls it under its mutex, and acts on the decisions after releasing it.
+
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dlock/lock_store.h"
+
+namespace dlock::core {
+
+// Either a value or the exception a store call threw.
+template <typename T>
+struct Outcome {
+  std::optional<T> value;
+  std::exception_ptr error;
+};
+
+using AcquireOutcome = Outcome<std::optional<LockHandle>>;
+
+struct Waiter {
+  std::string session_id;
+  std::string owner_id;
+  std::chrono::milliseconds ttl{0};
+  std::function<void(AcquireOutcome)> done;
+  std::unique_ptr<boost::asio::steady_timer> deadline;
+  bool finished = false;  // guarded by the service's mutex: a waiter is answered exactly once
+};
+using WaiterPtr = std::shared_ptr<Waiter>;
+
+// How a backend attempt for the head waiter (try_insert, or a release's handover) ended.
+enum class Attempt {
+  kGranted,  // the head was granted the key
+  kRefused,  // the head's session is gone: it is answered, never granted
+  kHeld,     // the key is held: the head keeps its place
+  kFailed,   // the backend failed: no decision, the head keeps its place
+};
+
+class WaiterQueue {
+ public:
+  // What the service must do once an attempt has ended.
+  struct AfterAttempt {
+    // The head was still pending and is now out of the queue: deliver the grant or refusal to
+    // it. False for a granted head that had already given up: the grant is an orphan.
+    bool deliver = false;
+    // A wake-up arrived while the attempt was in flight: attempt once more.
+    bool again = false;
+    // Waiters are left (after a held attempt: arm the wake-up at the holder's expiry).
+    bool waiting = false;
+  };
+
+  // Appends a waiter; true when it is now the head.
+  bool push(WaiterPtr waiter);
+  // Starts an attempt for the head unless one is in flight (then one more is noted, `again`)
+  // or nobody waits. Returns the head to attempt for, or null.
+  WaiterPtr begin_attempt();
+  // Starts a release's hand-over to the head: the head, or null when an attempt is in flight
+  // or nobody waits (then the release is a plain delete).
+  WaiterPtr begin_handover();
+  // Ends the attempt begun for `head`. A granted or refused head leaves the queue here, before
+  // the queue stops being busy: otherwise another attempt could find the same head still
+  // queued and grant it again, leaving it with a superseded token.
+  AfterAttempt end_attempt(const WaiterPtr& head, Attempt attempt, std::exception_ptr failure);
+
+  // Takes a still-pending waiter out (it is being answered); false if already answered.
+  bool take(const WaiterPtr& waiter);
+  // A waiter's wait_ms ended. Nothing if it was already answered; otherwise it is taken out and
+  // is to be answered with the last attempt's failure when that attempt failed — no backend
+  // decision was made (lock_store.h: a failure is never "held") — or "held" (null).
+  std::optional<std::exception_ptr> give_up(const WaiterPtr& waiter);
+  // Takes out every pending waiter of these sessions. A head whose attempt is in flight is
+  // taken too: that attempt then finds it answered and gives back whatever it was granted.
+  std::vector<WaiterPtr> take_sessions(const std::set<std::string, std::less<>>& session_ids);
+  // Takes out every pending waiter (shutdown).
+  std::vector<WaiterPtr> take_all();
+
+  bool empty() const { return waiters_.empty(); }
+  // Nobody waits and no attempt is in flight: the queue can be dropped.
+  bool idle() const { return !busy_ && waiters_.empty(); }
+  std::vector<std::string> waiting_sessions() const;
+
+ private:
+  std::deque<WaiterPtr> waiters_;
+  bool busy_ = false;   // an attempt for the head is in flight
+  bool again_ = false;  // a wake-up arrived while busy
+  // The failure of the last attempt, cleared by an attempt that decided (granted, refused or
+  // held).
+  std::exception_ptr last_failure_;
+};
+
+}  // namespace dlock::core

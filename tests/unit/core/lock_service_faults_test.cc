@@ -1,0 +1,306 @@
+// Unit tests of core::LockService under backend faults, one or more per fault kind of
+// FaultInjectingStore (unavailable, a call that hangs past its deadline, a slow call that then
+// succeeds, unknown outcome) on acquire, a head waiter's attempt, hand-over, give-back, release,
+// keepalive, the release subscription and the reaper. Fixture: lock_service_fixture.h.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lock_service_fixture.h"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// --- backend faults: unavailable ------------------------------------------------------------
+
+TEST_F(LockServiceTest, UnavailableOnAcquireIsAnErrorNeverHeldAndTheServiceCarriesOn) {
+  const auto a = open("a");
+  faults_.inject("try_insert", Fault::kUnavailable, 1);
+  const auto failed = acquire(a, 0ms)->get();
+  EXPECT_EQ(error_code(failed.error), ErrorCode::kUnavailable);
+  EXPECT_FALSE(failed.value) << "a failed backend call is never answered held";
+  EXPECT_GE(observer_.backend_errors.load(), 1);
+  EXPECT_TRUE(granted(acquire(a, 0ms)->get())) << "the next acquire goes through";
+}
+
+TEST_F(LockServiceTest, HeadWaiterKeepsItsPlaceThroughFailingAttemptsAndIsGrantedAfterwards) {
+  const auto a = open("a");
+  const auto b = open("b");
+  faults_.inject("try_insert", Fault::kUnavailable);
+  const auto head = queue(a, 10s);
+  const auto next = queue(b, 10s);
+  // Retried after the backoff, each attempt failing; nobody is answered meanwhile.
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("try_insert") >= 3; }));
+  EXPECT_FALSE(head->answered());
+  EXPECT_FALSE(next->answered());
+  faults_.clear("try_insert");
+  const auto outcome = head->get();
+  ASSERT_TRUE(granted(outcome));
+  EXPECT_EQ((*outcome.value)->session_id, a);
+  EXPECT_FALSE(next->answered());
+  ASSERT_TRUE(release(a, token_of(outcome)).value);
+  EXPECT_TRUE(granted(next->get()));
+}
+
+// A waiter whose every attempt failed with UnavailableError is answered with that failure at
+// wait_ms, not "held": no backend decision was made (lock_store.h: a failure is never
+// disguised as "held"). Over HTTP, a client waiting through a backend outage gets 503, not 409.
+TEST_F(LockServiceTest, WaiterWhoseAttemptsAllFailedIsAnsweredUnavailableNotHeld) {
+  const auto a = open("a");
+  faults_.inject("try_insert", Fault::kUnavailable);
+  const auto outcome = acquire(a, 200ms)->get();
+  EXPECT_FALSE(held(outcome)) << "no backend decision was made";
+  EXPECT_EQ(error_code(outcome.error), ErrorCode::kUnavailable);
+}
+
+// --- backend faults: a call that hangs ------------------------------------------------------
+
+TEST_F(LockServiceTest, HangingAttemptIsAnsweredByTheWaitersDeadlineNeverGranted) {
+  const auto a = open("a");
+  const auto b = open("b");
+  faults_.inject("try_insert", Fault::kHang, 1);
+  const auto started = SteadyClock::now();
+  const auto waiter = acquire(a, 200ms);
+  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  // The service's promise: a waiter is answered at wait_ms even while its store call hangs
+  // (the deadline timer and the answer run on the io_context). The attempt in
+  // flight has neither decided nor failed yet, so that answer is "held"; it is never a grant.
+  const auto outcome = waiter->get(2s);
+  EXPECT_LT(SteadyClock::now() - started, 1500ms);
+  EXPECT_EQ(faults_.blocked(), 1u) << "answered while the store call still hangs";
+  EXPECT_FALSE(granted(outcome));
+  // The hung call ends (the store's call timeout): the service carries on.
+  faults_.release_hung();
+  EXPECT_TRUE(granted(acquire(b, 0ms)->get()));
+}
+
+// The service has no deadline of its own for a call without wait: it answers when the store call
+// returns, relying on C2's rule that every backend call is bounded by the store's call timeout.
+TEST_F(LockServiceTest, HangingAcquireWithoutWaitIsAnsweredUnavailableWhenTheCallReturns) {
+  const auto a = open("a");
+  faults_.inject("try_insert", Fault::kHang, 1);
+  const auto pending = acquire(a, 0ms);
+  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  EXPECT_FALSE(pending->answered());
+  faults_.release_hung();
+  const auto outcome = pending->get();
+  EXPECT_EQ(error_code(outcome.error), ErrorCode::kUnavailable);
+  EXPECT_FALSE(outcome.value);
+  EXPECT_TRUE(granted(acquire(a, 0ms)->get()));
+}
+
+// --- backend faults: unknown outcome --------------------------------------------------------
+
+TEST_F(LockServiceTest, UnknownOutcomeOnAcquireIsAnErrorAndItsGrantIsNeverGrantedTwice) {
+  const auto a = open("a");
+  const auto b = open("b");
+  faults_.inject("try_insert", Fault::kUnknownOutcome, 1);
+  const auto outcome = acquire(a, 0ms)->get();
+  EXPECT_EQ(error_code(outcome.error), ErrorCode::kUnknownOutcome);
+  EXPECT_FALSE(outcome.value) << "never answered held, never a grant";
+  // The write did happen: while that grant lives, nobody else is granted the key.
+  const auto live = store_.read(kKey);
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->session_id, a);
+  EXPECT_TRUE(held(acquire(b, 0ms)->get()));
+  EXPECT_TRUE(held(acquire(b, 150ms)->get())) << "a waiter is not granted over the unknown grant";
+  // The client retrying its acquire gets the grant back, with a greater token.
+  const auto retried = acquire(a, 0ms)->get();
+  ASSERT_TRUE(granted(retried));
+  EXPECT_GT(token_of(retried), live->fencing_token);
+}
+
+TEST_F(LockServiceTest, UnknownOutcomeOnAHeadAttemptIsRetriedAndTheNextWaiterIsNotGranted) {
+  const auto a = open("a");
+  const auto b = open("b");
+  faults_.inject("try_insert", Fault::kUnknownOutcome, 1);
+  const auto head = queue(a, 10s);
+  const auto outcome = head->get();
+  // The failed attempt is retried for the same session: re-entrant, so it supersedes the grant
+  // of unknown outcome with a greater token rather than leaving it unaccounted for.
+  ASSERT_TRUE(granted(outcome));
+  EXPECT_EQ(faults_.calls("try_insert"), 2u);
+  EXPECT_EQ(token_of(outcome), store_.last_token());
+  EXPECT_TRUE(held(acquire(b, 150ms)->get()));
+  ASSERT_TRUE(release(a, token_of(outcome)).value);
+  EXPECT_TRUE(granted(acquire(b, 0ms)->get()));
+}
+
+TEST_F(LockServiceTest, UnknownOutcomeOnHandOverGrantsTheHeadOnceAndKeepsTheQueue) {
+  const auto holder = open("holder");
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto grant = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  const auto first = queue(a);
+  const auto second = queue(b);
+  faults_.inject("handover", Fault::kUnknownOutcome, 1);
+  const auto released = release(holder, token_of(grant));
+  EXPECT_EQ(error_code(released.error), ErrorCode::kUnknownOutcome);
+  // The hand-over happened in the store; the head's retry (re-entrant) is granted, the next
+  // waiter stays queued behind it.
+  const auto outcome = first->get();
+  ASSERT_TRUE(granted(outcome));
+  EXPECT_EQ((*outcome.value)->session_id, a);
+  EXPECT_EQ(store_.read(kKey)->fencing_token, token_of(outcome));
+  EXPECT_FALSE(second->answered());
+  ASSERT_TRUE(release(a, token_of(outcome)).value);
+  const auto next = second->get();
+  ASSERT_TRUE(granted(next));
+  EXPECT_GT(token_of(next), token_of(outcome));
+}
+
+// --- backend faults during hand-over ---------------------------------------------------------
+
+TEST_F(LockServiceTest, FailedHandOverKeepsEveryWaiterQueued) {
+  const auto holder = open("holder");
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto grant = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  const auto first = queue(a);
+  const auto second = queue(b);
+  faults_.inject("handover", Fault::kUnavailable, 1);
+  const auto failed = release(holder, token_of(grant));
+  EXPECT_EQ(error_code(failed.error), ErrorCode::kUnavailable);
+  EXPECT_EQ(store_.read(kKey)->session_id, holder) << "a failed hand-over changes nothing";
+  EXPECT_EQ(observer_.waiters.load(), 2);
+  EXPECT_FALSE(first->answered());
+  EXPECT_FALSE(second->answered());
+  // The holder retries its release: the queue is served in order.
+  ASSERT_TRUE(release(holder, token_of(grant)).value);
+  const auto outcome = first->get();
+  ASSERT_TRUE(granted(outcome));
+  EXPECT_FALSE(second->answered());
+  ASSERT_TRUE(release(a, token_of(outcome)).value);
+  EXPECT_TRUE(granted(second->get()));
+}
+
+TEST_F(LockServiceTest, FailedGiveBackOfAnOrphanGrantDoesNotLoseTheNextWaiter) {
+  const auto holder = open("holder");
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto grant = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  const auto gives_up = queue(a, 150ms, 200ms);  // its grant, if orphaned, lives 200 ms
+  const auto next = queue(b, 10s);
+  // The hand-over to `a` stalls past a's deadline: a is answered held while it is in flight.
+  faults_.inject("handover", Fault::kStall, 1);
+  Pending<bool> releasing;
+  service_->release(kKey, holder, token_of(grant), releasing.callback());
+  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  EXPECT_TRUE(held(gives_up->get()));
+  // The stalled hand-over then grants `a` in the store; the service gives that orphan back, and
+  // the give-back fails: the orphan must expire by its TTL and `b` be served after it.
+  faults_.inject("delete_if_owner", Fault::kUnavailable, 1);
+  faults_.release_hung();
+  ASSERT_TRUE(releasing.get().value);
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("delete_if_owner") == 1; }));
+  const auto orphan = store_.read(kKey);
+  const auto outcome = next->get(3s);
+  ASSERT_TRUE(granted(outcome)) << "the next waiter is served once the orphan expires";
+  EXPECT_EQ((*outcome.value)->session_id, b);
+  if (orphan) {
+    EXPECT_GT(token_of(outcome), orphan->fencing_token);
+  }
+}
+
+// --- backend faults around waiting: subscription and reaper --------------------------------
+
+TEST_F(LockServiceTest, FailedSubscriptionAnswersTheWaiterUnavailableAndTheServiceCarriesOn) {
+  const auto holder = open("holder");
+  const auto a = open("a");
+  const auto grant = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  faults_.inject("watch_releases", Fault::kUnavailable, 1);
+  const auto refused = acquire(a, 5s)->get();
+  EXPECT_EQ(error_code(refused.error), ErrorCode::kUnavailable);
+  EXPECT_FALSE(refused.value) << "never held: the service could not wait";
+  EXPECT_EQ(observer_.waiters.load(), 0);
+  const auto waiter = queue(a);
+  ASSERT_TRUE(release(holder, token_of(grant)).value);
+  EXPECT_TRUE(granted(waiter->get()));
+}
+
+TEST_F(LockServiceTest, FailingReaperIsRetriedAndThenDropsTheWaiterOfAnExpiredSession) {
+  const auto holder = open("holder");
+  const auto mortal = open("mortal", 100ms);  // never kept alive
+  const auto grant = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  faults_.inject("reap_expired", Fault::kUnavailable);
+  const auto waiter = queue(mortal, 10s);
+  // The session expires while the reaper fails; the waiter keeps its place meanwhile (a failed
+  // run skips the check of waiting sessions too).
+  ASSERT_TRUE(wait_until([&] { return !store_.get_session(mortal); }));
+  const auto runs = faults_.calls("reap_expired");
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("reap_expired") >= runs + 2; }));
+  EXPECT_FALSE(waiter->answered());
+  faults_.clear("reap_expired");
+  const auto outcome = waiter->get();
+  EXPECT_EQ(error_code(outcome.error), ErrorCode::kSessionNotFound);
+  EXPECT_EQ(observer_.waiters.load(), 0);
+  EXPECT_EQ(store_.read(kKey)->session_id, holder);
+}
+
+// --- more faults: hand-over hangs, release of unknown outcome, keepalive fails -----------------
+
+TEST_F(LockServiceTest, HangingHandOverAnswersTheWaiterAtItsDeadlineAndTheReleaseUnavailable) {
+  const auto holder = open("holder");
+  const auto a = open("a");
+  const auto grant = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  const auto waiter = queue(a, 200ms);
+  faults_.inject("handover", Fault::kHang, 1);
+  Pending<bool> releasing;
+  service_->release(kKey, holder, token_of(grant), releasing.callback());
+  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  // The hand-over has neither decided nor failed yet: the waiter's answer at wait_ms is "held".
+  EXPECT_TRUE(held(waiter->get(2s)));
+  EXPECT_FALSE(releasing.answered()) << "the release waits for its store call";
+  faults_.release_hung();  // the call overran the store's timeout: it failed
+  EXPECT_EQ(error_code(releasing.get().error), ErrorCode::kUnavailable);
+  EXPECT_EQ(store_.read(kKey)->session_id, holder) << "a failed hand-over changes nothing";
+  EXPECT_EQ(observer_.waiters.load(), 0);
+  // The holder retries: no waiter is left, so it is a plain delete.
+  ASSERT_TRUE(release(holder, token_of(grant)).value);
+  EXPECT_FALSE(store_.read(kKey));
+}
+
+TEST_F(LockServiceTest, UnknownOutcomeOnReleaseIsAnErrorAndTheKeyIsFreeIfTheDeleteHappened) {
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto grant = acquire(a, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  faults_.inject("delete_if_owner", Fault::kUnknownOutcome, 1);
+  const auto released = release(a, token_of(grant));
+  EXPECT_EQ(error_code(released.error), ErrorCode::kUnknownOutcome);
+  EXPECT_FALSE(released.value) << "never reported released";
+  // The delete happened in the store: the key is free, and a retried release is "lock lost".
+  EXPECT_FALSE(store_.read(kKey));
+  EXPECT_EQ(error_code(release(a, token_of(grant)).error), ErrorCode::kLockLost);
+  EXPECT_TRUE(granted(acquire(b, 0ms)->get()));
+}
+
+TEST_F(LockServiceTest, UnavailableKeepaliveKeepsTheSessionAndItsWaiter) {
+  const auto holder = open("holder");
+  const auto a = open("a");
+  const auto grant = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(grant));
+  const auto waiter = queue(a);
+  faults_.inject("heartbeat", Fault::kUnavailable, 1);
+  Pending<SessionInfo> kept;
+  service_->keepalive(a, kept.callback());
+  EXPECT_EQ(error_code(kept.get().error), ErrorCode::kUnavailable);
+  EXPECT_FALSE(waiter->answered()) << "an outage is not the end of the session";
+  ASSERT_TRUE(release(holder, token_of(grant)).value);
+  EXPECT_TRUE(granted(waiter->get()));
+}
+
+}  // namespace
+}  // namespace dlock::testing

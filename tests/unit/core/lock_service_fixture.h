@@ -1,0 +1,181 @@
+#pragma once
+
+// The fixture of the core::LockService unit tests (lock_service_test.cc, lock_service_faults_
+// test.cc; one binary): a real LockService over an in-memory store with a fault-injecting
+// wrapper between them, run as in dlockd — its timers on an io_context run by one thread, store
+// calls on its own worker pool — and helpers to wait for and read its answers.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/lock_service.h"
+#include "support/fake_store.h"
+#include "support/fault_injecting_store.h"
+
+namespace dlock::testing {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+using AcquireOutcome = core::Outcome<std::optional<LockHandle>>;
+
+// Tests wait for conditions, never for time.
+template <typename Condition>
+bool wait_until(Condition condition, milliseconds timeout = 2s) {
+  const auto deadline = SteadyClock::now() + timeout;
+  while (!condition()) {
+    if (SteadyClock::now() >= deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// The answer to one asynchronous service call.
+template <typename T>
+class Pending {
+ public:
+  core::LockService::Callback<T> callback() {
+    return
+        [promise = promise_](core::Outcome<T> outcome) { promise->set_value(std::move(outcome)); };
+  }
+  bool answered(milliseconds within = 0ms) const {
+    return future_.wait_for(within) == std::future_status::ready;
+  }
+  core::Outcome<T> get(milliseconds within = 3s) const {
+    if (!answered(within)) {
+      ADD_FAILURE() << "no answer within " << within.count() << " ms";
+      return {std::nullopt, std::make_exception_ptr(InternalError("no answer"))};
+    }
+    return future_.get();
+  }
+
+ private:
+  std::shared_ptr<std::promise<core::Outcome<T>>> promise_ =
+      std::make_shared<std::promise<core::Outcome<T>>>();
+  std::shared_future<core::Outcome<T>> future_ = promise_->get_future().share();
+};
+
+inline std::optional<ErrorCode> error_code(const std::exception_ptr& error) {
+  if (!error) return std::nullopt;
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& failure) {
+    return failure.code();
+  } catch (...) {
+    return ErrorCode::kInternal;
+  }
+}
+
+inline bool granted(const AcquireOutcome& outcome) {
+  return !outcome.error && outcome.value && outcome.value->has_value();
+}
+inline bool held(const AcquireOutcome& outcome) {
+  return !outcome.error && outcome.value && !outcome.value->has_value();
+}
+inline FencingToken token_of(const AcquireOutcome& outcome) {
+  return (*outcome.value)->fencing_token;
+}
+
+class CountingObserver : public core::ServiceObserver {
+ public:
+  void on_acquire(std::string_view, std::chrono::nanoseconds) override {}
+  void on_grant(const LockHandle&) override { ++grants; }
+  void on_release(std::string_view, FencingToken) override {}
+  void on_expiry(const LockInfo&) override {}
+  void on_session_lost(std::string_view) override {}
+  void on_backend_error(const Error&) override { ++backend_errors; }
+  void on_waiters(std::int64_t delta) override { waiters += delta; }
+  void on_sessions(std::int64_t) override {}
+  void on_backend_attempt() override {}
+
+  std::atomic<int> grants{0};
+  std::atomic<int> backend_errors{0};
+  std::atomic<std::int64_t> waiters{0};
+};
+
+constexpr milliseconds kLongTtl = 30s;
+const std::string kKey = "ns/key";
+
+class LockServiceTest : public ::testing::Test {
+ protected:
+  virtual core::ServiceOptions options() const {
+    core::ServiceOptions options;
+    options.workers = 4;
+    options.reap_interval = 50ms;
+    options.retry_backoff = 20ms;
+    return options;
+  }
+
+  void SetUp() override {
+    service_ = std::make_unique<core::LockService>(faults_, io_, options(), observer_);
+    io_thread_ = std::thread([this] { io_.run(); });
+  }
+
+  void TearDown() override {
+    // Blocked store calls must end before the destructor joins the worker pool.
+    faults_.clear_all();
+    faults_.release_hung();
+    work_.reset();
+    io_.stop();
+    io_thread_.join();
+    service_.reset();
+  }
+
+  std::string open(const std::string& owner, milliseconds ttl = kLongTtl) {
+    Pending<SessionInfo> pending;
+    service_->open_session(owner, ttl, pending.callback());
+    const auto outcome = pending.get();
+    if (outcome.error || !outcome.value) {
+      ADD_FAILURE() << "open_session failed";
+      return "";
+    }
+    return outcome.value->session_id;
+  }
+
+  std::shared_ptr<Pending<std::optional<LockHandle>>> acquire(const std::string& session,
+                                                              milliseconds wait,
+                                                              milliseconds ttl = kLongTtl) {
+    auto pending = std::make_shared<Pending<std::optional<LockHandle>>>();
+    service_->acquire(kKey, session, ttl, wait, pending->callback());
+    return pending;
+  }
+
+  // Acquires with a wait and returns once the service has queued the request.
+  std::shared_ptr<Pending<std::optional<LockHandle>>> queue(const std::string& session,
+                                                            milliseconds wait = 10s,
+                                                            milliseconds ttl = kLongTtl) {
+    const auto before = observer_.waiters.load();
+    auto pending = acquire(session, wait, ttl);
+    EXPECT_TRUE(wait_until([&] { return observer_.waiters.load() == before + 1; }))
+        << "the acquire was not queued";
+    return pending;
+  }
+
+  core::Outcome<bool> release(const std::string& session, FencingToken token) {
+    Pending<bool> pending;
+    service_->release(kKey, session, token, pending.callback());
+    return pending.get();
+  }
+
+  FakeStore store_;
+  FaultInjectingStore faults_{store_, 5s};
+  CountingObserver observer_;
+  asio::io_context io_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_{
+      asio::make_work_guard(io_)};
+  std::thread io_thread_;
+  std::unique_ptr<core::LockService> service_;
+};
+
+}  // namespace dlock::testing

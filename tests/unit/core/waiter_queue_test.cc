@@ -1,0 +1,137 @@
+// Unit tests of core::WaiterQueue (ADR-0007): the per-key queue's decisions, without a store,
+// threads or timers — first come first served, one attempt at a time, a head taken out before
+// its grant is delivered, answers at wait_ms, ended sessions.
+
+#include "core/waiter_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+namespace dlock::core {
+namespace {
+
+WaiterPtr waiter(const std::string& session_id) {
+  auto made = std::make_shared<Waiter>();
+  made->session_id = session_id;
+  made->owner_id = "owner-" + session_id;
+  return made;
+}
+
+std::exception_ptr unavailable() {
+  return std::make_exception_ptr(UnavailableError("backend down"));
+}
+
+TEST(WaiterQueue, OnlyTheFirstWaiterIsTheHeadAndAttemptsAreForTheHeadInArrivalOrder) {
+  WaiterQueue queue;
+  const auto a = waiter("a");
+  const auto b = waiter("b");
+  EXPECT_TRUE(queue.push(a));
+  EXPECT_FALSE(queue.push(b)) << "a later arrival waits its turn";
+  EXPECT_EQ(queue.begin_attempt(), a);
+  const auto after = queue.end_attempt(a, Attempt::kGranted, nullptr);
+  EXPECT_TRUE(after.deliver);
+  EXPECT_TRUE(after.waiting);
+  EXPECT_TRUE(a->finished);
+  EXPECT_EQ(queue.begin_attempt(), b) << "the next in arrival order";
+}
+
+TEST(WaiterQueue, OneAttemptAtATimeAndAWakeUpDuringItAsksForAnother) {
+  WaiterQueue queue;
+  const auto a = waiter("a");
+  queue.push(a);
+  ASSERT_EQ(queue.begin_attempt(), a);
+  EXPECT_EQ(queue.begin_attempt(), nullptr) << "an attempt is in flight";
+  EXPECT_EQ(queue.begin_handover(), nullptr) << "a release does not hand over meanwhile";
+  EXPECT_FALSE(queue.idle());
+  const auto after = queue.end_attempt(a, Attempt::kHeld, nullptr);
+  EXPECT_FALSE(after.deliver) << "held: the head keeps its place";
+  EXPECT_TRUE(after.again);
+  EXPECT_TRUE(after.waiting);
+  EXPECT_FALSE(a->finished);
+  ASSERT_EQ(queue.begin_attempt(), a);
+  EXPECT_FALSE(queue.end_attempt(a, Attempt::kHeld, nullptr).again) << "asked for once";
+}
+
+TEST(WaiterQueue, AHeadThatGaveUpDuringItsAttemptIsNotDeliveredItsGrant) {
+  WaiterQueue queue;
+  const auto a = waiter("a");
+  const auto b = waiter("b");
+  queue.push(a);
+  queue.push(b);
+  ASSERT_EQ(queue.begin_attempt(), a);
+  ASSERT_TRUE(queue.give_up(a)) << "a's wait_ms ends while its attempt is in flight";
+  const auto after = queue.end_attempt(a, Attempt::kGranted, nullptr);
+  EXPECT_FALSE(after.deliver) << "its grant is an orphan, to be given back";
+  EXPECT_EQ(queue.begin_attempt(), b);
+}
+
+TEST(WaiterQueue, AFailedAttemptKeepsTheHeadAndAWaiterGivingUpIsAnsweredWithTheFailure) {
+  WaiterQueue queue;
+  const auto a = waiter("a");
+  const auto b = waiter("b");
+  queue.push(a);
+  queue.push(b);
+  ASSERT_EQ(queue.begin_attempt(), a);
+  const auto failure = unavailable();
+  const auto after = queue.end_attempt(a, Attempt::kFailed, failure);
+  EXPECT_FALSE(after.deliver);
+  EXPECT_FALSE(a->finished) << "no decision: the head keeps its place";
+  // No backend decision was made: the answer at wait_ms is that failure, never "held".
+  const auto answer = queue.give_up(b);
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(*answer, failure);
+  EXPECT_FALSE(queue.give_up(b)) << "a waiter is answered once";
+  // An attempt that decides clears the failure: the next waiter giving up is "held".
+  ASSERT_EQ(queue.begin_attempt(), a);
+  queue.end_attempt(a, Attempt::kHeld, nullptr);
+  const auto held = queue.give_up(a);
+  ASSERT_TRUE(held);
+  EXPECT_EQ(*held, nullptr);
+  EXPECT_TRUE(queue.idle());
+}
+
+TEST(WaiterQueue, ARefusedHeadIsTakenOutAndAnswered) {
+  WaiterQueue queue;
+  const auto a = waiter("a");
+  queue.push(a);
+  ASSERT_EQ(queue.begin_handover(), a);
+  const auto after = queue.end_attempt(a, Attempt::kRefused, nullptr);
+  EXPECT_TRUE(after.deliver);
+  EXPECT_FALSE(after.waiting);
+  EXPECT_TRUE(queue.idle());
+}
+
+TEST(WaiterQueue, EndedSessionsWaitersAreTakenOutIncludingAHeadInFlight) {
+  WaiterQueue queue;
+  const auto a = waiter("a");
+  const auto b = waiter("b");
+  const auto a2 = waiter("a");
+  const auto c = waiter("c");
+  for (const auto& w : {a, b, a2, c}) queue.push(w);
+  ASSERT_EQ(queue.begin_attempt(), a);
+  const auto taken = queue.take_sessions({"a"});
+  ASSERT_EQ(taken.size(), 2U);
+  EXPECT_EQ(taken[0], a);
+  EXPECT_EQ(taken[1], a2);
+  EXPECT_EQ(queue.waiting_sessions(), (std::vector<std::string>{"b", "c"}));
+  // The head's attempt then finds it answered.
+  EXPECT_FALSE(queue.end_attempt(a, Attempt::kGranted, nullptr).deliver);
+  EXPECT_EQ(queue.begin_attempt(), b);
+}
+
+TEST(WaiterQueue, TakeAllAnswersEveryPendingWaiterOnce) {
+  WaiterQueue queue;
+  const auto a = waiter("a");
+  const auto b = waiter("b");
+  queue.push(a);
+  queue.push(b);
+  EXPECT_EQ(queue.take_all().size(), 2U);
+  EXPECT_TRUE(queue.empty());
+  EXPECT_FALSE(queue.take(a));
+  EXPECT_TRUE(queue.take_all().empty());
+}
+
+}  // namespace
+}  // namespace dlock::core
