@@ -209,6 +209,18 @@ def check_history(history):
     return problems
 
 
+def check_the_checker():
+    """check_history must flag a reused token and overlapping grants, and pass a clean run."""
+    key = KEYS[0]
+    clean = [(key, 5, 0, 1.0, 1.5), (key, 9, 1, 1.6, 2.0)]
+    reused = [(key, 5, 0, 1.0, 1.5), (key, 5, 1, 1.6, 2.0)]
+    overlap = [(key, 5, 0, 1.0, 1.7), (key, 9, 1, 1.6, 2.0)]
+    out_of_order = [(key, 9, 0, 1.0, 1.5), (key, 5, 1, 1.6, 2.0)]
+    assert not check_history(clean), "checker flags a clean history"
+    for history in (reused, overlap, out_of_order):
+        assert check_history(history), f"checker misses {history}"
+
+
 def etcd_leader(pods):
     """The pod of the current etcd leader (maintenance status over etcd's JSON gateway)."""
     for pod in pods:
@@ -225,6 +237,7 @@ def etcd_leader(pods):
 
 
 def main():
+    check_the_checker()
     rendered, dlockd, workdir = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
     with open(rendered) as f:
         docs = [d for d in yaml.safe_load_all(f) if d]
