@@ -10,6 +10,7 @@ is what the DNS answer holds), 0.0.0.0 to the pod's own address. Probes are the 
 httpGet probes, sent to that address.
 """
 import base64
+import ctypes
 import http.client
 import os
 import re
@@ -17,6 +18,11 @@ import shutil
 import signal
 import subprocess
 import time
+
+
+def die_with_parent():
+    """A pod process gets SIGKILL when the test dies (e.g. killed by CTest's timeout)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def http_get(host, port, path, timeout=2.0):
@@ -181,7 +187,7 @@ class Pod:
         argv, env = self.command_line()
         self.log = open(os.path.join(self.dir, "output.log"), "ab")
         self.process = subprocess.Popen(argv, env=env, cwd=self.dir, stdout=self.log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+                                        stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         Pod.started.append(self)
         return argv, env
 
