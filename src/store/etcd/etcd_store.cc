@@ -7,13 +7,14 @@
 #include <utility>
 #include <vector>
 
-#include "util/validate.h"
 #include "store/etcd/etcd_client.h"
 #include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_leases.h"
 #include "store/etcd/etcd_records.h"
 #include "store/etcd/etcd_sessions.h"
 #include "store/etcd/etcd_watch.h"
+#include "util/backend_names.h"
+#include "util/validate.h"
 
 namespace dlock::store::etcd {
 namespace {
@@ -206,7 +207,7 @@ class EtcdStore final : public Backend {
     return watches_.watch(format_lock_key(key), std::move(on_released));
   }
 
-  std::string_view backend_id() const override { return "etcd"; }
+  std::string_view backend_id() const override { return backend_names::kEtcd; }
 
   SessionInfo open_session(std::string_view owner_id, milliseconds ttl) override {
     return sessions_.open(owner_id, ttl);

@@ -4,12 +4,13 @@
 #include <utility>
 #include <vector>
 
-#include "util/release_hub.h"
-#include "util/time.h"
-#include "util/validate.h"
 #include "store/pg/pg_listener.h"
 #include "store/pg/pg_pool.h"
 #include "store/pg/pg_statements.h"
+#include "util/backend_names.h"
+#include "util/release_hub.h"
+#include "util/time.h"
+#include "util/validate.h"
 
 namespace dlock::store::pg {
 
@@ -214,7 +215,7 @@ class PgStore final : public Backend {
     return releases_.subscribe(key, std::move(on_released));
   }
 
-  std::string_view backend_id() const override { return "pg"; }
+  std::string_view backend_id() const override { return backend_names::kPg; }
 
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override {
     util::check_owner(owner_id);

@@ -7,13 +7,14 @@
 #include <utility>
 #include <vector>
 
+#include "store/sqlite/data_file.h"
+#include "store/sqlite/sqlite_db.h"
+#include "store/sqlite/sqlite_statements.h"
+#include "util/backend_names.h"
 #include "util/ids.h"
 #include "util/release_hub.h"
 #include "util/time.h"
 #include "util/validate.h"
-#include "store/sqlite/data_file.h"
-#include "store/sqlite/sqlite_db.h"
-#include "store/sqlite/sqlite_statements.h"
 
 namespace dlock::store::sqlite {
 
@@ -203,7 +204,7 @@ class SqliteStore final : public Backend {
     return releases_.subscribe(key, std::move(on_released));
   }
 
-  std::string_view backend_id() const override { return "sqlite"; }
+  std::string_view backend_id() const override { return backend_names::kSqlite; }
 
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override {
     util::check_owner(owner_id);
