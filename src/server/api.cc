@@ -155,19 +155,19 @@ std::string RequestContext::query_namespace() const {
 Api::Api(core::LockService& service, Telemetry& telemetry, const ServerConfig& config)
     : service_(service), telemetry_(telemetry), config_(config) {}
 
-void Api::handle(Request&& request, Reply reply) {
+void Api::handle(Request&& request, Reply reply, const Peer& peer) {
   auto counted = [this, reply = std::move(reply)](Response response) {
     telemetry_.on_http_request(static_cast<int>(response.result_int()));
     reply(std::move(response));
   };
   try {
-    route(request, counted);
+    route(request, peer, counted);
   } catch (...) {
     counted(error_response(std::current_exception()));
   }
 }
 
-void Api::route(const Request& request, const Reply& reply) {
+void Api::route(const Request& request, const Peer& peer, const Reply& reply) {
   const auto parsed = boost::urls::parse_origin_form(request.target());
   if (!parsed) {
     throw InvalidArgumentError("path", "malformed request target (bad percent-encoding?)");
@@ -176,9 +176,10 @@ void Api::route(const Request& request, const Reply& reply) {
                          .url = *parsed,
                          .params = {},
                          .body = request.body(),
-                         .remote_address = {},
+                         .remote_address = peer.address,
                          .received = SteadyClock::now(),
-                         .principal = std::nullopt};
+                         .principal = std::nullopt,
+                         .client_cert_cn = peer.client_cert_cn};
   std::vector<std::string> path;
   for (auto segment : context.url.segments()) path.push_back(segment);
 

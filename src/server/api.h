@@ -27,10 +27,12 @@ struct RequestContext {
   boost::urls::url_view url;        // a view into request.target()
   std::vector<std::string> params;  // the path segments matched by "{}", in order, decoded
   std::string_view body;
-  std::string remote_address;        // the peer; empty while the HTTP front end passes none
+  std::string remote_address;        // the peer "IP:PORT"; empty when the caller passes none
   SteadyClock::time_point received;  // before any store call (honoured_ttl counts from here)
   // Who sent the request, once requests are authenticated; empty until then.
   std::optional<std::string> principal;
+  // mTLS: the CN of the verified client certificate (Peer::client_cert_cn, http_server.h).
+  std::optional<std::string> client_cert_cn;
 
   // The first value of query parameter `name`, decoded.
   std::optional<std::string> query(std::string_view name) const;
@@ -42,7 +44,7 @@ class Api {
  public:
   Api(core::LockService& service, Telemetry& telemetry, const ServerConfig& config);
 
-  void handle(Request&& request, Reply reply);
+  void handle(Request&& request, Reply reply, const Peer& peer = {});
   // /readyz answers 200 only while ready (false during start-up and shutdown).
   void set_ready(bool ready) { ready_ = ready; }
 
@@ -63,7 +65,7 @@ class Api {
   void extend(const RequestContext& context, const Reply& reply);
 
  private:
-  void route(const Request& request, const Reply& reply);
+  void route(const Request& request, const Peer& peer, const Reply& reply);
 
   core::LockService& service_;
   Telemetry& telemetry_;

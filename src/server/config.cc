@@ -131,6 +131,14 @@ const std::vector<Key>& keys() {
        }},
       {"server.workers", "16", "Threads that run blocking backend calls.",
        [](ServerConfig& c, const std::string& v) { c.workers = count(v, "server.workers"); }},
+      {"tls.cert.file", "", "PEM certificate (chain) to serve HTTPS with; needs tls.key.file.",
+       [](ServerConfig& c, const std::string& v) { c.tls_cert_file = v; }},
+      {"tls.key.file", "", "PEM private key of tls.cert.file.",
+       [](ServerConfig& c, const std::string& v) { c.tls_key_file = v; }},
+      {"tls.client.ca.file", "",
+       "PEM CA(s): clients must present a certificate signed by it (mTLS); its CN may name a "
+       "principal.",
+       [](ServerConfig& c, const std::string& v) { c.tls_client_ca_file = v; }},
       {"admin.enabled", "false", "Serve the admin API (revoke); needs admin.token.",
        [](ServerConfig& c, const std::string& v) {
          c.admin_enabled = boolean(v, "admin.enabled");
@@ -203,6 +211,16 @@ void apply_file(ServerConfig& config, const std::string& path) {
   }
 }
 
+// The TLS keys come as a set: cert and key together, a client CA only with them.
+void check_tls(const ServerConfig& config) {
+  if (config.tls_cert_file.empty() != config.tls_key_file.empty()) {
+    throw ConfigError("tls.cert.file and tls.key.file must be given together");
+  }
+  if (!config.tls_client_ca_file.empty() && !config.tls_enabled()) {
+    throw ConfigError("tls.client.ca.file needs tls.cert.file and tls.key.file (mTLS is TLS)");
+  }
+}
+
 }  // namespace
 
 ParsedCommandLine load_config(const std::vector<std::string>& args) {
@@ -264,6 +282,7 @@ ParsedCommandLine load_config(const std::vector<std::string>& args) {
         "admin.enabled is true but admin.token is empty: refusing to serve an "
         "unauthenticated admin API");
   }
+  check_tls(parsed.config);
   if (parsed.config.store.backend == backend_names::kPg && parsed.config.store.pg_url.empty()) {
     throw ConfigError("pg.url is required when lock.backend is pg");
   }
@@ -289,7 +308,9 @@ std::string help_text() {
          "  dlockd --lock-backend pg --pg-url postgresql://dlock@db/dlock\n"
          "  DLOCK_LOCK_BACKEND=etcd dlockd --etcd-endpoints http://10.0.0.1:2379\n\n"
          "SIGNALS\n  SIGTERM, SIGINT: stop accepting, answer waiters 503, finish in-flight "
-         "requests, exit 0.\n\n"
+         "requests, exit 0.\n"
+         "  SIGHUP (with TLS): re-read the TLS certificate, key and client CA for new\n"
+         "      connections; a bad new set is logged and the old one kept.\n\n"
          "AFTER AN ETCD SNAPSHOT RESTORE (docs/fencing.md, ADR-0010)\n"
          "  dlockd --etcd-endpoints URLS --etcd-raise-revision-to N\n"
          "      Do not serve: write a scratch key until the cluster's revision is at least N\n"

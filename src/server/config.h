@@ -34,6 +34,12 @@ struct ServerConfig {
   std::chrono::milliseconds idle_timeout{60000};
   std::chrono::milliseconds write_timeout{10000};
   std::size_t max_connections = 10000;
+  // TLS (contract C6, ADR-0017): HTTPS when cert and key are given; with client_ca, a client
+  // certificate signed by it is required (mTLS). Re-read on SIGHUP.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+  bool tls_enabled() const { return !tls_cert_file.empty(); }
   bool admin_enabled = false;
   std::string admin_token;
   std::string log_level = "info";

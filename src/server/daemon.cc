@@ -79,8 +79,8 @@ int serve(const ServerConfig& config, Backend& backend) {
   std::unique_ptr<HttpServer> http;
   try {
     http = std::make_unique<HttpServer>(io, config.listen, config,
-                                        [&api](Request&& request, Reply reply) {
-                                          api.handle(std::move(request), std::move(reply));
+                                        [&api](Request&& request, const Peer& peer, Reply reply) {
+                                          api.handle(std::move(request), std::move(reply), peer);
                                         });
   } catch (const std::exception& error) {
     std::fprintf(stderr, "dlockd: %s\n", error.what());

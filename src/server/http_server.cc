@@ -3,6 +3,7 @@
 #include <boost/algorithm/string/predicate.hpp>
 #include <boost/algorithm/string/trim.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -11,12 +12,16 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <csignal>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 
 #include "dlock/errors.h"
 #include "server/error_mapping.h"
 #include "server/telemetry.h"
+#include "server/tls_context.h"
 
 namespace dlock::server {
 
@@ -35,6 +40,7 @@ struct HttpServer::Shared {
   milliseconds header_timeout, idle_timeout, write_timeout, stall_timeout;
   std::size_t max_connections;
   Handler handler;
+  std::shared_ptr<TlsContexts> tls;  // null: plain HTTP
   std::atomic<std::size_t> in_flight{0};
   std::atomic<std::size_t> open{0};
   // Last time a request was answered, or the in-flight count (waiting acquires aside) left 0.
@@ -59,11 +65,26 @@ struct HttpServer::Shared {
 namespace {
 
 using Shared = HttpServer::Shared;
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
-class Connection : public std::enable_shared_from_this<Connection> {
+std::string address_of(const tcp::socket& socket) {
+  boost::system::error_code error;
+  const auto endpoint = socket.remote_endpoint(error);
+  if (error) return {};
+  return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+}
+
+// One client connection, plain (PlainStream) or TLS (TlsStream, over its own context).
+template <class Stream>
+class Connection : public std::enable_shared_from_this<Connection<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
  public:
-  Connection(tcp::socket socket, std::shared_ptr<Shared> shared)
-      : stream_(std::move(socket)),
+  Connection(tcp::socket socket, std::shared_ptr<Shared> shared, TlsContextPtr tls = nullptr)
+      : tls_(std::move(tls)),
+        peer_{.address = address_of(socket), .client_cert_cn = std::nullopt},
+        stream_(make_stream(std::move(socket), tls_.get())),
         shared_(std::move(shared)),
         // Read-ahead (pipelined bytes) is bounded: one request's header and body at most.
         buffer_(kMaxHeaderBytes + shared_->max_body_bytes + 4096) {
@@ -76,31 +97,79 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void start() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if constexpr (kTls) {
+        self->handshake();
+      } else {
+        self->read_header();
+      }
+    });
   }
 
  private:
+  static Stream make_stream(tcp::socket socket, asio::ssl::context* tls) {
+    if constexpr (kTls) {
+      return Stream(std::move(socket), *tls);
+    } else {
+      return Stream(std::move(socket));
+    }
+  }
+
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  // The handshake and then the first request header share one header_timeout (a slow
+  // handshake is a slowloris too).
+  void handshake() {
+    lowest().expires_after(shared_->header_timeout);
+    stream_.async_handshake(
+        asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code error) {
+          if (error) return self->on_handshake_error(error);
+          self->peer_.client_cert_cn = verified_peer_common_name(self->stream_.native_handle());
+          log_event("debug", "tls_handshake",
+                    {{"peer", self->peer_.address},
+                     {"protocol", SSL_get_version(self->stream_.native_handle())},
+                     {"client_cert_cn", self->peer_.client_cert_cn.value_or("")}});
+          self->read_header(/*keep_deadline=*/true);
+        });
+  }
+
+  void on_handshake_error(beast::error_code error) {
+    if (error == beast::error::timeout) ++server_counters().connections_timed_out;
+    log_event("debug", "tls_handshake_failed",
+              {{"peer", peer_.address}, {"message", error.message()}});
+  }
+
+  // No more to send: a TCP FIN, after TLS's close_notify (bounded by write_timeout).
+  void close_send() {
+    if constexpr (kTls) {
+      lowest().expires_after(shared_->write_timeout);
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {});
+    } else {
+      beast::error_code ignored;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    }
+  }
+
   // Keep-alive: wait up to idle_timeout for the next request's first byte.
   void next_request() {
     if (buffer_.size() > 0) return read_header();  // pipelined: already here
-    stream_.expires_after(shared_->idle_timeout);
-    stream_.async_read_some(buffer_.prepare(4096),
-                            [self = shared_from_this()](beast::error_code error, std::size_t n) {
-                              if (error) return self->on_error(error);
-                              self->buffer_.commit(n);
-                              self->read_header();
-                            });
+    lowest().expires_after(shared_->idle_timeout);
+    stream_.async_read_some(buffer_.prepare(4096), [self = this->shared_from_this()](
+                                                       beast::error_code error, std::size_t n) {
+      if (error) return self->on_error(error);
+      self->buffer_.commit(n);
+      self->read_header();
+    });
   }
 
-  void read_header() {
+  void read_header(bool keep_deadline = false) {
     parser_.emplace();
     parser_->body_limit(shared_->max_body_bytes);
     parser_->header_limit(kMaxHeaderBytes);
-    stream_.expires_after(shared_->header_timeout);
+    if (!keep_deadline) lowest().expires_after(shared_->header_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code error, std::size_t) {
-                              self->on_header(error);
-                            });
+                            [self = this->shared_from_this()](
+                                beast::error_code error, std::size_t) { self->on_header(error); });
   }
 
   void on_header(beast::error_code error) {
@@ -131,9 +200,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void send_continue() {
     static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-    stream_.expires_after(shared_->write_timeout);
+    lowest().expires_after(shared_->write_timeout);
     asio::async_write(stream_, asio::buffer(kContinue, sizeof(kContinue) - 1),
-                      [self = shared_from_this()](beast::error_code error, std::size_t) {
+                      [self = this->shared_from_this()](beast::error_code error, std::size_t) {
                         if (error) return self->on_error(error);
                         self->read_body();
                       });
@@ -141,9 +210,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void read_body() {
     if (parser_->is_done()) return on_request();
-    stream_.expires_after(shared_->header_timeout);
+    lowest().expires_after(shared_->header_timeout);
     http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code error, std::size_t) {
+                     [self = this->shared_from_this()](beast::error_code error, std::size_t) {
                        if (error) return self->on_error(error);
                        self->on_request();
                      });
@@ -159,10 +228,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       ++server_counters().connections_timed_out;
       return;  // tcp_stream closed the socket
     }
-    if (error == http::error::end_of_stream) {
-      stream_.socket().shutdown(tcp::socket::shutdown_send, error);
-      return;
-    }
+    if (error == http::error::end_of_stream) return close_send();
     if (error.category() == http::make_error_code(http::error::bad_target).category()) {
       // Any other parse error of the request itself (bad target, method, headers, chunking).
       return refuse(400, "malformed HTTP request: " + error.message());
@@ -196,11 +262,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
       response.keep_alive(keep_alive);
       return write(std::move(response), head);
     }
-    stream_.expires_never();  // a waiting acquire may legitimately take minutes
+    lowest().expires_never();  // a waiting acquire may legitimately take minutes
     if (shared_->busy() == 0) shared_->progress();
     ++shared_->in_flight;
-    auto self = shared_from_this();
-    shared_->handler(std::move(request), [self, keep_alive, head](Response response) {
+    auto self = this->shared_from_this();
+    shared_->handler(std::move(request), peer_, [self, keep_alive, head](Response response) {
       asio::post(self->stream_.get_executor(),
                  [self, keep_alive, head, response = std::move(response)]() mutable {
                    --self->shared_->in_flight;
@@ -215,24 +281,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // HEAD: the headers a GET would have (Content-Length included), no body.
     if (head) response.body().clear();
     auto message = std::make_shared<Response>(std::move(response));
-    stream_.expires_after(shared_->write_timeout);  // a client that stops reading is dropped
-    http::async_write(stream_, *message,
-                      [self = shared_from_this(), message](beast::error_code error, std::size_t) {
-                        if (error) {
-                          if (error == beast::error::timeout) {
-                            ++server_counters().connections_timed_out;
-                          }
-                          return;
-                        }
-                        if (!message->keep_alive()) {
-                          self->stream_.socket().shutdown(tcp::socket::shutdown_send, error);
-                          return;
-                        }
-                        self->next_request();
-                      });
+    lowest().expires_after(shared_->write_timeout);  // a client that stops reading is dropped
+    http::async_write(
+        stream_, *message,
+        [self = this->shared_from_this(), message](beast::error_code error, std::size_t) {
+          if (error) {
+            if (error == beast::error::timeout) {
+              ++server_counters().connections_timed_out;
+            }
+            return;
+          }
+          if (!message->keep_alive()) return self->close_send();
+          self->next_request();
+        });
   }
 
-  beast::tcp_stream stream_;
+  TlsContextPtr tls_;  // the context this connection started with (null: plain)
+  Peer peer_;
+  Stream stream_;
   std::shared_ptr<Shared> shared_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -268,15 +334,17 @@ ServerConfig with_body_limit(std::size_t max_body_bytes) {
   return config;
 }
 
-// Over server.max.connections: a canned 503, written without waiting, then closed.
-void turn_away(tcp::socket socket) {
+// Over server.max.connections: a canned 503, written without waiting, then closed. With TLS
+// only closed: a plain-text answer would mean nothing to a TLS client, and a handshake is the
+// work being shed.
+void turn_away(tcp::socket socket, bool tls) {
   static constexpr char kBusy[] =
       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
       "Connection: close\r\nContent-Length: 69\r\n\r\n"
       R"({"error":{"code":"unavailable","message":"too many open connections"}})";
   boost::system::error_code ignored;
   socket.non_blocking(true, ignored);
-  socket.send(asio::buffer(kBusy, sizeof(kBusy) - 1), 0, ignored);
+  if (!tls) socket.send(asio::buffer(kBusy, sizeof(kBusy) - 1), 0, ignored);
   socket.shutdown(tcp::socket::shutdown_both, ignored);
   socket.close(ignored);
 }
@@ -301,6 +369,10 @@ HttpServer::HttpServer(asio::io_context& io, const std::string& listen, const Se
       std::max<milliseconds>(std::chrono::seconds(10), 2 * config.store.call_timeout);
   shared_->max_connections = config.max_connections;
   shared_->handler = std::move(handler);
+  if (config.tls_enabled()) {
+    shared_->tls = std::make_shared<TlsContexts>(config);
+    sighup_.emplace(acceptor_.get_executor(), SIGHUP);
+  }
   const auto endpoint = parse_endpoint(listen);
   boost::system::error_code error;
   acceptor_.open(endpoint.protocol(), error);
@@ -316,32 +388,49 @@ tcp::endpoint HttpServer::local_endpoint() const { return acceptor_.local_endpoi
 
 std::size_t HttpServer::in_flight() const { return shared_->in_flight; }
 
-void HttpServer::start() { accept(); }
+void HttpServer::start() {
+  if (sighup_) watch_sighup();
+  accept();
+}
+
+bool HttpServer::reload_tls() { return shared_->tls && shared_->tls->reload(); }
+
+void HttpServer::watch_sighup() {
+  sighup_->async_wait([this](const boost::system::error_code& error, int) {
+    if (error) return;
+    reload_tls();
+    watch_sighup();
+  });
+}
 
 void HttpServer::stop_accepting() {
   asio::post(acceptor_.get_executor(), [this] {
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     backoff_timer_.cancel();
+    if (sighup_) sighup_->cancel(ignored);
   });
 }
 
 void HttpServer::accept() {
-  acceptor_.async_accept(asio::make_strand(io_),
-                         [this](beast::error_code error, tcp::socket socket) {
-                           if (error == asio::error::operation_aborted || !acceptor_.is_open())
-                             return;
-                           if (error) return on_accept_error(error);
-                           backoff_ = milliseconds(0);
-                           if (shared_->open >= shared_->max_connections) {
-                             ++server_counters().connections_rejected;
-                             turn_away(std::move(socket));
-                           } else {
-                             socket.set_option(tcp::no_delay(true), error);
-                             std::make_shared<Connection>(std::move(socket), shared_)->start();
-                           }
-                           accept();
-                         });
+  acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code error,
+                                                        tcp::socket socket) {
+    if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (error) return on_accept_error(error);
+    backoff_ = milliseconds(0);
+    if (shared_->open >= shared_->max_connections) {
+      ++server_counters().connections_rejected;
+      turn_away(std::move(socket), shared_->tls != nullptr);
+    } else if (shared_->tls) {
+      socket.set_option(tcp::no_delay(true), error);
+      std::make_shared<Connection<TlsStream>>(std::move(socket), shared_, shared_->tls->current())
+          ->start();
+    } else {
+      socket.set_option(tcp::no_delay(true), error);
+      std::make_shared<Connection<PlainStream>>(std::move(socket), shared_)->start();
+    }
+    accept();
+  });
 }
 
 // Out of descriptors (EMFILE, ENFILE), buffers or memory: retrying at once would spin a core

@@ -23,16 +23,23 @@
 // - GET /readyz answers 503 when the server is wedged: requests other than waiting acquires have
 //   been in flight with none answered for max(10 s, 2 x backend.timeout). Otherwise the handler
 //   answers it.
+//
+// TLS (contract C6, ADR-0017; server/tls_context.h): with config.tls_enabled() every connection
+// is HTTPS; the handshake counts against the first request's header timeout, and beyond
+// max.connections a new connection is closed before its handshake. SIGHUP re-reads the
+// certificate files for new connections (open ones keep theirs).
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "server/config.h"
@@ -42,13 +49,21 @@ namespace dlock::server {
 using Request = boost::beast::http::request<boost::beast::http::string_body>;
 using Response = boost::beast::http::response<boost::beast::http::string_body>;
 using Reply = std::function<void(Response)>;
-using Handler = std::function<void(Request&&, Reply)>;
+// Who is on the other end of a request's connection.
+struct Peer {
+  std::string address;  // "IP:PORT"
+  // mTLS: the subject CN of the client certificate the handshake verified against
+  // tls.client.ca.file; nullopt without TLS, without a client CA, or without a CN.
+  std::optional<std::string> client_cert_cn;
+};
+using Handler = std::function<void(Request&&, const Peer&, Reply)>;
 
 class HttpServer {
  public:
   // Binds `listen` at once (throws InvalidArgumentError for a malformed address,
   // UnavailableError when it cannot be bound; both name it, ADR-0003). Uses the
-  // config's body limit and connection settings.
+  // config's body limit, connection settings and TLS files (InvalidArgumentError naming the file
+  // that cannot be used).
   HttpServer(boost::asio::io_context& io, const std::string& listen, const ServerConfig& config,
              Handler handler);
   // Default connection settings (ServerConfig's).
@@ -63,12 +78,16 @@ class HttpServer {
   void stop_accepting();
   // Requests received and not yet answered.
   std::size_t in_flight() const;
+  // Re-reads the TLS files for new connections (what SIGHUP does); false, logged, and the old
+  // context kept when they do not load. False without TLS.
+  bool reload_tls();
 
   struct Shared;  // what connections share with the server (outlives it while they live)
 
  private:
   void accept();
   void on_accept_error(const boost::system::error_code& error);
+  void watch_sighup();
 
   boost::asio::io_context& io_;
   boost::asio::ip::tcp::acceptor acceptor_;
@@ -77,6 +96,7 @@ class HttpServer {
   std::chrono::steady_clock::time_point last_error_log_{};
   std::size_t errors_since_log_ = 0;
   std::shared_ptr<Shared> shared_;
+  std::optional<boost::asio::signal_set> sighup_;  // with TLS only
 };
 
 }  // namespace dlock::server

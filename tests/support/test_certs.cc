@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "support/subprocess.h"
@@ -53,19 +54,41 @@ TestCa make_test_ca(const std::string& dir, const std::string& name) {
   return ca;
 }
 
-ServerCert make_server_cert(const TestCa& ca, const std::string& dir, const std::string& name) {
-  ServerCert cert{dir + "/" + name + ".crt", dir + "/" + name + ".key"};
+namespace {
+
+// A leaf certificate for `subject` with `extensions` (openssl x509 -extfile lines), signed by
+// `ca`: files <name>.crt and <name>.key (mode 0600) in `dir`.
+std::pair<std::string, std::string> make_leaf(const TestCa& ca, const std::string& dir,
+                                              const std::string& name, const std::string& subject,
+                                              const std::string& extensions) {
+  const std::string cert_file = dir + "/" + name + ".crt";
+  const std::string key_file = dir + "/" + name + ".key";
   const std::string request = dir + "/" + name + ".csr";
-  const std::string extensions = dir + "/" + name + ".ext";
-  std::ofstream(extensions) << "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                               "extendedKeyUsage=serverAuth\n";
-  openssl(dir, {"req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout",
-                cert.key_file, "-out", request});
+  const std::string extensions_file = dir + "/" + name + ".ext";
+  std::ofstream(extensions_file) << extensions;
+  openssl(dir, {"req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", key_file,
+                "-out", request});
   openssl(dir, {"x509", "-req", "-in", request, "-CA", ca.cert_file, "-CAkey", ca.key_file,
-                "-CAcreateserial", "-days", "2", "-extfile", extensions, "-out", cert.cert_file});
+                "-CAcreateserial", "-days", "2", "-extfile", extensions_file, "-out", cert_file});
   std::filesystem::permissions(
-      cert.key_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  return cert;
+      key_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  return {cert_file, key_file};
+}
+
+}  // namespace
+
+ServerCert make_server_cert(const TestCa& ca, const std::string& dir, const std::string& name) {
+  auto [cert, key] = make_leaf(ca, dir, name, "/CN=localhost",
+                               "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                               "extendedKeyUsage=serverAuth\n");
+  return {cert, key};
+}
+
+ClientCert make_client_cert(const TestCa& ca, const std::string& dir, const std::string& name,
+                            const std::string& common_name) {
+  auto [cert, key] =
+      make_leaf(ca, dir, name, "/CN=" + common_name, "extendedKeyUsage=clientAuth\n");
+  return {cert, key};
 }
 
 }  // namespace dlock::testing
