@@ -18,6 +18,9 @@ namespace dlock::server {
 // Whether `text` is well-formed UTF-8 (RFC 3629): no overlong forms (e.g. C0 AF), no
 // surrogates, nothing above U+10FFFF, no truncated sequence.
 bool is_utf8(std::string_view text);
+// `text` with each byte that does not start a well-formed sequence replaced by U+FFFD: for text
+// echoed into a JSON answer or a log line (a path, a header) that no check has vetted.
+std::string to_utf8(std::string_view text);
 
 // Non-empty, at most `max_bytes`, no control characters, valid UTF-8.
 void check_text(std::string_view value, const char* field, std::size_t max_bytes);

@@ -65,6 +65,11 @@ TEST(InputChecks, TextMustBeUtf8SoAnswersAndLogsStayValidJson) {
   EXPECT_EQ(field_of([] { checked_namespace("\xFF"); }), "ns");
   EXPECT_EQ(field_of([] { checked_prefix("\xC0\xAF"); }), "prefix");
   EXPECT_EQ(checked_prefix(""), "");
+  // Echoed text is repaired, not rejected: each bad byte becomes U+FFFD.
+  EXPECT_EQ(to_utf8("caf\xC3\xA9"), "caf\xC3\xA9");
+  EXPECT_EQ(to_utf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(to_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_TRUE(is_utf8(to_utf8("\xE2\x82\xF0\x9F\x94")));
 }
 
 TEST(InputChecks, SessionIdsTokensLimitsTtlsAndWaits) {
