@@ -151,10 +151,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     while (!parser.is_done()) {
       const auto used = parser.put(asio::buffer(rest.data(), rest.size()), error);
       rest.remove_prefix(used);
-      if (error == http::error::need_more) {
+      // need_more, or nothing taken (an empty buffer in a chunk's body): read on while bytes
+      // are taken, else the input has ended, as if the peer closed the connection.
+      if (error == http::error::need_more || (!error && used == 0)) {
         error = {};
         if (used > 0) continue;
-        parser.put_eof(error);  // the input ends: the peer closed the connection
+        parser.put_eof(error);
         break;
       }
       if (error) break;

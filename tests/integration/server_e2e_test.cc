@@ -376,6 +376,13 @@ TEST_P(ServerEndToEnd, TextThatIsNotUtf8Is400NamingTheField) {
     ASSERT_TRUE(result.json.is_object()) << "not JSON: " << result.body;
     EXPECT_EQ(std::string(result.json.at("error").at("field").as_string()), c.field) << c.target;
   }
+  // A route that echoes the path in its error answers valid JSON even for bytes like these.
+  for (const auto& [method, target] : {std::pair<std::string, std::string>{"GET", "/v1/%FF/x"},
+                                       {"PUT", "/v1/locks/k/%C0%AF"}}) {
+    const auto result = call(method, target);
+    EXPECT_TRUE(result.status == 404 || result.status == 405) << target << " " << result.status;
+    EXPECT_TRUE(result.json.is_object()) << "not JSON: " << result.body;
+  }
   // Valid multi-byte UTF-8 is a key like any other.
   const auto key = fresh_key() + "-%C3%A9%E2%82%AC%F0%9F%94%92";
   EXPECT_EQ(acquire(key, sid).status, 200);
