@@ -43,7 +43,7 @@ constexpr auto kAnswerTimeout = std::chrono::seconds(10);
 const server::ServerConfig& config() {
   static const server::ServerConfig config = [] {
     server::ServerConfig c;
-    c.max_wait = milliseconds(50);  // waits end quickly; the answer must still come
+    c.max_wait = milliseconds(5);  // waits end quickly; the answer must still come
     c.max_body_bytes = 4096;
     c.admin_enabled = true;
     c.admin_token = "fuzz-admin";
@@ -139,9 +139,8 @@ std::string with_session(std::string_view input, const std::string& session_id) 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   (void)telemetry();
   Harness harness;
-  const std::string text =
-      with_session(std::string_view(reinterpret_cast<const char*>(data), size),
-                   harness.open_session());
+  const std::string text = with_session(std::string_view(reinterpret_cast<const char*>(data), size),
+                                        harness.open_session());
   std::string_view rest = text;
   for (int i = 0; i < kMaxRequests && !rest.empty(); ++i) {
     http::request_parser<http::string_body> parser;

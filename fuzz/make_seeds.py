@@ -49,7 +49,7 @@ http = {
     + request("DELETE", "/v1/locks/payouts%2Fbatch-17?session_id=@SID@&fencing_token=1"),
     "acquire_ns_body": acquire("k", ',"ns":"team-a.prod_1"'),
     "acquire_ns_query": acquire("k", "", "?ns=team-a"),
-    "acquire_wait_held": acquire("k") + acquire("k", ',"wait_ms":30'),
+    "acquire_wait_held": acquire("k") + acquire("k", ',"wait_ms":5'),
     "acquire_chunked": "POST /v1/locks/chunked/acquire HTTP/1.1\r\nHost: d\r\n"
     "Transfer-Encoding: chunked\r\n\r\n10\r\n{\"session_id\":\"@\r\n"
     "6\r\nSID@\"}\r\n0\r\n\r\n",

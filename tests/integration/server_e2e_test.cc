@@ -377,8 +377,8 @@ TEST_P(ServerEndToEnd, TextThatIsNotUtf8Is400NamingTheField) {
     EXPECT_EQ(std::string(result.json.at("error").at("field").as_string()), c.field) << c.target;
   }
   // A route that echoes the path in its error answers valid JSON even for bytes like these.
-  for (const auto& [method, target] : {std::pair<std::string, std::string>{"GET", "/v1/%FF/x"},
-                                       {"PUT", "/v1/locks/k/%C0%AF"}}) {
+  for (const auto& [method, target] :
+       {std::pair<std::string, std::string>{"GET", "/v1/%FF/x"}, {"PUT", "/v1/locks/k/%C0%AF"}}) {
     const auto result = call(method, target);
     EXPECT_TRUE(result.status == 404 || result.status == 405) << target << " " << result.status;
     EXPECT_TRUE(result.json.is_object()) << "not JSON: " << result.body;

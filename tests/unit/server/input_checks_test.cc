@@ -51,11 +51,11 @@ TEST(InputChecks, NamespaceHoldsNoSlashSoTheStoreKeySplitsBack) {
 TEST(InputChecks, TextMustBeUtf8SoAnswersAndLogsStayValidJson) {
   EXPECT_TRUE(is_utf8(""));
   EXPECT_TRUE(is_utf8("plain ascii"));
-  EXPECT_TRUE(is_utf8("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x94\x92"));  // e-acute, euro, lock
+  EXPECT_TRUE(is_utf8("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x94\x92"));      // e-acute, euro, lock
   EXPECT_TRUE(is_utf8("\xED\x9F\xBF\xEE\x80\x80\xF4\x8F\xBF\xBF"));  // U+D7FF U+E000 max
-  for (const char* bad : {"\xFF", "\xC0\xAF", "\xC1\xBF", "\xE0\x80\xAF", "\xF0\x80\x80\xAF",
-                          "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\x80",
-                          "a\xE2\x82", "\xC3", "\xE2\x28\xA1"}) {
+  for (const char* bad :
+       {"\xFF", "\xC0\xAF", "\xC1\xBF", "\xE0\x80\xAF", "\xF0\x80\x80\xAF", "\xED\xA0\x80",
+        "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\x80", "a\xE2\x82", "\xC3", "\xE2\x28\xA1"}) {
     EXPECT_FALSE(is_utf8(bad)) << bad;
   }
   EXPECT_EQ(checked_key("caf\xC3\xA9"), "caf\xC3\xA9");
@@ -67,7 +67,10 @@ TEST(InputChecks, TextMustBeUtf8SoAnswersAndLogsStayValidJson) {
   EXPECT_EQ(checked_prefix(""), "");
   // Echoed text is repaired, not rejected: each bad byte becomes U+FFFD.
   EXPECT_EQ(to_utf8("caf\xC3\xA9"), "caf\xC3\xA9");
-  EXPECT_EQ(to_utf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(to_utf8("a\xFF"
+                    "b"),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(to_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_TRUE(is_utf8(to_utf8("\xE2\x82\xF0\x9F\x94")));
 }
