@@ -118,5 +118,12 @@ TEST(ErrorTable, EveryCodeHasItsStatusAndTransientFailuresAreNeverHeld) {
   EXPECT_EQ(mapped(InternalError("m")).result_int(), 500u);
 }
 
+TEST(ErrorTable, ErrorAnswersStayValidJson) {
+  // A 404 or 405 names the decoded path, a 417 the header: bytes no check has vetted.
+  const auto response = error_response(404, "not_found", "no such route: /v1/\xFF/\xC0\xAF");
+  EXPECT_TRUE(is_utf8(response.body())) << response.body();
+  EXPECT_NE(response.body().find("/v1/\xEF\xBF\xBD/"), std::string::npos) << response.body();
+}
+
 }  // namespace
 }  // namespace dlock::server
