@@ -1,5 +1,6 @@
 #include "server/config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -8,8 +9,9 @@
 #include <map>
 #include <sstream>
 
-#include "dlock/client.h"
+#include "dlock/duration.h"
 #include "dlock/errors.h"
+#include "util/backend_names.h"
 
 namespace dlock::server {
 namespace {
@@ -24,7 +26,7 @@ struct Key {
 };
 
 std::chrono::milliseconds duration(const std::string& text, const char* key) {
-  return client::parse_duration(text, key);
+  return parse_duration(text, key);
 }
 
 std::chrono::milliseconds positive_duration(const std::string& text, const char* key) {
@@ -52,7 +54,8 @@ const std::vector<Key>& keys() {
   static const std::vector<Key> kKeys = {
       {"lock.backend", "sqlite", "Store backend: sqlite (embedded), pg or etcd.",
        [](ServerConfig& c, const std::string& v) {
-         if (v != "sqlite" && v != "pg" && v != "etcd") {
+         if (std::find(backend_names::kAll.begin(), backend_names::kAll.end(), v) ==
+             backend_names::kAll.end()) {
            throw ConfigError("lock.backend: '" + v + "' is not one of sqlite, pg, etcd");
          }
          c.store.backend = v;
@@ -261,7 +264,7 @@ ParsedCommandLine load_config(const std::vector<std::string>& args) {
         "admin.enabled is true but admin.token is empty: refusing to serve an "
         "unauthenticated admin API");
   }
-  if (parsed.config.store.backend == "pg" && parsed.config.store.pg_url.empty()) {
+  if (parsed.config.store.backend == backend_names::kPg && parsed.config.store.pg_url.empty()) {
     throw ConfigError("pg.url is required when lock.backend is pg");
   }
   check_ttl(parsed.config.default_lock_ttl, parsed.config.store.limits, "lock.default.ttl");
