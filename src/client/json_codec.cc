@@ -79,8 +79,12 @@ WallClock::time_point parse_rfc3339(std::string_view text) {
     bad_time(text);
   }
   if (at != text.size()) bad_time(text);
-  const auto local = sys_days(date) + hours(h) + minutes(mi) + seconds(s) + fraction;
-  return time_point_cast<WallClock::duration>(local - offset);
+  // In seconds first: a year the clock cannot hold (WallClock counts nanoseconds, so about
+  // 1678..2261) is a bad timestamp, not a signed overflow.
+  const auto utc = sys_days(date) + hours(h) + minutes(mi) + seconds(s) - offset;
+  constexpr auto kLimit = duration_cast<seconds>(WallClock::duration::max()) - seconds(1);
+  if (utc.time_since_epoch() > kLimit || utc.time_since_epoch() < -kLimit) bad_time(text);
+  return time_point_cast<WallClock::duration>(utc) + duration_cast<WallClock::duration>(fraction);
 }
 
 std::string format_rfc3339(WallClock::time_point time) {

@@ -4,6 +4,7 @@
 #include <boost/json/serialize.hpp>
 
 #include "dlock/errors.h"
+#include "server/input_checks.h"
 
 namespace dlock::server {
 
@@ -20,8 +21,9 @@ Response json_response(unsigned status, std::string body) {
 
 Response error_response(unsigned status, const std::string& code, const std::string& message,
                         const std::string& field) {
-  boost::json::object error{{"code", code}, {"message", message}};
-  if (!field.empty()) error["field"] = field;
+  // The message and field may echo request bytes (a path, a header): keep the body valid JSON.
+  boost::json::object error{{"code", code}, {"message", to_utf8(message)}};
+  if (!field.empty()) error["field"] = to_utf8(field);
   auto response =
       json_response(status, boost::json::serialize(boost::json::object{{"error", error}}));
   if (status == 503 || status == 429) response.set(http::field::retry_after, "1");

@@ -10,6 +10,65 @@ namespace dlock::server {
 
 using std::chrono::milliseconds;
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at `text[at]`, 0 when there is none (RFC 3629
+// table: no overlong forms, no surrogates U+D800..U+DFFF, nothing above U+10FFFF).
+std::size_t utf8_sequence(std::string_view text, std::size_t at) {
+  const auto byte = static_cast<unsigned char>(text[at]);
+  if (byte < 0x80) return 1;
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+  if (byte >= 0xC2 && byte <= 0xDF) {
+    length = 2;
+  } else if (byte >= 0xE0 && byte <= 0xEF) {
+    length = 3;
+    if (byte == 0xE0) low = 0xA0;
+    if (byte == 0xED) high = 0x9F;
+  } else if (byte >= 0xF0 && byte <= 0xF4) {
+    length = 4;
+    if (byte == 0xF0) low = 0x90;
+    if (byte == 0xF4) high = 0x8F;
+  } else {
+    return 0;  // a continuation byte first, C0/C1 (overlong) or F5..FF
+  }
+  if (text.size() - at < length) return 0;
+  const auto second = static_cast<unsigned char>(text[at + 1]);
+  if (second < low || second > high) return 0;
+  for (std::size_t k = 2; k < length; ++k) {
+    const auto next = static_cast<unsigned char>(text[at + k]);
+    if (next < 0x80 || next > 0xBF) return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
+bool is_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto length = utf8_sequence(text, i);
+    if (length == 0) return false;
+    i += length;
+  }
+  return true;
+}
+
+std::string to_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const auto length = utf8_sequence(text, i);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER, for one byte
+      ++i;
+    } else {
+      out.append(text.substr(i, length));
+      i += length;
+    }
+  }
+  return out;
+}
+
 void check_text(std::string_view value, const char* field, std::size_t max_bytes) {
   if (value.empty()) throw InvalidArgumentError(field, std::string(field) + " must not be empty");
   if (value.size() > max_bytes) {
@@ -21,6 +80,11 @@ void check_text(std::string_view value, const char* field, std::size_t max_bytes
       throw InvalidArgumentError(field,
                                  std::string(field) + " must not contain control characters");
     }
+  }
+  // Keys, owners and namespaces are echoed in JSON answers and log lines: bytes that are not
+  // UTF-8 would make those invalid JSON for every reader (contract C3).
+  if (!is_utf8(value)) {
+    throw InvalidArgumentError(field, std::string(field) + " must be valid UTF-8");
   }
 }
 
@@ -56,6 +120,7 @@ std::string checked_session_id(std::string_view session_id) {
 
 std::string checked_prefix(std::string_view prefix) {
   if (prefix.size() > limits::kMaxKeyBytes) throw InvalidArgumentError("prefix", "prefix too long");
+  if (!is_utf8(prefix)) throw InvalidArgumentError("prefix", "prefix must be valid UTF-8");
   return std::string(prefix);
 }
 

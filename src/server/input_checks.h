@@ -15,7 +15,14 @@
 
 namespace dlock::server {
 
-// Non-empty, at most `max_bytes`, no control characters.
+// Whether `text` is well-formed UTF-8 (RFC 3629): no overlong forms (e.g. C0 AF), no
+// surrogates, nothing above U+10FFFF, no truncated sequence.
+bool is_utf8(std::string_view text);
+// `text` with each byte that does not start a well-formed sequence replaced by U+FFFD: for text
+// echoed into a JSON answer or a log line (a path, a header) that no check has vetted.
+std::string to_utf8(std::string_view text);
+
+// Non-empty, at most `max_bytes`, no control characters, valid UTF-8.
 void check_text(std::string_view value, const char* field, std::size_t max_bytes);
 
 // A lock key as the API shows it (field "key").
@@ -25,7 +32,7 @@ std::string checked_namespace(std::string_view ns);
 std::string checked_owner(std::string_view owner);
 // Letters, digits, '-', '_' (field "session_id").
 std::string checked_session_id(std::string_view session_id);
-// A list prefix may be empty (field "prefix").
+// A list prefix may be empty; at most a key's length, valid UTF-8 (field "prefix").
 std::string checked_prefix(std::string_view prefix);
 
 // The TTL asked (or `fallback` when none was), within `limits` (field "ttl_ms").

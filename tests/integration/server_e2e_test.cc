@@ -354,6 +354,43 @@ TEST_P(ServerEndToEnd, BadInputIs400NamingTheField) {
   EXPECT_EQ(call("GET", "/healthz").status, 200);
 }
 
+// Keys, owners and namespaces are echoed in JSON answers and logs: bytes that are not UTF-8
+// (%FF, the overlong %C0%AF) are 400 naming the field, and listing the namespace still works.
+TEST_P(ServerEndToEnd, TextThatIsNotUtf8Is400NamingTheField) {
+  const auto sid = open_session("alice");
+  struct Case {
+    std::string method, target, body, field;
+  };
+  const std::vector<Case> cases = {
+      {"GET", "/v1/locks/%FF", "", "key"},
+      {"GET", "/v1/locks/a%C0%AFb", "", "key"},
+      {"POST", "/v1/locks/x%ED%A0%80/acquire", R"({"session_id":")" + sid + R"("})", "key"},
+      {"POST", "/v1/locks/%F4%90%80%80/acquire", R"({"session_id":")" + sid + R"("})", "key"},
+      {"DELETE", "/v1/locks/%E2%82?session_id=" + sid + "&fencing_token=1", "", "key"},
+      {"GET", "/v1/locks/k?ns=%FF", "", "ns"},
+      {"GET", "/v1/locks?prefix=%C0%AF", "", "prefix"},
+  };
+  for (const auto& c : cases) {
+    const auto result = call(c.method, c.target, c.body);
+    EXPECT_EQ(result.status, 400) << c.method << " " << c.target << " -> " << result.body;
+    ASSERT_TRUE(result.json.is_object()) << "not JSON: " << result.body;
+    EXPECT_EQ(std::string(result.json.at("error").at("field").as_string()), c.field) << c.target;
+  }
+  // A route that echoes the path in its error answers valid JSON even for bytes like these.
+  for (const auto& [method, target] :
+       {std::pair<std::string, std::string>{"GET", "/v1/%FF/x"}, {"PUT", "/v1/locks/k/%C0%AF"}}) {
+    const auto result = call(method, target);
+    EXPECT_TRUE(result.status == 404 || result.status == 405) << target << " " << result.status;
+    EXPECT_TRUE(result.json.is_object()) << "not JSON: " << result.body;
+  }
+  // Valid multi-byte UTF-8 is a key like any other.
+  const auto key = fresh_key() + "-%C3%A9%E2%82%AC%F0%9F%94%92";
+  EXPECT_EQ(acquire(key, sid).status, 200);
+  const auto listed = call("GET", "/v1/locks");
+  EXPECT_EQ(listed.status, 200);
+  EXPECT_TRUE(listed.json.is_object()) << listed.body;
+}
+
 TEST_P(ServerEndToEnd, AdminRevokeNeedsTheToken) {
   const auto sid = open_session("alice");
   const auto key = fresh_key();

@@ -48,6 +48,33 @@ TEST(InputChecks, NamespaceHoldsNoSlashSoTheStoreKeySplitsBack) {
   EXPECT_EQ(store_key::api_key(joined), "jobs/17");
 }
 
+TEST(InputChecks, TextMustBeUtf8SoAnswersAndLogsStayValidJson) {
+  EXPECT_TRUE(is_utf8(""));
+  EXPECT_TRUE(is_utf8("plain ascii"));
+  EXPECT_TRUE(is_utf8("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x94\x92"));      // e-acute, euro, lock
+  EXPECT_TRUE(is_utf8("\xED\x9F\xBF\xEE\x80\x80\xF4\x8F\xBF\xBF"));  // U+D7FF U+E000 max
+  for (const char* bad :
+       {"\xFF", "\xC0\xAF", "\xC1\xBF", "\xE0\x80\xAF", "\xF0\x80\x80\xAF", "\xED\xA0\x80",
+        "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\x80", "a\xE2\x82", "\xC3", "\xE2\x28\xA1"}) {
+    EXPECT_FALSE(is_utf8(bad)) << bad;
+  }
+  EXPECT_EQ(checked_key("caf\xC3\xA9"), "caf\xC3\xA9");
+  EXPECT_EQ(field_of([] { checked_key("\xFF"); }), "key");
+  EXPECT_EQ(field_of([] { checked_key("a\xC0\xAF"); }), "key");
+  EXPECT_EQ(field_of([] { checked_owner("\xED\xA0\x80"); }), "owner");
+  EXPECT_EQ(field_of([] { checked_namespace("\xFF"); }), "ns");
+  EXPECT_EQ(field_of([] { checked_prefix("\xC0\xAF"); }), "prefix");
+  EXPECT_EQ(checked_prefix(""), "");
+  // Echoed text is repaired, not rejected: each bad byte becomes U+FFFD.
+  EXPECT_EQ(to_utf8("caf\xC3\xA9"), "caf\xC3\xA9");
+  EXPECT_EQ(to_utf8("a\xFF"
+                    "b"),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(to_utf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_TRUE(is_utf8(to_utf8("\xE2\x82\xF0\x9F\x94")));
+}
+
 TEST(InputChecks, SessionIdsTokensLimitsTtlsAndWaits) {
   EXPECT_EQ(field_of([] { checked_session_id("abc$"); }), "session_id");
   EXPECT_EQ(checked_session_id("7f-a_b"), "7f-a_b");
@@ -89,6 +116,13 @@ TEST(ErrorTable, EveryCodeHasItsStatusAndTransientFailuresAreNeverHeld) {
   }
   EXPECT_NE(mapped(NotLeaderError("m")).body().find("\"not_leader\""), std::string::npos);
   EXPECT_EQ(mapped(InternalError("m")).result_int(), 500u);
+}
+
+TEST(ErrorTable, ErrorAnswersStayValidJson) {
+  // A 404 or 405 names the decoded path, a 417 the header: bytes no check has vetted.
+  const auto response = error_response(404, "not_found", "no such route: /v1/\xFF/\xC0\xAF");
+  EXPECT_TRUE(is_utf8(response.body())) << response.body();
+  EXPECT_NE(response.body().find("/v1/\xEF\xBF\xBD/"), std::string::npos) << response.body();
 }
 
 }  // namespace
