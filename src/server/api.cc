@@ -175,19 +175,19 @@ Api::Api(core::LockService& service, Telemetry& telemetry, const ServerConfig& c
       auth_(config, telemetry),
       waiters_per_principal_(config.max_waiters_per_principal, "waiting acquires") {}
 
-void Api::handle(Request&& request, Reply reply) {
+void Api::handle(Request&& request, const std::string& remote_address, Reply reply) {
   auto counted = [this, reply = std::move(reply)](Response response) {
     telemetry_.on_http_request(static_cast<int>(response.result_int()));
     reply(std::move(response));
   };
   try {
-    route(request, counted);
+    route(request, remote_address, counted);
   } catch (...) {
     counted(error_response(std::current_exception()));
   }
 }
 
-void Api::route(const Request& request, const Reply& reply) {
+void Api::route(const Request& request, const std::string& remote_address, const Reply& reply) {
   const auto parsed = boost::urls::parse_origin_form(request.target());
   if (!parsed) {
     throw InvalidArgumentError("path", "malformed request target (bad percent-encoding?)");
@@ -196,7 +196,7 @@ void Api::route(const Request& request, const Reply& reply) {
                          .url = *parsed,
                          .params = {},
                          .body = request.body(),
-                         .remote_address = {},
+                         .remote_address = remote_address,
                          .received = SteadyClock::now(),
                          .principal = nullptr};
   std::vector<std::string> path;

@@ -32,7 +32,7 @@ struct RequestContext {
   boost::urls::url_view url;        // a view into request.target()
   std::vector<std::string> params;  // the path segments matched by "{}", in order, decoded
   std::string_view body;
-  std::string remote_address;        // the peer; empty while the HTTP front end passes none
+  std::string remote_address;        // the peer, without its port
   SteadyClock::time_point received;  // before any store call (honoured_ttl counts from here)
   // Who sent a /v1 request (contract C6); null when authentication is off.
   std::shared_ptr<const auth::Principal> principal;
@@ -49,7 +49,8 @@ class Api {
   // InvalidArgumentError (a configuration error) when it cannot be used.
   Api(core::LockService& service, Telemetry& telemetry, const ServerConfig& config);
 
-  void handle(Request&& request, Reply reply);
+  // `remote_address`: the peer (no port), for the failure throttle and audit events (C6).
+  void handle(Request&& request, const std::string& remote_address, Reply reply);
   // /readyz answers 200 only while ready (false during start-up and shutdown).
   void set_ready(bool ready) { ready_ = ready; }
   // SIGHUP: reload the tokens file (keeps the old one on an error, logged).
@@ -73,7 +74,7 @@ class Api {
   void extend(const RequestContext& context, const Reply& reply);
 
  private:
-  void route(const Request& request, const Reply& reply);
+  void route(const Request& request, const std::string& remote_address, const Reply& reply);
   // Runs `act` once the session is known to belong to the caller (ADR-0016); another
   // principal's session is answered 404 session_not_found, as a missing one is.
   void with_own_session(const RequestContext& context, const std::string& session_id,

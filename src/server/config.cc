@@ -29,6 +29,12 @@ std::chrono::milliseconds duration(const std::string& text, const char* key) {
   return client::parse_duration(text, key);
 }
 
+std::chrono::milliseconds positive_duration(const std::string& text, const char* key) {
+  const auto value = duration(text, key);
+  if (value.count() <= 0) throw ConfigError(std::string(key) + ": '" + text + "' must be > 0");
+  return value;
+}
+
 std::size_t count(const std::string& text, const char* key) {
   std::size_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -103,6 +109,24 @@ const std::vector<Key>& keys() {
       {"server.max.body", "65536", "Largest request body in bytes (then 413).",
        [](ServerConfig& c, const std::string& v) {
          c.max_body_bytes = count(v, "server.max.body");
+       }},
+      {"server.header.timeout", "10s",
+       "A connection whose request header has not fully arrived by then is closed.",
+       [](ServerConfig& c, const std::string& v) {
+         c.header_timeout = positive_duration(v, "server.header.timeout");
+       }},
+      {"server.idle.timeout", "60s", "A keep-alive connection idle between requests is closed.",
+       [](ServerConfig& c, const std::string& v) {
+         c.idle_timeout = positive_duration(v, "server.idle.timeout");
+       }},
+      {"server.write.timeout", "10s", "A client that does not take its answer by then is dropped.",
+       [](ServerConfig& c, const std::string& v) {
+         c.write_timeout = positive_duration(v, "server.write.timeout");
+       }},
+      {"server.max.connections", "10000",
+       "Open client connections; beyond it new ones are answered 503 and closed.",
+       [](ServerConfig& c, const std::string& v) {
+         c.max_connections = count(v, "server.max.connections");
        }},
       {"server.workers", "16", "Threads that run blocking backend calls.",
        [](ServerConfig& c, const std::string& v) { c.workers = count(v, "server.workers"); }},

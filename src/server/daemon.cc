@@ -89,10 +89,11 @@ int serve(const ServerConfig& config, Backend& backend) {
   Api& api = *loaded;
   std::unique_ptr<HttpServer> http;
   try {
-    http = std::make_unique<HttpServer>(io, config.listen, config.max_body_bytes,
-                                        [&api](Request&& request, Reply reply) {
-                                          api.handle(std::move(request), std::move(reply));
-                                        });
+    http = std::make_unique<HttpServer>(
+        io, config.listen, config,
+        [&api](Request&& request, const std::string& remote, Reply reply) {
+          api.handle(std::move(request), remote, std::move(reply));
+        });
   } catch (const std::exception& error) {
     std::fprintf(stderr, "dlockd: %s\n", error.what());
     return kExitUnavailable;

@@ -8,7 +8,9 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <atomic>
 #include <boost/json/object.hpp>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,6 +27,19 @@ void set_log_level(std::string_view level);
 // What logs carry instead of a session ID, a credential (contract C6): the first 12 hex digits
 // of its SHA-256.
 std::string session_fingerprint(std::string_view session_id);
+
+// Process-wide counters kept where the events happen (the HTTP server, the logger) and exported
+// by Telemetry::scrape() (contract C4).
+struct ServerCounters {
+  std::atomic<std::uint64_t> accept_errors{0};          // dlock_http_accept_errors_total
+  std::atomic<std::uint64_t> connections_rejected{0};   // dlock_http_connections_rejected_total
+  std::atomic<std::uint64_t> connections_timed_out{0};  // dlock_http_connection_timeouts_total
+  std::atomic<std::int64_t> connections_open{0};        // dlock_http_connections_open
+  std::atomic<std::int64_t> waiters{0};                 // mirrors dlock_waiters
+  std::atomic<std::uint64_t> log_dropped{0};            // dlock_log_dropped_total{reason}
+  std::atomic<std::uint64_t> log_rate_limited{0};
+};
+ServerCounters& server_counters();
 
 class Telemetry final : public core::ServiceObserver {
  public:

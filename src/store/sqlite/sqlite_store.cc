@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <utility>
@@ -12,6 +11,7 @@
 #include "core/release_hub.h"
 #include "core/time.h"
 #include "core/validate.h"
+#include "store/sqlite/data_file.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/sqlite/sqlite_statements.h"
 
@@ -64,9 +64,9 @@ class SqliteStore final : public Backend {
  public:
   explicit SqliteStore(const SqliteStoreOptions& options)
       : limits_(options.limits),
+        data_file_(options.path),
         clock_vfs_([this] { return clock_.now_ms(); }),
-        db_(with_parent_directory(options.path), static_cast<int>(options.busy_timeout.count()),
-            clock_vfs_.name()),
+        db_(data_file_.path(), static_cast<int>(options.busy_timeout.count()), clock_vfs_.name()),
         statements_(db_),
         writes_(db_, mutex_) {
     // WAL with synchronous=FULL: every commit (every grant, hence every token) is fsynced to the
@@ -354,13 +354,6 @@ class SqliteStore final : public Backend {
     return released;
   }
 
-  static const std::string& with_parent_directory(const std::string& path) {
-    const std::filesystem::path file(path);
-    std::error_code ignored;  // sqlite3_open reports a missing directory clearly enough
-    if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ignored);
-    return path;
-  }
-
   void migrate() {
     WriteTransaction transaction(db_);
     db_.exec(
@@ -433,7 +426,8 @@ class SqliteStore final : public Backend {
   }
 
   const TtlLimits limits_;
-  std::mutex mutex_;  // guards db_ and statements_; held by writes_ for a whole group
+  DataFile data_file_;  // 0700/0600 and one process only; outlives db_
+  std::mutex mutex_;    // guards db_ and statements_; held by writes_ for a whole group
   StoreClock clock_;
   ClockVfs clock_vfs_;  // 'now' in SQL is clock_; outlives db_
   Database db_;
