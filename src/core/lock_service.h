@@ -34,7 +34,7 @@ struct ServiceOptions {
   std::size_t max_waiters = 100000;
   // Sessions opened through this server and not yet closed or expired.
   std::size_t max_sessions = 100000;
-  // The same per principal; 0: none. (No caller names a principal yet: all count under "".)
+  // The same per principal (open_session's `principal`); 0: none.
   std::size_t max_sessions_per_principal = 0;
   std::chrono::milliseconds reap_interval{1000};
   // How long a waiter's wake-up is deferred after a failed backend call.
@@ -71,8 +71,14 @@ class LockService {
   // Every method returns at once; the callback runs later on a worker thread — except a
   // waiter's answer at its wait_ms, which runs on the io_context's thread, so that it comes on
   // time even while every worker is blocked in a store call (ADR-0007 "Deadlines").
-  void open_session(std::string owner_id, std::chrono::milliseconds ttl,
-                    Callback<SessionInfo> done);
+  // `principal` ("" without authentication) is what the session counts against in
+  // max_sessions_per_principal (contract C6).
+  void open_session(std::string owner_id, std::chrono::milliseconds ttl, Callback<SessionInfo> done,
+                    std::string principal = {});
+  // The owner the backend recorded for the session (cached: it never changes); the error
+  // SessionNotFoundError when there is no such live session. The server checks ownership
+  // with it before acting on a session (ADR-0016).
+  void session_owner(std::string session_id, Callback<std::string> done);
   void keepalive(std::string session_id, Callback<SessionInfo> done);
   void close_session(std::string session_id, Callback<std::vector<LockInfo>> done);
 

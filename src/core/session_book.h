@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "dlock/lock_store.h"
@@ -77,6 +78,25 @@ class SessionBook {
   std::unordered_map<std::string, Local> local_;         // sessions opened here
   ExpiryIndex by_expiry_;                                // local_'s sessions by last known expiry
   std::unordered_map<std::string, std::size_t> per_principal_;  // counts of local_, no zeros
+};
+
+// Per-principal counts of something held for a while (waiting acquires, contract C6): O(1),
+// thread-safe, no entry kept for a count of zero. A limit of 0 means no limit.
+class PrincipalCounter {
+ public:
+  PrincipalCounter(std::size_t limit, std::string what) : limit_(limit), what_(std::move(what)) {}
+
+  // Counts one more for `principal`; when that would pass the limit, counts nothing and
+  // returns why, naming the principal and the limit (else "").
+  std::string try_add(const std::string& principal);
+  void remove(const std::string& principal);
+  std::size_t count_of(const std::string& principal) const;
+
+ private:
+  const std::size_t limit_;
+  const std::string what_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::size_t> counts_;  // no zeros
 };
 
 }  // namespace dlock::core

@@ -8,11 +8,11 @@
 #include <chrono>
 #include <vector>
 
-#include "util/store_key.h"
 #include "dlock/errors.h"
 #include "server/error_mapping.h"
 #include "server/input_checks.h"
 #include "server/json_util.h"
+#include "util/store_key.h"
 
 namespace dlock::server {
 namespace {
@@ -82,22 +82,28 @@ milliseconds honoured_ttl(const LockHandle& handle, milliseconds asked,
 std::string api_key(const std::string& stored) { return std::string(store_key::api_key(stored)); }
 
 json::object handle_json(const LockHandle& handle, milliseconds asked,
-                         SteadyClock::time_point received) {
+                         SteadyClock::time_point received, bool auth_enabled) {
   return {{"key", api_key(handle.key)},
           {"fencing_token", handle.fencing_token},
-          {"owner", handle.owner_id},
+          {"owner", shown_owner(handle.owner_id, auth_enabled)},
           {"session_id", handle.session_id},
           {"ttl_ms", honoured_ttl(handle, asked, received).count()},
           {"expires_at", format_time(handle.server_expiry)}};
 }
 
-json::object info_json(const LockInfo& info) {
-  return {{"key", api_key(info.key)},
-          {"fencing_token", info.fencing_token},
-          {"owner", info.owner_id},
-          {"session_id", info.session_id},
-          {"acquired_at", format_time(info.acquired_at)},
-          {"expires_at", format_time(info.expires_at)}};
+// A lock as `caller` may see it: session_id only for its own session or with admin on the
+// namespace (C6).
+json::object info_json(const LockInfo& info, const auth::Principal* caller, bool auth_enabled) {
+  json::object body{{"key", api_key(info.key)},
+                    {"fencing_token", info.fencing_token},
+                    {"owner", shown_owner(info.owner_id, auth_enabled)},
+                    {"acquired_at", format_time(info.acquired_at)},
+                    {"expires_at", format_time(info.expires_at)}};
+  const auto parts = store_key::split(info.key);
+  if (may_see_session(caller, info.owner_id, parts ? parts->ns : "")) {
+    body["session_id"] = info.session_id;
+  }
+  return body;
 }
 
 Response ok(unsigned status, const json::object& body) {
@@ -136,6 +142,16 @@ std::string body_namespace(const BodyReader& reader, const RequestContext& conte
   return checked_namespace(reader.string("ns").value_or(context.query("ns").value_or("default")));
 }
 
+// Who an audit event names: the principal ("" without authentication) and the peer.
+struct AuditWho {
+  std::string principal;
+  std::string remote;
+};
+
+AuditWho audit_who(const RequestContext& context) {
+  return {context.principal ? context.principal->name : "", context.remote_address};
+}
+
 Response not_found(const RequestContext& context) {
   return error_response(404, "not_found", "no such route: " + std::string(context.url.path()));
 }
@@ -153,7 +169,11 @@ std::string RequestContext::query_namespace() const {
 }
 
 Api::Api(core::LockService& service, Telemetry& telemetry, const ServerConfig& config)
-    : service_(service), telemetry_(telemetry), config_(config) {}
+    : service_(service),
+      telemetry_(telemetry),
+      config_(config),
+      auth_(config, telemetry),
+      waiters_per_principal_(config.max_waiters_per_principal, "waiting acquires") {}
 
 void Api::handle(Request&& request, Reply reply, const Peer& peer) {
   auto counted = [this, reply = std::move(reply)](Response response) {
@@ -178,10 +198,15 @@ void Api::route(const Request& request, const Peer& peer, const Reply& reply) {
                          .body = request.body(),
                          .remote_address = peer.address,
                          .received = SteadyClock::now(),
-                         .principal = std::nullopt,
+                         .principal = nullptr,
                          .client_cert_cn = peer.client_cert_cn};
   std::vector<std::string> path;
   for (auto segment : context.url.segments()) path.push_back(segment);
+  if (!path.empty() && path[0] == "v1") {
+    auto identity = auth_.authenticate(request, context.remote_address, context.client_cert_cn);
+    if (identity.refusal) return reply(std::move(*identity.refusal));
+    context.principal = std::move(identity.principal);
+  }
 
   for (const auto& route : kRoutes) {
     if (route.method && *route.method != request.method()) continue;
@@ -215,30 +240,60 @@ void Api::metrics(const RequestContext&, const Reply& reply) {
 
 // --- sessions -------------------------------------------------------------------------------
 
+void Api::with_own_session(const RequestContext& context, const std::string& session_id,
+                           const Reply& reply, std::function<void()> act) {
+  if (!context.principal) return act();
+  service_.session_owner(
+      session_id, [reply, session_id, act = std::move(act),
+                   principal = context.principal->name](core::Outcome<std::string> owner) {
+        if (owner.error) return reply(error_response(owner.error));
+        try {
+          if (principal_of_owner(*owner.value) != principal) {
+            throw SessionNotFoundError("session " + session_id + " not found or expired");
+          }
+          act();
+        } catch (...) {
+          reply(error_response(std::current_exception()));
+        }
+      });
+}
+
 void Api::open_session(const RequestContext& context, const Reply& reply) {
+  if (auto denied = auth_.authorize_session(context)) return reply(std::move(*denied));
   const BodyReader reader(context.body, {"owner", "ttl_ms"});
   const auto owner = checked_owner(required(reader.string("owner"), "owner"));
   const auto ttl =
       checked_ttl(reader.integer("ttl_ms"), config_.default_session_ttl, config_.store.limits);
-  service_.open_session(owner, ttl, answer<SessionInfo>(reply, [](SessionInfo s) {
-                          return ok(201, {{"session_id", s.session_id},
-                                          {"owner", s.owner_id},
-                                          {"ttl_ms", s.ttl.count()},
-                                          {"expires_at", format_time(s.expires_at)}});
-                        }));
+  const bool auth = auth_.enabled();
+  service_.open_session(stored_owner(context.principal.get(), owner), ttl,
+                        answer<SessionInfo>(reply,
+                                            [auth](SessionInfo s) {
+                                              return ok(
+                                                  201, {{"session_id", s.session_id},
+                                                        {"owner", shown_owner(s.owner_id, auth)},
+                                                        {"ttl_ms", s.ttl.count()},
+                                                        {"expires_at", format_time(s.expires_at)}});
+                                            }),
+                        context.principal ? context.principal->name : std::string());
 }
 
 void Api::keepalive(const RequestContext& context, const Reply& reply) {
-  service_.keepalive(
-      checked_session_id(context.params[0]), answer<SessionInfo>(reply, [](SessionInfo s) {
-        return ok(200, {{"ttl_ms", s.ttl.count()}, {"expires_at", format_time(s.expires_at)}});
-      }));
+  const auto session_id = checked_session_id(context.params[0]);
+  with_own_session(context, session_id, reply, [this, session_id, reply] {
+    service_.keepalive(
+        session_id, answer<SessionInfo>(reply, [](SessionInfo s) {
+          return ok(200, {{"ttl_ms", s.ttl.count()}, {"expires_at", format_time(s.expires_at)}});
+        }));
+  });
 }
 
 void Api::close_session(const RequestContext& context, const Reply& reply) {
-  service_.close_session(
-      checked_session_id(context.params[0]),
-      answer<std::vector<LockInfo>>(reply, [](std::vector<LockInfo>) { return no_content(); }));
+  const auto session_id = checked_session_id(context.params[0]);
+  with_own_session(context, session_id, reply, [this, session_id, reply] {
+    service_.close_session(
+        session_id,
+        answer<std::vector<LockInfo>>(reply, [](std::vector<LockInfo>) { return no_content(); }));
+  });
 }
 
 // --- locks ----------------------------------------------------------------------------------
@@ -248,72 +303,116 @@ void Api::list_locks(const RequestContext& context, const Reply& reply) {
   const auto prefix = context.query("prefix").value_or("");
   const auto limit = parse_list_limit(context.query("limit"));
   checked_prefix(prefix);
+  if (auto denied = auth_.authorize(context, auth::Role::kRead, ns)) return reply(*denied);
+  const bool auth = auth_.enabled();
   service_.list(store_key::join(ns, prefix), limit,
-                answer<std::vector<LockInfo>>(reply, [](std::vector<LockInfo> locks) {
-                  json::array items;
-                  for (const auto& info : locks) items.push_back(info_json(info));
-                  return ok(200, {{"locks", std::move(items)}});
-                }));
+                answer<std::vector<LockInfo>>(
+                    reply, [caller = context.principal, auth](std::vector<LockInfo> locks) {
+                      json::array items;
+                      for (const auto& info : locks) {
+                        items.push_back(info_json(info, caller.get(), auth));
+                      }
+                      return ok(200, {{"locks", std::move(items)}});
+                    }));
 }
 
 void Api::read_lock(const RequestContext& context, const Reply& reply) {
   const auto name = checked_key(context.params[0]);
-  const auto key = store_key::join(context.query_namespace(), name);
-  service_.read(key, answer<std::optional<LockInfo>>(reply, [key](auto info) {
-                  if (!info)
+  const auto ns = context.query_namespace();
+  const auto key = store_key::join(ns, name);
+  if (auto denied = auth_.authorize(context, auth::Role::kRead, ns)) return reply(*denied);
+  const bool auth = auth_.enabled();
+  service_.read(key, answer<std::optional<LockInfo>>(reply, [key, caller = context.principal,
+                                                             auth](auto info) {
+                  if (!info) {
                     return error_response(404, "lock_not_found", "no live lock " + api_key(key));
-                  return ok(200, info_json(*info));
+                  }
+                  return ok(200, info_json(*info, caller.get(), auth));
                 }));
 }
 
 void Api::release(const RequestContext& context, const Reply& reply) {
   const auto name = checked_key(context.params[0]);
-  const auto key = store_key::join(context.query_namespace(), name);
+  const auto ns = context.query_namespace();
+  const auto key = store_key::join(ns, name);
   const auto session_id = required(context.query("session_id"), "session_id");
-  const auto token = required(context.query("fencing_token"), "fencing_token");
+  const auto token_text = required(context.query("fencing_token"), "fencing_token");
   const auto checked_session = checked_session_id(session_id);
-  service_.release(key, checked_session, parse_token(token),
-                   answer<bool>(reply, [](bool) { return no_content(); }));
+  const auto token = parse_token(token_text);
+  if (auto denied = auth_.authorize(context, auth::Role::kLock, ns)) return reply(*denied);
+  with_own_session(context, checked_session, reply,
+                   [this, key, checked_session, token, reply, who = audit_who(context), ns, name] {
+                     service_.release(key, checked_session, token, answer<bool>(reply, [=](bool) {
+                                        audit("release", who.principal, ns, name, token,
+                                              who.remote);
+                                        return no_content();
+                                      }));
+                   });
 }
 
 void Api::acquire(const RequestContext& context, const Reply& reply) {
   const auto name = checked_key(context.params[0]);
   const BodyReader reader(context.body, {"session_id", "ttl_ms", "wait_ms", "ns"});
-  const auto key = store_key::join(body_namespace(reader, context), name);
-  const auto session_id = required(reader.string("session_id"), "session_id");
+  const auto ns = body_namespace(reader, context);
+  const auto key = store_key::join(ns, name);
+  const auto session_id = checked_session_id(required(reader.string("session_id"), "session_id"));
   const auto ttl =
       checked_ttl(reader.integer("ttl_ms"), config_.default_lock_ttl, config_.store.limits);
   const auto wait = checked_wait(reader.integer("wait_ms"), config_.max_wait);
+  if (auto denied = auth_.authorize(context, auth::Role::kLock, ns)) return reply(*denied);
   const auto received = context.received;
-  service_.acquire(key, checked_session_id(session_id), ttl, wait,
-                   answer<std::optional<LockHandle>>(
-                       reply, [key, ttl, received](std::optional<LockHandle> handle) {
-                         if (!handle) {
-                           return error_response(
-                               409, "held", "lock " + api_key(key) + " is held by another session");
-                         }
-                         return ok(200, handle_json(*handle, ttl, received));
-                       }));
+  const bool auth = auth_.enabled();
+  const auto who = audit_who(context);
+  with_own_session(context, session_id, reply, [=, this] {
+    // A waiting acquire counts against its principal's auth.max.waiters.per.principal (C6).
+    const bool counted = auth && wait.count() > 0;
+    if (counted) {
+      if (auto refusal = waiters_per_principal_.try_add(who.principal); !refusal.empty()) {
+        throw ResourceExhaustedError(refusal);
+      }
+    }
+    auto render = [=](std::optional<LockHandle> handle) {
+      if (!handle) {
+        return error_response(409, "held", "lock " + api_key(key) + " is held by another session");
+      }
+      audit("grant", who.principal, ns, name, handle->fencing_token, who.remote);
+      return ok(200, handle_json(*handle, ttl, received, auth));
+    };
+    auto done = answer<std::optional<LockHandle>>(reply, render);
+    if (counted) {
+      done = [this, done = std::move(done), principal = who.principal](auto outcome) {
+        waiters_per_principal_.remove(principal);
+        done(std::move(outcome));
+      };
+    }
+    service_.acquire(key, session_id, ttl, wait, std::move(done));
+  });
 }
 
 void Api::extend(const RequestContext& context, const Reply& reply) {
   const auto name = checked_key(context.params[0]);
   const BodyReader reader(context.body, {"session_id", "fencing_token", "ttl_ms", "ns"});
-  const auto key = store_key::join(body_namespace(reader, context), name);
-  const auto session_id = required(reader.string("session_id"), "session_id");
+  const auto ns = body_namespace(reader, context);
+  const auto key = store_key::join(ns, name);
+  const auto session_id = checked_session_id(required(reader.string("session_id"), "session_id"));
   const auto token = required(reader.unsigned_integer("fencing_token"), "fencing_token");
   const auto ttl =
       checked_ttl(reader.integer("ttl_ms"), config_.default_lock_ttl, config_.store.limits);
+  if (auto denied = auth_.authorize(context, auth::Role::kLock, ns)) return reply(*denied);
   const auto received = context.received;
-  service_.extend(key, checked_session_id(session_id), token, ttl,
-                  answer<LockHandle>(reply, [ttl, received](LockHandle handle) {
-                    return ok(200, handle_json(handle, ttl, received));
-                  }));
+  const bool auth = auth_.enabled();
+  with_own_session(context, session_id, reply, [=, this] {
+    service_.extend(key, session_id, token, ttl,
+                    answer<LockHandle>(reply, [ttl, received, auth](LockHandle handle) {
+                      return ok(200, handle_json(handle, ttl, received, auth));
+                    }));
+  });
 }
 
 // --- admin ----------------------------------------------------------------------------------
 
 void Api::revoke(const RequestContext& context, const Reply& reply) {
+  if (auth_.enabled()) return revoke_as(context, reply);
   if (!config_.admin_enabled) {
     return reply(error_response(403, "forbidden", "the admin API is disabled (admin.enabled)"));
   }
@@ -325,13 +424,26 @@ void Api::revoke(const RequestContext& context, const Reply& reply) {
   if (!constant_time_equal(authorization, expected)) {
     return reply(error_response(403, "forbidden", "admin token rejected"));
   }
+  revoke_as(context, reply);
+}
+
+// With authentication on, revoke needs `admin` on the namespace (the admin.token principal
+// has admin:*); without it, the caller presented admin.token (above).
+void Api::revoke_as(const RequestContext& context, const Reply& reply) {
   const auto name = checked_key(context.params[0]);
-  const auto key = store_key::join(context.query_namespace(), name);
-  service_.revoke(key, answer<LockOutcome>(reply, [key](LockOutcome outcome) {
+  const auto ns = context.query_namespace();
+  const auto key = store_key::join(ns, name);
+  if (auto denied = auth_.authorize(context, auth::Role::kAdmin, ns)) return reply(*denied);
+  const bool auth = auth_.enabled();
+  const auto who = audit_who(context);
+  service_.revoke(key, answer<LockOutcome>(reply, [=](LockOutcome outcome) {
                     json::object body{{"revoked", outcome.revoked}};
                     if (outcome.fencing_token) body["fencing_token"] = *outcome.fencing_token;
-                    if (outcome.owner_id) body["owner"] = *outcome.owner_id;
+                    if (outcome.owner_id) body["owner"] = shown_owner(*outcome.owner_id, auth);
                     log_event("info", "revoke", {{"key", key}, {"revoked", outcome.revoked}});
+                    if (outcome.revoked) {
+                      audit("revoke", who.principal, ns, name, outcome.fencing_token, who.remote);
+                    }
                     return ok(200, body);
                   }));
 }

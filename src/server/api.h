@@ -7,13 +7,18 @@
 
 #include <atomic>
 #include <boost/url/url_view.hpp>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "auth/token_table.h"
 #include "core/lock_service.h"
+#include "core/session_book.h"
 #include "dlock/types.h"
+#include "server/authorization.h"
 #include "server/config.h"
 #include "server/http_server.h"
 #include "server/telemetry.h"
@@ -27,10 +32,10 @@ struct RequestContext {
   boost::urls::url_view url;        // a view into request.target()
   std::vector<std::string> params;  // the path segments matched by "{}", in order, decoded
   std::string_view body;
-  std::string remote_address;        // the peer "IP:PORT"; empty when the caller passes none
+  std::string remote_address;        // the peer's IP (no port): throttle key, audit events (C6)
   SteadyClock::time_point received;  // before any store call (honoured_ttl counts from here)
-  // Who sent the request, once requests are authenticated; empty until then.
-  std::optional<std::string> principal;
+  // Who sent a /v1 request (contract C6); null when authentication is off.
+  std::shared_ptr<const auth::Principal> principal;
   // mTLS: the CN of the verified client certificate (Peer::client_cert_cn, http_server.h).
   std::optional<std::string> client_cert_cn;
 
@@ -42,11 +47,17 @@ struct RequestContext {
 
 class Api {
  public:
+  // Loads the tokens file when configured: throws auth::TokensFileError or
+  // InvalidArgumentError (a configuration error) when it cannot be used.
   Api(core::LockService& service, Telemetry& telemetry, const ServerConfig& config);
 
+  // `peer`: the remote address (no port) for the failure throttle and audit events, and the
+  // verified client certificate's CN under mTLS (contract C6).
   void handle(Request&& request, Reply reply, const Peer& peer = {});
   // /readyz answers 200 only while ready (false during start-up and shutdown).
   void set_ready(bool ready) { ready_ = ready; }
+  // SIGHUP: reload the tokens file (keeps the old one on an error, logged).
+  void reload_tokens() { auth_.reload(); }
 
   using Handler = void (Api::*)(const RequestContext&, const Reply&);
 
@@ -59,6 +70,7 @@ class Api {
   void close_session(const RequestContext& context, const Reply& reply);
   void list_locks(const RequestContext& context, const Reply& reply);
   void revoke(const RequestContext& context, const Reply& reply);
+  void revoke_as(const RequestContext& context, const Reply& reply);
   void read_lock(const RequestContext& context, const Reply& reply);
   void release(const RequestContext& context, const Reply& reply);
   void acquire(const RequestContext& context, const Reply& reply);
@@ -66,11 +78,17 @@ class Api {
 
  private:
   void route(const Request& request, const Peer& peer, const Reply& reply);
+  // Runs `act` once the session is known to belong to the caller (ADR-0016); another
+  // principal's session is answered 404 session_not_found, as a missing one is.
+  void with_own_session(const RequestContext& context, const std::string& session_id,
+                        const Reply& reply, std::function<void()> act);
 
   core::LockService& service_;
   Telemetry& telemetry_;
   const ServerConfig& config_;
   std::atomic<bool> ready_{false};
+  ApiAuth auth_;
+  core::PrincipalCounter waiters_per_principal_;  // waiting acquires, with authentication only
 };
 
 }  // namespace dlock::server

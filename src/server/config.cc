@@ -1,6 +1,7 @@
 #include "server/config.h"
 
 #include <algorithm>
+#include <boost/asio/ip/address_v4.hpp>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "auth/admin_token.h"
 #include "dlock/duration.h"
 #include "dlock/errors.h"
 #include "util/backend_names.h"
@@ -145,6 +147,27 @@ const std::vector<Key>& keys() {
        }},
       {"admin.token", "", "Bearer token the admin API requires.",
        [](ServerConfig& c, const std::string& v) { c.admin_token = v; }},
+      {"admin.token.file", "",
+       "File whose first line is admin.token (mode 0600 or 0400: kept out of ps and the "
+       "environment).",
+       [](ServerConfig& c, const std::string& v) { c.admin_token_file = v; }},
+      {"auth.tokens.file", "",
+       "Tokens file (principal, sha256 of its bearer token, permissions; C6). Set: every /v1 "
+       "route needs Authorization: Bearer. Reloaded on SIGHUP.",
+       [](ServerConfig& c, const std::string& v) { c.auth_tokens_file = v; }},
+      {"auth.max.sessions.per.principal", "10000",
+       "Sessions one principal may hold open through this server (then 429; with auth only).",
+       [](ServerConfig& c, const std::string& v) {
+         c.max_sessions_per_principal = count(v, "auth.max.sessions.per.principal");
+       }},
+      {"auth.max.waiters.per.principal", "10000",
+       "Waiting acquires one principal may have on this server (then 429; with auth only).",
+       [](ServerConfig& c, const std::string& v) {
+         c.max_waiters_per_principal = count(v, "auth.max.waiters.per.principal");
+       }},
+      {"server.insecure", "false",
+       "Allow a non-loopback server.listen without both a tokens file and TLS.",
+       [](ServerConfig& c, const std::string& v) { c.insecure = boolean(v, "server.insecure"); }},
       {"log.level", "info", "debug, info, warn or error.",
        [](ServerConfig& c, const std::string& v) {
          if (v != "debug" && v != "info" && v != "warn" && v != "error") {
@@ -221,7 +244,35 @@ void check_tls(const ServerConfig& config) {
   }
 }
 
+// admin.token.file, the admin token's strength, and the safe default (contract C6).
+void finish_auth(ServerConfig& config) {
+  if (!config.admin_token_file.empty()) {
+    if (!config.admin_token.empty()) {
+      throw ConfigError("admin.token and admin.token.file are both set: choose one");
+    }
+    config.admin_token = auth::read_admin_token_file(config.admin_token_file);
+  }
+  if (!config.admin_token.empty()) auth::check_admin_token(config.admin_token);
+  if (!is_loopback_listen(config.listen) && !config.insecure &&
+      !(config.auth_enabled() && config.tls_enabled())) {
+    throw ConfigError("server.listen: " + config.listen +
+                      " is not a loopback address: refusing to serve it without both "
+                      "auth.tokens.file and TLS (server.insecure = true to do it anyway)");
+  }
+}
+
 }  // namespace
+
+bool is_loopback_listen(const std::string& listen) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host == "localhost" || host == "::1") return true;
+  boost::system::error_code error;
+  const auto address = boost::asio::ip::make_address_v4(host, error);
+  return !error && address.is_loopback();
+}
 
 ParsedCommandLine load_config(const std::vector<std::string>& args) {
   ParsedCommandLine parsed;
@@ -277,12 +328,13 @@ ParsedCommandLine load_config(const std::vector<std::string>& args) {
     }
   }
   for (const auto& [key, value] : flags) apply(parsed.config, *key, value, flag_of(key->name));
+  check_tls(parsed.config);
+  finish_auth(parsed.config);
   if (parsed.config.admin_enabled && parsed.config.admin_token.empty()) {
     throw ConfigError(
         "admin.enabled is true but admin.token is empty: refusing to serve an "
         "unauthenticated admin API");
   }
-  check_tls(parsed.config);
   if (parsed.config.store.backend == backend_names::kPg && parsed.config.store.pg_url.empty()) {
     throw ConfigError("pg.url is required when lock.backend is pg");
   }

@@ -41,11 +41,24 @@ struct ServerConfig {
   std::string tls_client_ca_file;
   bool tls_enabled() const { return !tls_cert_file.empty(); }
   bool admin_enabled = false;
-  std::string admin_token;
+  std::string admin_token;  // from admin.token or the first line of admin.token.file
+  // Contract C6, ADR-0016: a tokens file turns authentication on for every /v1 route.
+  std::string auth_tokens_file;
+  std::string admin_token_file;
+  std::size_t max_sessions_per_principal = 10000;
+  std::size_t max_waiters_per_principal = 10000;
+  // Serve a non-loopback address without a tokens file and TLS (C6 "Safe by default").
+  bool insecure = false;
   std::string log_level = "info";
   // Where to write the bound address once listening (tests and supervisors; port 0 works).
   std::string ready_file;
+
+  bool auth_enabled() const { return !auth_tokens_file.empty(); }
 };
+
+// Whether HOST of a HOST:PORT listen address is a loopback address (127.0.0.0/8, ::1,
+// localhost).
+bool is_loopback_listen(const std::string& listen);
 
 // Thrown for a bad command line, file or value; what() names the key and the source. An
 // InvalidArgumentError (ADR-0003) whose field is "config".

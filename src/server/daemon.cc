@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 
 #include "core/lock_service.h"
@@ -59,6 +60,9 @@ core::ServiceOptions service_options(const ServerConfig& config) {
   options.max_wait = config.max_wait;
   options.max_waiters = config.max_waiters;
   options.max_sessions = config.max_sessions;
+  // Per principal only with authentication (C6): otherwise every session is the one principal
+  // "", and the global cap is the limit, as before.
+  if (config.auth_enabled()) options.max_sessions_per_principal = config.max_sessions_per_principal;
   return options;
 }
 
@@ -75,7 +79,14 @@ int serve(const ServerConfig& config, Backend& backend) {
   asio::io_context io;
   Telemetry telemetry(std::string(backend.backend_id()));
   core::LockService service(backend, io, service_options(config), telemetry);
-  Api api(service, telemetry, config);
+  std::unique_ptr<Api> loaded;
+  try {
+    loaded = std::make_unique<Api>(service, telemetry, config);
+  } catch (const std::exception& error) {  // the tokens file, or a clash with admin.token
+    std::fprintf(stderr, "dlockd: %s\n", error.what());
+    return kExitUsage;
+  }
+  Api& api = *loaded;
   std::unique_ptr<HttpServer> http;
   try {
     http = std::make_unique<HttpServer>(io, config.listen, config,
@@ -94,7 +105,8 @@ int serve(const ServerConfig& config, Backend& backend) {
   log_event("info", "listening",
             {{"address", address},
              {"backend", backend.backend_id()},
-             {"admin_enabled", config.admin_enabled}});
+             {"admin_enabled", config.admin_enabled},
+             {"auth", config.auth_enabled()}});
   write_ready_file(config.ready_file, address);
   Drainer drainer(io, *http, service, api);
   asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -103,6 +115,16 @@ int serve(const ServerConfig& config, Backend& backend) {
     log_event("info", "shutdown", {{"signal", signal}});
     drainer.start();
   });
+  // SIGHUP reloads the tokens file; sessions and locks are untouched (C6).
+  asio::signal_set hangup(io, SIGHUP);
+  std::function<void()> on_hangup = [&] {
+    hangup.async_wait([&](const boost::system::error_code& error, int) {
+      if (error) return;
+      api.reload_tokens();
+      on_hangup();
+    });
+  };
+  on_hangup();
   io.run();
   return 0;
 }

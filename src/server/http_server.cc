@@ -72,7 +72,7 @@ std::string address_of(const tcp::socket& socket) {
   boost::system::error_code error;
   const auto endpoint = socket.remote_endpoint(error);
   if (error) return {};
-  return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+  return endpoint.address().to_string();
 }
 
 // One client connection, plain (PlainStream) or TLS (TlsStream, over its own context).

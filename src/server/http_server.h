@@ -51,7 +51,7 @@ using Response = boost::beast::http::response<boost::beast::http::string_body>;
 using Reply = std::function<void(Response)>;
 // Who is on the other end of a request's connection.
 struct Peer {
-  std::string address;  // "IP:PORT"
+  std::string address;  // the peer's IP, without its port (the throttle key, C6)
   // mTLS: the subject CN of the client certificate the handshake verified against
   // tls.client.ca.file; nullopt without TLS, without a client CA, or without a CN.
   std::optional<std::string> client_cert_cn;

@@ -13,6 +13,9 @@
 #include <mutex>
 #include <thread>
 
+#include "auth/crypto.h"
+#include "core/store_key.h"
+#include "server/authorization.h"
 #include "server/json_util.h"
 
 namespace dlock::server {
@@ -154,6 +157,10 @@ void log_event(std::string_view level, std::string_view event, boost::json::obje
   log.push(boost::json::serialize(line) + "\n");
 }
 
+std::string session_fingerprint(std::string_view session_id) {
+  return auth::to_hex(auth::sha256(session_id)).substr(0, 12);
+}
+
 Telemetry::Telemetry(std::string backend)
     : backend_(std::move(backend)), registry_(std::make_shared<prometheus::Registry>()) {
   using prometheus::Histogram;
@@ -174,6 +181,14 @@ Telemetry::Telemetry(std::string backend)
                          .Name("dlock_backend_errors_total")
                          .Help("Backend calls that failed transiently, by error code")
                          .Register(*registry_);
+  auth_denied_ = &prometheus::BuildCounter()
+                      .Name("dlock_auth_denied_total")
+                      .Help("Requests refused by authentication or authorization, by reason")
+                      .Register(*registry_);
+  auth_reloads_ = &prometheus::BuildCounter()
+                       .Name("dlock_auth_reloads_total")
+                       .Help("Reloads of the tokens file (SIGHUP), by result")
+                       .Register(*registry_);
   const prometheus::Labels labels = {{"backend", backend_}};
   grants_ = &prometheus::BuildCounter()
                  .Name("dlock_lock_grants_total")
@@ -262,6 +277,14 @@ void Telemetry::on_http_request(int status) {
   http_requests_->Add({{"code", std::to_string(status)}}).Increment();
 }
 
+void Telemetry::on_auth_denied(std::string_view reason) {
+  auth_denied_->Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void Telemetry::on_tokens_reload(bool ok) {
+  auth_reloads_->Add({{"result", ok ? "ok" : "error"}}).Increment();
+}
+
 void Telemetry::on_sessions(std::int64_t delta) {
   sessions_->Increment(static_cast<double>(delta));
 }
@@ -283,7 +306,7 @@ void Telemetry::on_grant(const LockHandle& handle) {
             {{"key", handle.key},
              {"fencing_token", handle.fencing_token},
              {"owner", handle.owner_id},
-             {"session_id", handle.session_id},
+             {"session", session_fingerprint(handle.session_id)},
              {"expires_at", format_time(handle.server_expiry)}});
 }
 
@@ -298,13 +321,16 @@ void Telemetry::on_expiry(const LockInfo& info) {
             {{"key", info.key},
              {"fencing_token", info.fencing_token},
              {"owner", info.owner_id},
-             {"session_id", info.session_id},
+             {"session", session_fingerprint(info.session_id)},
              {"expired_at", format_time(info.expires_at)}});
+  const auto parts = store_key::split(info.key);
+  audit("expire", principal_of_owner(info.owner_id), parts ? parts->ns : "",
+        parts ? parts->key : std::string_view(info.key), info.fencing_token, "");
 }
 
 void Telemetry::on_session_lost(std::string_view session_id) {
   sessions_lost_->Increment();
-  log_event("warn", "session_lost", {{"session_id", session_id}});
+  log_event("warn", "session_lost", {{"session", session_fingerprint(session_id)}});
 }
 
 void Telemetry::on_backend_error(const Error& error) {

@@ -24,6 +24,10 @@ void log_event(std::string_view level, std::string_view event, boost::json::obje
 // "debug" | "info" | "warn" | "error"; events below it are dropped.
 void set_log_level(std::string_view level);
 
+// What logs carry instead of a session ID, a credential (contract C6): the first 12 hex digits
+// of its SHA-256.
+std::string session_fingerprint(std::string_view session_id);
+
 // Process-wide counters kept where the events happen (the HTTP server, the logger) and exported
 // by Telemetry::scrape() (contract C4).
 struct ServerCounters {
@@ -45,6 +49,9 @@ class Telemetry final : public core::ServiceObserver {
   std::string scrape() const;
 
   void on_http_request(int status);
+  // dlock_auth_denied_total{reason} (contract C6) and dlock_auth_reloads_total{result}.
+  void on_auth_denied(std::string_view reason);
+  void on_tokens_reload(bool ok);
 
   void on_acquire(std::string_view outcome, std::chrono::nanoseconds latency) override;
   void on_grant(const LockHandle& handle) override;
@@ -64,6 +71,8 @@ class Telemetry final : public core::ServiceObserver {
   prometheus::Histogram* acquire_error_;
   prometheus::Family<prometheus::Counter>* http_requests_;
   prometheus::Family<prometheus::Counter>* backend_errors_;
+  prometheus::Family<prometheus::Counter>* auth_denied_;
+  prometheus::Family<prometheus::Counter>* auth_reloads_;
   prometheus::Counter* grants_;
   prometheus::Counter* releases_;
   prometheus::Counter* expiries_;

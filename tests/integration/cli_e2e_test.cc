@@ -28,7 +28,8 @@ using std::chrono::milliseconds;
 using testing::DlockdOptions;
 using testing::DlockdProcess;
 
-constexpr const char* kAdminToken = "cli-e2e-token";
+// admin.token needs 32+ characters, 8+ distinct (ADR-0016).
+constexpr const char* kAdminToken = "cli-e2e-token-0123456789abcdefghij";
 
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path);

@@ -28,6 +28,8 @@ using std::chrono::seconds;
 using testing::DlockdOptions;
 using testing::DlockdProcess;
 using testing::HttpResult;
+// admin.token needs 32+ characters, 8+ distinct (ADR-0016).
+constexpr const char* kAdminToken = "e2e-admin-token-0123456789abcdefgh";
 namespace json = boost::json;
 
 #ifdef DLOCK_WITH_PG
@@ -78,7 +80,7 @@ class ServerEndToEnd : public ::testing::TestWithParam<std::string> {
   void SetUp() override { server_ = std::make_unique<DlockdProcess>(options(admin_args())); }
 
   static std::vector<std::string> admin_args() {
-    return {"--admin-enabled", "true", "--admin-token", "t0ken"};
+    return {"--admin-enabled", "true", "--admin-token", kAdminToken};
   }
 
   HttpResult call(const std::string& method, const std::string& target,
@@ -400,17 +402,22 @@ TEST_P(ServerEndToEnd, AdminRevokeNeedsTheToken) {
   EXPECT_EQ(call("POST", target).status, 401);
   EXPECT_EQ(call("POST", target).error_code(), "unauthorized");
   EXPECT_EQ(call("POST", target, "", {{"Authorization", "Bearer wrong"}}).status, 403);
-  const auto revoked = call("POST", target, "", {{"Authorization", "Bearer t0ken"}});
+  const auto revoked =
+      call("POST", target, "", {{"Authorization", std::string("Bearer ") + kAdminToken}});
   ASSERT_EQ(revoked.status, 200) << revoked.body;
   EXPECT_TRUE(revoked.json.at("revoked").as_bool());
   EXPECT_EQ(token_of(revoked), token_of(granted));
   EXPECT_EQ(revoked.json.at("owner").as_string(), "alice");
   EXPECT_EQ(call("GET", "/v1/locks/" + key).status, 404);
-  const auto nothing = call("POST", target, "", {{"Authorization", "Bearer t0ken"}});
+  const auto nothing =
+      call("POST", target, "", {{"Authorization", std::string("Bearer ") + kAdminToken}});
   EXPECT_FALSE(nothing.json.at("revoked").as_bool());
 
   DlockdProcess no_admin(options());
-  EXPECT_EQ(call("POST", target, "", {{"Authorization", "Bearer t0ken"}}, &no_admin).status, 403);
+  EXPECT_EQ(
+      call("POST", target, "", {{"Authorization", std::string("Bearer ") + kAdminToken}}, &no_admin)
+          .status,
+      403);
 }
 
 TEST_P(ServerEndToEnd, ThirtyTwoClientsRaceOneKeyOneGrantPerRound) {

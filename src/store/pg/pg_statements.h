@@ -63,9 +63,11 @@ inline constexpr const char* kReapLocks =
 inline constexpr const char* kReapSessions =
     "DELETE FROM lock_session WHERE expires_at <= now() RETURNING session_id";
 
+// $3: the session ID, minted by core::random_id() (128 bits from getrandom, contract C6):
+// gen_random_uuid() has only 122 random bits.
 inline constexpr const char* kOpenSession =
     "INSERT INTO lock_session (session_id, owner_id, ttl_ms, expires_at) "
-    "VALUES (replace(gen_random_uuid()::text, '-', ''), $1, $2, now() + " DLOCK_PG_MS("$2") ") "
+    "VALUES ($3, $1, $2, now() + " DLOCK_PG_MS("$2") ") "
     "RETURNING session_id, " DLOCK_PG_US("expires_at");
 
 inline constexpr const char* kHeartbeat =

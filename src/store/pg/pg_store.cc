@@ -220,7 +220,8 @@ class PgStore final : public Backend {
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override {
     util::check_owner(owner_id);
     check_ttl(ttl, limits_, "ttl_ms");
-    const auto result = pool_.lease()->execute("open_session", {owner_id, ms_text(ttl)});
+    const auto result =
+        pool_.lease()->execute("open_session", {owner_id, ms_text(ttl), core::random_id()});
     return SessionInfo{result.text(0, 0), std::string(owner_id), ttl,
                        util::from_unix_micros(result.int64(0, 1))};
   }

@@ -1,0 +1,169 @@
+#include "server/authorization.h"
+
+#include <boost/json/object.hpp>
+#include <utility>
+#include <vector>
+
+#include "auth/admin_token.h"
+#include "auth/tokens_file.h"
+#include "server/api.h"
+#include "server/error_mapping.h"
+#include "server/telemetry.h"
+
+namespace dlock::server {
+namespace {
+
+namespace http = boost::beast::http;
+
+constexpr std::size_t kLogBurst = 10;  // denial log lines a second, as the Authenticator's
+constexpr auto kLogInterval = std::chrono::seconds(1);
+
+Response unauthenticated(const std::string& message) {
+  auto response = error_response(401, "unauthenticated", message);
+  response.set(http::field::www_authenticate, "Bearer");
+  return response;
+}
+
+}  // namespace
+
+ApiAuth::ApiAuth(const ServerConfig& config, Telemetry& telemetry)
+    : config_(config), telemetry_(telemetry) {
+  if (!config.auth_enabled()) return;
+  std::vector<auth::Principal> built_in;
+  if (!config.admin_token.empty()) built_in.push_back(auth::admin_principal(config.admin_token));
+  authenticator_ = std::make_unique<auth::Authenticator>(
+      auth::load_tokens_file(config.auth_tokens_file), std::move(built_in),
+      auth::AuthenticatorOptions{}, this);
+}
+
+void ApiAuth::reload() {
+  if (!authenticator_) {
+    log_event("info", "tokens_reload", {{"result", "skipped"}, {"reason", "no auth.tokens.file"}});
+    return;
+  }
+  try {
+    const auto principals = authenticator_->reload(config_.auth_tokens_file);
+    telemetry_.on_tokens_reload(true);
+    log_event("info", "tokens_reload",
+              {{"result", "ok"},
+               {"file", config_.auth_tokens_file},
+               {"principals", static_cast<std::uint64_t>(principals)}});
+  } catch (const std::exception& error) {
+    telemetry_.on_tokens_reload(false);
+    log_event("error", "tokens_reload",
+              {{"result", "error"}, {"message", error.what()}, {"kept", "the previous table"}});
+  }
+}
+
+ApiAuth::Identity ApiAuth::authenticate(const Request& request, const std::string& remote_address,
+                                        const std::optional<std::string>& client_cert_cn) {
+  if (!authenticator_) return {};
+  if (client_cert_cn && request.find(http::field::authorization) == request.end()) {
+    if (auto principal = authenticator_->principal_named(*client_cert_cn)) {
+      return {std::move(principal), std::nullopt};
+    }
+  }
+  const auto result =
+      authenticator_->authenticate(request[http::field::authorization], remote_address);
+  if (result) return {result.principal, std::nullopt};
+  if (result.outcome == auth::AuthOutcome::kThrottled) {
+    auto response = error_response(429, "too_many_requests",
+                                   "too many failed authentications from this address");
+    const auto seconds = (result.retry_after.count() + 999) / 1000;
+    response.set(http::field::retry_after, std::to_string(seconds < 1 ? 1 : seconds));
+    return {nullptr, std::move(response)};
+  }
+  const char* why = result.outcome == auth::AuthOutcome::kMissing
+                        ? "Authorization: Bearer <token> required"
+                        : "bearer token not accepted";
+  return {nullptr, unauthenticated(why)};
+}
+
+std::optional<Response> ApiAuth::authorize(const RequestContext& context, auth::Role role,
+                                           std::string_view ns) {
+  if (!authenticator_) return std::nullopt;
+  if (!context.principal) return unauthenticated("Authorization: Bearer <token> required");
+  if (context.principal->allows(role, ns)) return std::nullopt;
+  return refuse(context, "principal " + context.principal->name + " may not " +
+                             auth::to_string(role) + " in namespace " + std::string(ns));
+}
+
+std::optional<Response> ApiAuth::authorize_session(const RequestContext& context) {
+  if (!authenticator_) return std::nullopt;
+  if (!context.principal) return unauthenticated("Authorization: Bearer <token> required");
+  if (context.principal->has_role_somewhere(auth::Role::kLock)) return std::nullopt;
+  return refuse(context, "principal " + context.principal->name +
+                             " may not open sessions (needs lock on some namespace)");
+}
+
+Response ApiAuth::refuse(const RequestContext& context, const std::string& message) {
+  telemetry_.on_auth_denied("permission_denied");
+  bool log = false;
+  std::uint64_t suppressed = 0;
+  {
+    std::lock_guard lock(log_mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - log_window_start_ >= kLogInterval) {
+      log_window_start_ = now;
+      logged_in_window_ = 0;
+    }
+    if (logged_in_window_ < kLogBurst) {
+      ++logged_in_window_;
+      log = true;
+      suppressed = std::exchange(suppressed_, 0);
+    } else {
+      ++suppressed_;
+    }
+  }
+  if (log) {
+    audit("denied", context.principal->name, context.query("ns").value_or(""), "", std::nullopt,
+          context.remote_address, "permission_denied");
+    if (suppressed > 0) log_event("info", "denials_suppressed", {{"count", suppressed}});
+  }
+  return error_response(403, "permission_denied", message);
+}
+
+void ApiAuth::denied(auth::AuthOutcome reason) noexcept {
+  telemetry_.on_auth_denied(auth::to_string(reason));
+}
+
+void ApiAuth::log_denied(auth::AuthOutcome reason, std::string_view remote_address,
+                         std::uint64_t suppressed) noexcept {
+  try {
+    audit("denied", "", "", "", std::nullopt, remote_address, auth::to_string(reason));
+    if (suppressed > 0) log_event("info", "denials_suppressed", {{"count", suppressed}});
+  } catch (...) {
+  }
+}
+
+std::string stored_owner(const auth::Principal* principal, const std::string& owner) {
+  return principal == nullptr ? owner : principal->name + " " + owner;
+}
+
+std::string_view principal_of_owner(std::string_view stored) noexcept {
+  const auto space = stored.find(' ');
+  return space == std::string_view::npos ? std::string_view() : stored.substr(0, space);
+}
+
+std::string shown_owner(std::string_view stored, bool auth_enabled) {
+  const auto space = stored.find(' ');
+  if (!auth_enabled || space == std::string_view::npos) return std::string(stored);
+  return std::string(stored.substr(space + 1));
+}
+
+bool may_see_session(const auth::Principal* caller, std::string_view stored, std::string_view ns) {
+  if (caller == nullptr) return true;
+  return principal_of_owner(stored) == caller->name || caller->allows(auth::Role::kAdmin, ns);
+}
+
+void audit(std::string_view action, std::string_view principal, std::string_view ns,
+           std::string_view key, std::optional<std::uint64_t> fencing_token,
+           std::string_view remote, std::string_view reason) {
+  boost::json::object fields{
+      {"action", action}, {"principal", principal}, {"ns", ns}, {"key", key}, {"remote", remote}};
+  if (fencing_token) fields["fencing_token"] = *fencing_token;
+  if (!reason.empty()) fields["reason"] = reason;
+  log_event("info", "audit", std::move(fields));
+}
+
+}  // namespace dlock::server

@@ -1,0 +1,94 @@
+#pragma once
+
+// Who may do what on the /v1 routes (contract C6, ADR-0016). With a tokens file
+// (auth.tokens.file) every /v1 request is authenticated by its bearer token (auth::Authenticator)
+// and each route checks the principal's role on the namespace; without one, nothing changes:
+// no principal, no check (the revoke route keeps its admin.token check in api.cc).
+//
+// Ownership of sessions: with authentication on, the backend records a session's owner as
+// "<principal> <owner>" -- a principal has no spaces, so the first space splits the two
+// unambiguously. Any dlockd sharing the backend reads the same answer (ADR-0016); the API
+// shows clients the owner part only.
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "auth/authenticator.h"
+#include "auth/permissions.h"
+#include "server/config.h"
+#include "server/http_server.h"
+
+namespace dlock::server {
+
+class Telemetry;
+struct RequestContext;
+
+class ApiAuth final : public auth::AuthObserver {
+ public:
+  // Loads the tokens file (when configured); throws auth::TokensFileError or
+  // InvalidArgumentError (a clash with the admin principal) -- configuration errors.
+  ApiAuth(const ServerConfig& config, Telemetry& telemetry);
+
+  bool enabled() const { return authenticator_ != nullptr; }
+
+  // SIGHUP: reloads the tokens file; on an error keeps the old table and logs why.
+  void reload();
+
+  // The principal of `context`'s request, or the answer that refuses it (401 with
+  // WWW-Authenticate: Bearer, or 429 with Retry-After). Null principal and no answer when
+  // authentication is off.
+  struct Identity {
+    std::shared_ptr<const auth::Principal> principal;
+    std::optional<Response> refusal;
+  };
+  // Without an Authorization header, a client certificate verified under mTLS whose CN names a
+  // principal of the tokens file authenticates as that principal (C6; a "-" hash line is
+  // certificate-only). A bearer token, when sent, always decides.
+  Identity authenticate(const Request& request, const std::string& remote_address,
+                        const std::optional<std::string>& client_cert_cn = std::nullopt);
+
+  // A 403 permission_denied unless the caller has `role` on `ns` (nullopt: allowed). Always
+  // allowed when authentication is off.
+  std::optional<Response> authorize(const RequestContext& context, auth::Role role,
+                                    std::string_view ns);
+  // Opening a session: `lock` on some namespace.
+  std::optional<Response> authorize_session(const RequestContext& context);
+
+  void denied(auth::AuthOutcome reason) noexcept override;
+  void log_denied(auth::AuthOutcome reason, std::string_view remote_address,
+                  std::uint64_t suppressed) noexcept override;
+
+ private:
+  Response refuse(const RequestContext& context, const std::string& message);
+
+  const ServerConfig& config_;
+  Telemetry& telemetry_;
+  std::unique_ptr<auth::Authenticator> authenticator_;
+  // Rate limit of permission_denied log lines (the Authenticator limits its own).
+  std::mutex log_mutex_;
+  std::chrono::steady_clock::time_point log_window_start_{};
+  std::size_t logged_in_window_ = 0;
+  std::uint64_t suppressed_ = 0;
+};
+
+// The owner the backend records for a session opened by `principal` (null: no authentication).
+std::string stored_owner(const auth::Principal* principal, const std::string& owner);
+// The principal part of a stored owner ("" when it has none).
+std::string_view principal_of_owner(std::string_view stored) noexcept;
+// What a client sees as the owner: the stored owner without its principal part.
+std::string shown_owner(std::string_view stored, bool auth_enabled);
+// Whether the caller may see the session ID of a lock whose session's stored owner is
+// `stored`: its own session, or `admin` on the namespace (C6). Always without authentication.
+bool may_see_session(const auth::Principal* caller, std::string_view stored, std::string_view ns);
+
+// The audit event of contract C6 (C4 format): principal, namespace, key, fencing token, remote
+// address -- never a token, never a raw session ID.
+void audit(std::string_view action, std::string_view principal, std::string_view ns,
+           std::string_view key, std::optional<std::uint64_t> fencing_token,
+           std::string_view remote, std::string_view reason = {});
+
+}  // namespace dlock::server

@@ -1,0 +1,194 @@
+// dlockd's identity settings end to end (contract C6, C5; sqlite: none of this depends on the
+// backend): the safe default for non-loopback addresses, admin.token strength and
+// admin.token.file, a tokens file that does not parse, SIGHUP reloads that keep sessions and
+// locks, and the per-principal quotas for sessions and waiting acquires.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "auth/crypto.h"
+#include "auth/permissions.h"
+#include "auth/tokens_file.h"
+#include "support/dlockd_process.h"
+#include "support/subprocess.h"
+
+namespace dlock {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::DlockdOptions;
+using testing::DlockdProcess;
+using testing::HttpResult;
+namespace json = boost::json;
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class AuthzConfig : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = testing::make_temp_dir("authz-config"); }
+  void TearDown() override {
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Runs dlockd with `args` until it exits (it must refuse to start): {status, output}.
+  std::pair<int, std::string> refused(std::vector<std::string> args) {
+    testing::SubprocessOptions options;
+    options.argv = {DLOCK_DLOCKD_PATH, "--sqlite-path", dir_ + "/refused.db"};
+    options.argv.insert(options.argv.end(), args.begin(), args.end());
+    options.log_path = dir_ + "/refused.log";
+    std::filesystem::remove(options.log_path);
+    const int status = testing::run_command(options, milliseconds(20000));
+    return {status, read_all(dir_ + "/refused.log")};
+  }
+
+  void write_tokens(const std::vector<std::tuple<std::string, std::string, std::string>>& lines) {
+    std::ofstream file(dir_ + "/tokens.tmp");
+    for (const auto& [name, token, permissions] : lines) {
+      file << auth::tokens_file_line(name, token, auth::parse_permissions(permissions)) << "\n";
+    }
+    file.close();
+    std::filesystem::rename(dir_ + "/tokens.tmp", dir_ + "/tokens");
+  }
+
+  void start(std::vector<std::string> extra = {}) {
+    DlockdOptions options;
+    options.dir = dir_;
+    options.log_level = "info";
+    options.extra_args = {"--auth-tokens-file", dir_ + "/tokens"};
+    options.extra_args.insert(options.extra_args.end(), extra.begin(), extra.end());
+    server_ = std::make_unique<DlockdProcess>(options);
+  }
+
+  HttpResult call(const std::string& token, const std::string& method, const std::string& target,
+                  const json::object& body = {}) {
+    return testing::http_call(server_->address(), method, target,
+                              body.empty() ? "" : json::serialize(body),
+                              {{"Authorization", "Bearer " + token}});
+  }
+
+  std::string open_session(const std::string& token) {
+    const auto result = call(token, "POST", "/v1/sessions", {{"owner", "app"}});
+    EXPECT_EQ(result.status, 201) << result.body;
+    return result.status == 201 ? std::string(result.json.at("session_id").as_string()) : "";
+  }
+
+  std::string dir_;
+  std::unique_ptr<DlockdProcess> server_;
+};
+
+TEST_F(AuthzConfig, NonLoopbackListenNeedsTokensAndTlsOrServerInsecure) {
+  const auto [status, output] = refused({"--server-listen", "0.0.0.0:0"});
+  EXPECT_EQ(status, 64) << output;
+  EXPECT_NE(output.find("not a loopback address"), std::string::npos) << output;
+  EXPECT_NE(output.find("server.insecure"), std::string::npos) << output;
+  // A tokens file alone is not enough (no TLS yet).
+  write_tokens({{"alice", auth::random_token(), "lock:*"}});
+  EXPECT_EQ(refused({"--server-listen", "0.0.0.0:0", "--auth-tokens-file", dir_ + "/tokens"}).first,
+            64);
+  // Explicitly insecure: serves.
+  DlockdOptions options;
+  options.dir = dir_;
+  options.listen_host = "0.0.0.0";  // the launcher adds --server-insecure true
+  DlockdProcess insecure(options);
+  EXPECT_EQ(
+      testing::http_call("127.0.0.1:" + insecure.address().substr(8), "GET", "/healthz").status,
+      200);
+}
+
+TEST_F(AuthzConfig, WeakAdminTokenAndAdminTokenFileChecks) {
+  auto [status, output] = refused({"--admin-enabled", "true", "--admin-token", "t0ken"});
+  EXPECT_EQ(status, 64) << output;
+  EXPECT_NE(output.find("dlock token new admin admin:*"), std::string::npos) << output;
+  EXPECT_EQ(output.find("t0ken"), std::string::npos) << "the token is echoed: " << output;
+
+  const std::string file = dir_ + "/admin-token";
+  std::ofstream(file) << auth::random_token() << "\n";
+  ::chmod(file.c_str(), 0644);
+  std::tie(status, output) = refused({"--admin-token-file", file});
+  EXPECT_EQ(status, 64) << output;
+  EXPECT_NE(output.find("admin token file " + file), std::string::npos) << output;
+}
+
+TEST_F(AuthzConfig, ABadTokensFileStopsStartUpNamingItsLine) {
+  std::ofstream(dir_ + "/tokens") << "# ok\nbob 1234 lock:*\n";
+  const auto [status, output] = refused({"--auth-tokens-file", dir_ + "/tokens"});
+  EXPECT_EQ(status, 64) << output;
+  EXPECT_NE(output.find(dir_ + "/tokens:2:"), std::string::npos) << output;
+}
+
+TEST_F(AuthzConfig, SighupReloadsTheTokensFileKeepingSessionsAndLocks) {
+  const auto alice = auth::random_token();
+  const auto bob = auth::random_token();
+  write_tokens({{"alice", alice, "lock:*"}});
+  start();
+  const auto session = open_session(alice);
+  const auto held = call(alice, "POST", "/v1/locks/k/acquire", {{"session_id", session}});
+  ASSERT_EQ(held.status, 200) << held.body;
+  EXPECT_EQ(call(bob, "GET", "/v1/locks/k").status, 401);
+
+  write_tokens({{"alice", alice, "lock:*"}, {"bob", bob, "read:*"}});
+  server_->process().signal(SIGHUP);
+  ASSERT_TRUE(testing::wait_for([&] { return call(bob, "GET", "/v1/locks/k").status == 200; },
+                                milliseconds(5000)));
+  // The session and its lock lived through the reload.
+  EXPECT_EQ(call(alice, "POST", "/v1/sessions/" + session + "/keepalive").status, 200);
+  EXPECT_EQ(call(alice, "GET", "/v1/locks/k").json.at("session_id").as_string(), session);
+
+  // A file that does not parse: the old table stays, the reason is logged.
+  std::ofstream(dir_ + "/tokens") << "bob nothex read:*\n";
+  server_->process().signal(SIGHUP);
+  ASSERT_TRUE(testing::wait_for(
+      [&] {
+        return read_all(server_->log_path()).find("\"result\":\"error\"") != std::string::npos;
+      },
+      milliseconds(5000)));
+  EXPECT_EQ(call(bob, "GET", "/v1/locks/k").status, 200);
+  EXPECT_EQ(call(alice, "POST", "/v1/sessions/" + session + "/keepalive").status, 200);
+  const auto log = read_all(server_->log_path());
+  EXPECT_EQ(log.find(alice), std::string::npos) << "a token in the log";
+  EXPECT_EQ(log.find(session), std::string::npos) << "a raw session id in the log";
+  EXPECT_NE(log.find("\"action\":\"grant\""), std::string::npos) << log;
+}
+
+TEST_F(AuthzConfig, PerPrincipalQuotasForSessionsAndWaiters) {
+  const auto alice = auth::random_token();
+  const auto bob = auth::random_token();
+  write_tokens({{"alice", alice, "lock:*"}, {"bob", bob, "lock:*"}});
+  start({"--auth-max-sessions-per-principal", "2", "--auth-max-waiters-per-principal", "1"});
+  const auto first = open_session(alice);
+  open_session(alice);
+  const auto third = call(alice, "POST", "/v1/sessions", {{"owner", "app"}});
+  EXPECT_EQ(third.status, 429) << third.body;
+  EXPECT_NE(third.body.find("principal alice (limit 2)"), std::string::npos) << third.body;
+  const auto bobs = open_session(bob);  // another principal is not affected
+  ASSERT_FALSE(bobs.empty());
+
+  // bob holds the key; alice may have one waiting acquire, not two.
+  ASSERT_EQ(call(bob, "POST", "/v1/locks/w/acquire", {{"session_id", bobs}}).status, 200);
+  std::thread waiter([&] {
+    call(alice, "POST", "/v1/locks/w/acquire", {{"session_id", first}, {"wait_ms", 3000}});
+  });
+  std::this_thread::sleep_for(milliseconds(500));
+  const auto second =
+      call(alice, "POST", "/v1/locks/w/acquire", {{"session_id", first}, {"wait_ms", 3000}});
+  EXPECT_EQ(second.status, 429) << second.body;
+  EXPECT_NE(second.body.find("principal alice (limit 1)"), std::string::npos) << second.body;
+  waiter.join();
+  // The waiter has been answered: alice may wait again.
+  EXPECT_EQ(
+      call(alice, "POST", "/v1/locks/w/acquire", {{"session_id", first}, {"wait_ms", 100}}).status,
+      409);
+}
+
+}  // namespace
+}  // namespace dlock

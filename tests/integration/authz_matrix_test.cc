@@ -1,0 +1,368 @@
+// The authorization matrix of contract C6 end to end, through a real dlockd with a tokens file,
+// on every backend: principals (reader on a, locker on a, locker on b*, admin, an unknown token,
+// no token) x routes (open session, acquire, extend, release, keepalive, close, get, list,
+// revoke) x namespace (allowed or not) x session (the caller's own or another principal's) ->
+// the expected status; that nothing changes when a request is refused; that lock reads show
+// session_id only to the session's principal and to admins; and the failure throttle.
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "auth/crypto.h"
+#include "auth/permissions.h"
+#include "auth/tokens_file.h"
+#include "support/dlockd_process.h"
+#include "support/subprocess.h"
+#ifdef DLOCK_WITH_PG
+#include "support/postgres_server.h"
+#endif
+#ifdef DLOCK_WITH_ETCD
+#include "support/etcd_server.h"
+#endif
+
+namespace dlock {
+namespace {
+
+using testing::DlockdOptions;
+using testing::DlockdProcess;
+using testing::HttpResult;
+namespace json = boost::json;
+
+#ifdef DLOCK_WITH_PG
+testing::PostgresServer& postgres() {
+  static testing::PostgresServer server;
+  static const bool created = [] {
+    server.ensure_database("dlock_authz");
+    return true;
+  }();
+  (void)created;
+  return server;
+}
+#endif
+
+#ifdef DLOCK_WITH_ETCD
+testing::EtcdCluster& etcd() {
+  static testing::EtcdCluster cluster(1);
+  return cluster;
+}
+#endif
+
+std::vector<std::string> backends() {
+  std::vector<std::string> result = {"sqlite"};
+#ifdef DLOCK_WITH_PG
+  result.push_back("pg");
+#endif
+#ifdef DLOCK_WITH_ETCD
+  result.push_back("etcd");
+#endif
+  return result;
+}
+
+// A caller of the matrix: its name, its bearer token ("" = no header) and its permissions.
+struct Caller {
+  std::string name;
+  std::string token;
+  std::string permissions;  // "" for the unknown token and for no token
+  bool listed = true;       // in the tokens file
+};
+
+enum class Route { kOpen, kAcquire, kExtend, kRelease, kKeepalive, kClose, kGet, kList, kRevoke };
+constexpr Route kRoutes[] = {Route::kOpen,    Route::kAcquire,   Route::kExtend,
+                             Route::kRelease, Route::kKeepalive, Route::kClose,
+                             Route::kGet,     Route::kList,      Route::kRevoke};
+
+const char* name_of(Route route) {
+  static const char* kNames[] = {"open",  "acquire", "extend", "release", "keepalive",
+                                 "close", "get",     "list",   "revoke"};
+  return kNames[static_cast<int>(route)];
+}
+
+bool uses_namespace(Route route) {
+  return route != Route::kOpen && route != Route::kKeepalive && route != Route::kClose;
+}
+bool uses_session(Route route) {
+  return route == Route::kAcquire || route == Route::kExtend || route == Route::kRelease ||
+         route == Route::kKeepalive || route == Route::kClose;
+}
+
+class AuthzMatrix : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = testing::make_temp_dir("authz");
+    callers_ = {
+        {"reader", auth::random_token(), "read:a"},    {"locker-a", auth::random_token(), "lock:a"},
+        {"locker-b", auth::random_token(), "lock:b*"}, {"ops", auth::random_token(), "admin:*"},
+        {"stranger", auth::random_token(), "", false}, {"nobody", "", "", false}};
+    victim_ = {"victim", auth::random_token(), "lock:*"};
+    std::ofstream file(dir_ + "/tokens");
+    for (const auto& caller : callers_) {
+      if (!caller.listed) continue;
+      file << auth::tokens_file_line(caller.name, caller.token,
+                                     auth::parse_permissions(caller.permissions))
+           << "\n";
+    }
+    file << auth::tokens_file_line(victim_.name, victim_.token,
+                                   auth::parse_permissions(victim_.permissions))
+         << "\n";
+    file.close();
+    DlockdOptions options;
+    options.backend = GetParam();
+#ifdef DLOCK_WITH_PG
+    if (GetParam() == "pg") options.pg_url = postgres().url("dlock_authz");
+#endif
+#ifdef DLOCK_WITH_ETCD
+    if (GetParam() == "etcd") options.etcd_endpoints = etcd().endpoints();
+#endif
+    options.log_level = "info";
+    options.extra_args = {"--auth-tokens-file", dir_ + "/tokens"};
+    server_ = std::make_unique<DlockdProcess>(options);
+    run_ = std::to_string(::getpid()) + "-" + std::to_string(++runs_);
+  }
+
+  void TearDown() override {
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  HttpResult call(const Caller& caller, const std::string& method, const std::string& target,
+                  const json::object& body = {}) {
+    std::map<std::string, std::string> headers;
+    if (!caller.token.empty()) headers["Authorization"] = "Bearer " + caller.token;
+    return testing::http_call(server_->address(), method, target,
+                              body.empty() ? "" : json::serialize(body), headers);
+  }
+
+  std::string open_session(const Caller& caller) {
+    const auto result = call(caller, "POST", "/v1/sessions", {{"owner", caller.name + "-app"}});
+    EXPECT_EQ(result.status, 201) << caller.name << " " << result.body;
+    return result.status == 201 ? std::string(result.json.at("session_id").as_string()) : "";
+  }
+
+  // A lock on a fresh key in `ns` held by `session` of `caller`: {key, fencing token}.
+  std::pair<std::string, std::uint64_t> hold(const Caller& caller, const std::string& session,
+                                             const std::string& ns) {
+    const std::string key = "k-" + run_ + "-" + std::to_string(++keys_);
+    const auto result = call(caller, "POST", "/v1/locks/" + key + "/acquire?ns=" + ns,
+                             {{"session_id", session}, {"ttl_ms", 60000}});
+    EXPECT_EQ(result.status, 200) << result.body;
+    return {key,
+            result.status == 200 ? result.json.at("fencing_token").to_number<std::uint64_t>() : 0};
+  }
+
+  // The live lock as the victim sees it (its own: with session_id), or nullopt.
+  std::optional<json::object> lock_of(const std::string& key, const std::string& ns) {
+    const auto result = call(victim_, "GET", "/v1/locks/" + key + "?ns=" + ns);
+    if (result.status != 200) return std::nullopt;
+    return result.json.as_object();
+  }
+
+  static bool allows(const Caller& caller, const std::string& role, const std::string& ns) {
+    if (caller.permissions.empty()) return false;
+    const auth::Role wanted = role == "read"   ? auth::Role::kRead
+                              : role == "lock" ? auth::Role::kLock
+                                               : auth::Role::kAdmin;
+    for (const auto& permission : auth::parse_permissions(caller.permissions)) {
+      if (permission.allows(wanted, ns)) return true;
+    }
+    return false;
+  }
+
+  // The status C6 expects, and checks that a refused request changed nothing.
+  int expected(const Caller& caller, Route route, const std::string& ns, bool own) {
+    if (!caller.listed) return 401;
+    switch (route) {
+      case Route::kOpen:
+        return allows(caller, "lock", "a") || allows(caller, "lock", "b") ? 201 : 403;
+      case Route::kGet:
+      case Route::kList:
+        return allows(caller, "read", ns) ? 200 : 403;
+      case Route::kRevoke:
+        return allows(caller, "admin", ns) ? 200 : 403;
+      case Route::kKeepalive:
+        return own ? 200 : 404;
+      case Route::kClose:
+        return own ? 204 : 404;
+      case Route::kAcquire:
+      case Route::kExtend:
+      case Route::kRelease:
+        if (!allows(caller, "lock", ns)) return 403;
+        if (!own) return 404;
+        return route == Route::kRelease ? 204 : 200;
+    }
+    return 0;
+  }
+
+  // One cell: sets up what it needs, makes the request, checks the status and that nothing
+  // the caller may not do happened to the victim's session and lock.
+  void cell(const Caller& caller, Route route, const std::string& ns, bool own) {
+    const std::string session = !uses_session(route) ? ""
+                                : own                ? open_session(caller)
+                                                     : victim_session_;
+    const auto [victim_key, victim_token] = hold(victim_, victim_session_, ns);
+    std::string key = victim_key;
+    std::uint64_t token = victim_token;
+    if (own && (route == Route::kExtend || route == Route::kRelease) &&
+        allows(caller, "lock", ns)) {
+      std::tie(key, token) = hold(caller, session, ns);
+    }
+    const std::string fresh = "f-" + run_ + "-" + std::to_string(++keys_);
+    HttpResult result;
+    switch (route) {
+      case Route::kOpen:
+        result = call(caller, "POST", "/v1/sessions", {{"owner", "x"}});
+        break;
+      case Route::kAcquire:
+        result = call(caller, "POST", "/v1/locks/" + fresh + "/acquire?ns=" + ns,
+                      {{"session_id", session}});
+        break;
+      case Route::kExtend:
+        result = call(caller, "POST", "/v1/locks/" + key + "/extend?ns=" + ns,
+                      {{"session_id", session}, {"fencing_token", token}, {"ttl_ms", 90000}});
+        break;
+      case Route::kRelease:
+        result = call(caller, "DELETE",
+                      "/v1/locks/" + key + "?ns=" + ns + "&session_id=" + session +
+                          "&fencing_token=" + std::to_string(token));
+        break;
+      case Route::kKeepalive:
+        result = call(caller, "POST", "/v1/sessions/" + session + "/keepalive");
+        break;
+      case Route::kClose:
+        result = call(caller, "DELETE", "/v1/sessions/" + session);
+        break;
+      case Route::kGet:
+        result = call(caller, "GET", "/v1/locks/" + key + "?ns=" + ns);
+        break;
+      case Route::kList:
+        result = call(caller, "GET", "/v1/locks?ns=" + ns + "&prefix=" + key);
+        break;
+      case Route::kRevoke:
+        result = call(caller, "POST", "/v1/admin/locks/" + key + "/revoke?ns=" + ns);
+        break;
+    }
+    const int want = expected(caller, route, ns, own);
+    const std::string where =
+        caller.name + " " + name_of(route) + " ns=" + ns + (own ? " own" : " other's") + " session";
+    ++cells_;
+    EXPECT_EQ(result.status, want) << where << ": " << result.body;
+    if (want == 401) {
+      EXPECT_EQ(result.error_code(), "unauthenticated") << where;
+      EXPECT_EQ(result.headers["www-authenticate"], "Bearer") << where;
+    }
+    if (want == 403) {
+      EXPECT_EQ(result.error_code(), "permission_denied") << where;
+    }
+    if (want == 404) {
+      EXPECT_EQ(result.error_code(), "session_not_found") << where;
+    }
+    if (want == 200 && (route == Route::kGet || route == Route::kList)) {
+      const auto& lock = route == Route::kGet ? result.json.as_object()
+                                              : result.json.at("locks").at(0).as_object();
+      // The victim's lock: its session ID only for the victim and for admins (C6).
+      EXPECT_EQ(lock.contains("session_id"), allows(caller, "admin", ns)) << where;
+      EXPECT_EQ(lock.at("owner").as_string(), "victim-app") << where;
+    }
+    if (route != Route::kRevoke || want != 200) {
+      const auto lock = lock_of(victim_key, ns);
+      ASSERT_TRUE(lock.has_value()) << where << ": the victim's lock is gone";
+      EXPECT_EQ(lock->at("fencing_token").to_number<std::uint64_t>(), victim_token) << where;
+      EXPECT_EQ(lock->at("session_id").as_string(), victim_session_) << where;
+    }
+    EXPECT_EQ(call(victim_, "POST", "/v1/sessions/" + victim_session_ + "/keepalive").status, 200)
+        << where << ": the victim's session is gone";
+  }
+
+  std::string dir_;
+  std::vector<Caller> callers_;
+  Caller victim_;
+  std::string victim_session_;
+  std::unique_ptr<DlockdProcess> server_;
+  std::string run_;
+  int keys_ = 0;
+  int cells_ = 0;
+  static inline int runs_ = 0;
+};
+
+TEST_P(AuthzMatrix, EveryPrincipalRouteNamespaceAndSession) {
+  victim_session_ = open_session(victim_);
+  ASSERT_FALSE(victim_session_.empty());
+  // Known callers first; the unknown token and the missing header last, each route once: the
+  // unknown token drains the address's failure throttle (a burst of 10, C6).
+  for (const auto& caller : callers_) {
+    if (!caller.listed) continue;
+    for (const Route route : kRoutes) {
+      for (const std::string ns : {"a", "bx"}) {
+        if (!uses_namespace(route) && ns != "a") continue;
+        for (const bool own : {true, false}) {
+          if (!uses_session(route) && !own) continue;
+          // A caller that cannot open sessions has none of its own.
+          if (uses_session(route) && own && expected(caller, Route::kOpen, "", true) != 201) {
+            continue;
+          }
+          cell(caller, route, ns, own);
+        }
+      }
+    }
+  }
+  for (const auto& caller : callers_) {
+    if (caller.listed) continue;
+    for (const Route route : kRoutes) cell(caller, route, "a", false);
+  }
+  std::cout << "authorization matrix (" << GetParam() << "): " << cells_ << " cells\n";
+  RecordProperty("cells", cells_);
+}
+
+// Readers see a lock's session_id only when it is their own session or they are admins on the
+// namespace; the owner shown is the client's label, never the principal.
+TEST_P(AuthzMatrix, ReadsHideOtherPrincipalsSessionIds) {
+  const auto& locker = callers_[1];  // locker-a
+  const auto session = open_session(locker);
+  const auto [key, token] = hold(locker, session, "a");
+  for (const auto& caller : callers_) {
+    if (!caller.listed || !allows(caller, "read", "a")) continue;
+    const auto got = call(caller, "GET", "/v1/locks/" + key + "?ns=a");
+    ASSERT_EQ(got.status, 200) << caller.name << " " << got.body;
+    const bool shown = caller.name == "locker-a" || caller.name == "ops";
+    EXPECT_EQ(got.json.as_object().contains("session_id"), shown) << caller.name;
+    if (shown) {
+      EXPECT_EQ(got.json.at("session_id").as_string(), session) << caller.name;
+    }
+    EXPECT_EQ(got.json.at("owner").as_string(), "locker-a-app");
+    const auto listed = call(caller, "GET", "/v1/locks?ns=a&prefix=" + key);
+    ASSERT_EQ(listed.status, 200) << listed.body;
+    EXPECT_EQ(listed.json.at("locks").at(0).as_object().contains("session_id"), shown)
+        << caller.name;
+  }
+}
+
+// Ten bad tokens from one address, then every request from it is 429 with Retry-After, a
+// correct token included (C6 throttle); /healthz, /readyz and /metrics need no token.
+TEST_P(AuthzMatrix, BadTokensAreThrottledAndOpenRoutesStayOpen) {
+  const Caller nobody{"nobody", "", "", false};
+  EXPECT_EQ(call(nobody, "GET", "/healthz").status, 200);
+  EXPECT_EQ(call(nobody, "GET", "/readyz").status, 200);
+  const auto metrics = call(nobody, "GET", "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  const Caller guesser{"guesser", auth::random_token(), "", false};
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(call(guesser, "GET", "/v1/locks?ns=a").status, 401);
+  const auto throttled = call(guesser, "GET", "/v1/locks?ns=a");
+  EXPECT_EQ(throttled.status, 429);
+  EXPECT_FALSE(throttled.headers.at("retry-after").empty());
+  EXPECT_EQ(call(callers_[3], "GET", "/v1/locks?ns=a").status, 429);
+  const auto counted = call(nobody, "GET", "/metrics").body;
+  EXPECT_NE(counted.find("dlock_auth_denied_total{reason=\"unknown\"} 10"), std::string::npos)
+      << counted;
+  EXPECT_NE(counted.find("dlock_auth_denied_total{reason=\"throttled\"} 2"), std::string::npos)
+      << counted;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, AuthzMatrix, ::testing::ValuesIn(backends()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace dlock
