@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "auth/crypto.h"
-#include "core/store_key.h"
+#include "util/store_key.h"
 #include "server/authorization.h"
 #include "server/json_util.h"
 

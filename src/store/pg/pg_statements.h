@@ -63,7 +63,7 @@ inline constexpr const char* kReapLocks =
 inline constexpr const char* kReapSessions =
     "DELETE FROM lock_session WHERE expires_at <= now() RETURNING session_id";
 
-// $3: the session ID, minted by core::random_id() (128 bits from getrandom, contract C6):
+// $3: the session ID, minted by util::random_id() (128 bits from getrandom, contract C6):
 // gen_random_uuid() has only 122 random bits.
 inline constexpr const char* kOpenSession =
     "INSERT INTO lock_session (session_id, owner_id, ttl_ms, expires_at) "

@@ -8,6 +8,7 @@
 #include "store/pg/pg_pool.h"
 #include "store/pg/pg_statements.h"
 #include "util/backend_names.h"
+#include "util/ids.h"
 #include "util/release_hub.h"
 #include "util/time.h"
 #include "util/validate.h"
@@ -221,7 +222,7 @@ class PgStore final : public Backend {
     util::check_owner(owner_id);
     check_ttl(ttl, limits_, "ttl_ms");
     const auto result =
-        pool_.lease()->execute("open_session", {owner_id, ms_text(ttl), core::random_id()});
+        pool_.lease()->execute("open_session", {owner_id, ms_text(ttl), util::random_id()});
     return SessionInfo{result.text(0, 0), std::string(owner_id), ttl,
                        util::from_unix_micros(result.int64(0, 1))};
   }
