@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "support/subprocess.h"
@@ -43,6 +44,26 @@ void openssl(const std::string& dir, std::vector<std::string> args) {
   }
 }
 
+// A key and a certificate for /CN=`common_name` with `extensions` (openssl -extfile syntax),
+// signed by `ca`: <dir>/<name>.crt and <dir>/<name>.key (mode 0600).
+std::pair<std::string, std::string> sign_leaf(const TestCa& ca, const std::string& dir,
+                                              const std::string& name,
+                                              const std::string& common_name,
+                                              const std::string& extensions_text) {
+  const std::string cert_file = dir + "/" + name + ".crt";
+  const std::string key_file = dir + "/" + name + ".key";
+  const std::string request = dir + "/" + name + ".csr";
+  const std::string extensions = dir + "/" + name + ".ext";
+  std::ofstream(extensions) << extensions_text;
+  openssl(dir, {"req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=" + common_name, "-keyout",
+                key_file, "-out", request});
+  openssl(dir, {"x509", "-req", "-in", request, "-CA", ca.cert_file, "-CAkey", ca.key_file,
+                "-CAcreateserial", "-days", "2", "-extfile", extensions, "-out", cert_file});
+  std::filesystem::permissions(
+      key_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  return {cert_file, key_file};
+}
+
 }  // namespace
 
 TestCa make_test_ca(const std::string& dir, const std::string& name) {
@@ -54,18 +75,17 @@ TestCa make_test_ca(const std::string& dir, const std::string& name) {
 }
 
 ServerCert make_server_cert(const TestCa& ca, const std::string& dir, const std::string& name) {
-  ServerCert cert{dir + "/" + name + ".crt", dir + "/" + name + ".key"};
-  const std::string request = dir + "/" + name + ".csr";
-  const std::string extensions = dir + "/" + name + ".ext";
-  std::ofstream(extensions) << "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                               "extendedKeyUsage=serverAuth\n";
-  openssl(dir, {"req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout",
-                cert.key_file, "-out", request});
-  openssl(dir, {"x509", "-req", "-in", request, "-CA", ca.cert_file, "-CAkey", ca.key_file,
-                "-CAcreateserial", "-days", "2", "-extfile", extensions, "-out", cert.cert_file});
-  std::filesystem::permissions(
-      cert.key_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  return cert;
+  const auto [cert_file, key_file] =
+      sign_leaf(ca, dir, name, "localhost",
+                "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
+  return ServerCert{cert_file, key_file};
+}
+
+ClientCert make_client_cert(const TestCa& ca, const std::string& dir, const std::string& name,
+                            const std::string& common_name) {
+  const auto [cert_file, key_file] =
+      sign_leaf(ca, dir, name, common_name, "extendedKeyUsage=clientAuth\n");
+  return ClientCert{cert_file, key_file};
 }
 
 }  // namespace dlock::testing

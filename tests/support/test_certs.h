@@ -25,4 +25,13 @@ TestCa make_test_ca(const std::string& dir, const std::string& name);
 // A server certificate signed by `ca`, in `dir` (files <name>.crt, <name>.key).
 ServerCert make_server_cert(const TestCa& ca, const std::string& dir, const std::string& name);
 
+struct ClientCert {
+  std::string cert_file;  // PEM, CN = the common name asked for, extendedKeyUsage clientAuth
+  std::string key_file;   // PEM, mode 0600
+};
+
+// A client certificate (mTLS) for `common_name` signed by `ca`, in `dir` (<name>.crt/.key).
+ClientCert make_client_cert(const TestCa& ca, const std::string& dir, const std::string& name,
+                            const std::string& common_name);
+
 }  // namespace dlock::testing
