@@ -59,8 +59,14 @@ TEST(ClientFailover, LockAndTokenSurviveEachServerStoppingInTurn) {
   };
   client::Client client(options);
   const milliseconds ttl(3000);
-  client::Session session(client, {.owner = "failover", .ttl = ttl});
-  auto lock = session.acquire("failover/key", {.ttl = ttl, .auto_extend = true});
+  client::SessionOptions session_options;
+  session_options.owner = "failover";
+  session_options.ttl = ttl;
+  client::Session session(client, session_options);
+  client::AcquireOptions acquire_options;
+  acquire_options.ttl = ttl;
+  acquire_options.auto_extend = true;
+  auto lock = session.acquire("failover/key", acquire_options);
   ASSERT_TRUE(lock.has_value());
   const FencingToken token = lock->token();
 
