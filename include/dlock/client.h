@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dlock/duration.h"
 #include "dlock/errors.h"
 #include "dlock/types.h"
 
@@ -40,12 +41,9 @@ inline constexpr std::string_view kDefaultServerUrl = "http://127.0.0.1:7070";
 // sets one: every lease is trusted for 1 % less than its TTL (docs/adr/0012).
 inline constexpr double kDefaultClockDrift = 0.01;
 
-// Parses "500ms", "30s", "5m", "1h" (a non-negative integer and a unit; a bare "0" is allowed).
-// Throws InvalidArgumentError whose field() is `field`, so a CLI or config error names the flag.
-std::chrono::milliseconds parse_duration(std::string_view text,
-                                         std::string_view field = "duration");
-// The shortest exact spelling parse_duration accepts, e.g. 30000ms -> "30s".
-std::string format_duration(std::chrono::milliseconds duration);
+// Durations ("500ms", "30s", ...): dlock/duration.h, also reachable as client::parse_duration.
+using dlock::format_duration;
+using dlock::parse_duration;
 // Parses a clock-rate allowance, "0.01" or "1%": a fraction in [0, 0.5) (docs/adr/0012).
 // Throws InvalidArgumentError whose field() is `field` for anything else.
 double parse_clock_drift(std::string_view text, std::string_view field = "clock_drift");

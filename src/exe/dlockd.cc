@@ -1,5 +1,6 @@
 // dlockd: the dlock server's main. Parses the configuration (C5) and either runs the one-shot
 // etcd revision raise (ADR-0010) or serves (server::run_dlockd, src/server/daemon.cc).
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ int raise_etcd_revision(const server::ServerConfig& config, std::int64_t target)
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);  // a closed stdout or peer is an error to handle, not a death
   server::ServerConfig config;
   try {
     const auto parsed = server::load_config(std::vector<std::string>(argv + 1, argv + argc));

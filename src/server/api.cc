@@ -8,7 +8,7 @@
 #include <chrono>
 #include <vector>
 
-#include "core/store_key.h"
+#include "util/store_key.h"
 #include "dlock/errors.h"
 #include "server/error_mapping.h"
 #include "server/input_checks.h"

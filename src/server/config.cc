@@ -1,5 +1,6 @@
 #include "server/config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -8,8 +9,9 @@
 #include <map>
 #include <sstream>
 
-#include "dlock/client.h"
+#include "dlock/duration.h"
 #include "dlock/errors.h"
+#include "util/backend_names.h"
 
 namespace dlock::server {
 namespace {
@@ -24,7 +26,13 @@ struct Key {
 };
 
 std::chrono::milliseconds duration(const std::string& text, const char* key) {
-  return client::parse_duration(text, key);
+  return parse_duration(text, key);
+}
+
+std::chrono::milliseconds positive_duration(const std::string& text, const char* key) {
+  const auto value = duration(text, key);
+  if (value.count() <= 0) throw ConfigError(std::string(key) + ": '" + text + "' must be > 0");
+  return value;
 }
 
 std::size_t count(const std::string& text, const char* key) {
@@ -46,7 +54,8 @@ const std::vector<Key>& keys() {
   static const std::vector<Key> kKeys = {
       {"lock.backend", "sqlite", "Store backend: sqlite (embedded), pg or etcd.",
        [](ServerConfig& c, const std::string& v) {
-         if (v != "sqlite" && v != "pg" && v != "etcd") {
+         if (std::find(backend_names::kAll.begin(), backend_names::kAll.end(), v) ==
+             backend_names::kAll.end()) {
            throw ConfigError("lock.backend: '" + v + "' is not one of sqlite, pg, etcd");
          }
          c.store.backend = v;
@@ -101,6 +110,24 @@ const std::vector<Key>& keys() {
       {"server.max.body", "65536", "Largest request body in bytes (then 413).",
        [](ServerConfig& c, const std::string& v) {
          c.max_body_bytes = count(v, "server.max.body");
+       }},
+      {"server.header.timeout", "10s",
+       "A connection whose request header has not fully arrived by then is closed.",
+       [](ServerConfig& c, const std::string& v) {
+         c.header_timeout = positive_duration(v, "server.header.timeout");
+       }},
+      {"server.idle.timeout", "60s", "A keep-alive connection idle between requests is closed.",
+       [](ServerConfig& c, const std::string& v) {
+         c.idle_timeout = positive_duration(v, "server.idle.timeout");
+       }},
+      {"server.write.timeout", "10s", "A client that does not take its answer by then is dropped.",
+       [](ServerConfig& c, const std::string& v) {
+         c.write_timeout = positive_duration(v, "server.write.timeout");
+       }},
+      {"server.max.connections", "10000",
+       "Open client connections; beyond it new ones are answered 503 and closed.",
+       [](ServerConfig& c, const std::string& v) {
+         c.max_connections = count(v, "server.max.connections");
        }},
       {"server.workers", "16", "Threads that run blocking backend calls.",
        [](ServerConfig& c, const std::string& v) { c.workers = count(v, "server.workers"); }},
@@ -237,7 +264,7 @@ ParsedCommandLine load_config(const std::vector<std::string>& args) {
         "admin.enabled is true but admin.token is empty: refusing to serve an "
         "unauthenticated admin API");
   }
-  if (parsed.config.store.backend == "pg" && parsed.config.store.pg_url.empty()) {
+  if (parsed.config.store.backend == backend_names::kPg && parsed.config.store.pg_url.empty()) {
     throw ConfigError("pg.url is required when lock.backend is pg");
   }
   check_ttl(parsed.config.default_lock_ttl, parsed.config.store.limits, "lock.default.ttl");

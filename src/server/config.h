@@ -26,6 +26,14 @@ struct ServerConfig {
   std::size_t max_sessions = 100000;
   std::size_t max_body_bytes = 64 * 1024;
   std::size_t workers = 16;
+  // Connections (contract C6; src/server/http_server.h): a request header must arrive within
+  // header_timeout (slowloris), a keep-alive connection may sit idle idle_timeout between
+  // requests, a response must be taken within write_timeout, and beyond max_connections open
+  // connections new ones are answered 503 and closed.
+  std::chrono::milliseconds header_timeout{10000};
+  std::chrono::milliseconds idle_timeout{60000};
+  std::chrono::milliseconds write_timeout{10000};
+  std::size_t max_connections = 10000;
   bool admin_enabled = false;
   std::string admin_token;
   std::string log_level = "info";

@@ -78,7 +78,7 @@ int serve(const ServerConfig& config, Backend& backend) {
   Api api(service, telemetry, config);
   std::unique_ptr<HttpServer> http;
   try {
-    http = std::make_unique<HttpServer>(io, config.listen, config.max_body_bytes,
+    http = std::make_unique<HttpServer>(io, config.listen, config,
                                         [&api](Request&& request, Reply reply) {
                                           api.handle(std::move(request), std::move(reply));
                                         });

@@ -1,112 +1,241 @@
 #include "server/http_server.h"
 
-#include "dlock/errors.h"
-#include "server/error_mapping.h"
-
+#include <boost/algorithm/string/predicate.hpp>
+#include <boost/algorithm/string/trim.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <chrono>
 #include <optional>
 #include <stdexcept>
 
+#include "dlock/errors.h"
+#include "server/error_mapping.h"
+#include "server/telemetry.h"
+
 namespace dlock::server {
-namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
 
-// Idle keep-alive connections are closed after this long without a request.
-constexpr auto kIdleTimeout = std::chrono::seconds(120);
+constexpr std::size_t kMaxHeaderBytes = 16 * 1024;  // request line and headers
+constexpr std::size_t kMaxTargetBytes = 8 * 1024;
+
+struct HttpServer::Shared {
+  std::size_t max_body_bytes;
+  milliseconds header_timeout, idle_timeout, write_timeout, stall_timeout;
+  std::size_t max_connections;
+  Handler handler;
+  std::atomic<std::size_t> in_flight{0};
+  std::atomic<std::size_t> open{0};
+  // Last time a request was answered, or the in-flight count (waiting acquires aside) left 0.
+  std::atomic<steady_clock::rep> last_progress{steady_clock::now().time_since_epoch().count()};
+
+  std::size_t busy() const {  // in flight and not a waiting acquire
+    const auto waiting = server_counters().waiters.load();
+    const auto flying = in_flight.load();
+    return waiting > 0 && static_cast<std::size_t>(waiting) >= flying
+               ? 0
+               : flying - static_cast<std::size_t>(std::max<std::int64_t>(waiting, 0));
+  }
+  void progress() { last_progress = steady_clock::now().time_since_epoch().count(); }
+  // Requests other than waiting acquires in flight, none answered for stall_timeout.
+  bool wedged() const {
+    const auto idle = steady_clock::now() -
+                      steady_clock::time_point(steady_clock::duration(last_progress.load()));
+    return busy() > 0 && idle >= stall_timeout;
+  }
+};
+
+namespace {
+
+using Shared = HttpServer::Shared;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, std::size_t max_body_bytes, const Handler& handler,
-             std::shared_ptr<std::atomic<std::size_t>> in_flight)
+  Connection(tcp::socket socket, std::shared_ptr<Shared> shared)
       : stream_(std::move(socket)),
-        max_body_bytes_(max_body_bytes),
-        handler_(handler),
-        in_flight_(std::move(in_flight)) {}
+        shared_(std::move(shared)),
+        // Read-ahead (pipelined bytes) is bounded: one request's header and body at most.
+        buffer_(kMaxHeaderBytes + shared_->max_body_bytes + 4096) {
+    ++shared_->open;
+    ++server_counters().connections_open;
+  }
+  ~Connection() {
+    --shared_->open;
+    --server_counters().connections_open;
+  }
 
   void start() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
   }
 
  private:
-  void read() {
+  // Keep-alive: wait up to idle_timeout for the next request's first byte.
+  void next_request() {
+    if (buffer_.size() > 0) return read_header();  // pipelined: already here
+    stream_.expires_after(shared_->idle_timeout);
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = shared_from_this()](beast::error_code error, std::size_t n) {
+                              if (error) return self->on_error(error);
+                              self->buffer_.commit(n);
+                              self->read_header();
+                            });
+  }
+
+  void read_header() {
     parser_.emplace();
-    parser_->body_limit(max_body_bytes_);
-    parser_->header_limit(16 * 1024);
-    stream_.expires_after(kIdleTimeout);
+    parser_->body_limit(shared_->max_body_bytes);
+    parser_->header_limit(kMaxHeaderBytes);
+    stream_.expires_after(shared_->header_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code error, std::size_t) {
+                              self->on_header(error);
+                            });
+  }
+
+  void on_header(beast::error_code error) {
+    if (error) return on_error(error);
+    const auto& request = parser_->get();
+    if (request.target().size() > kMaxTargetBytes) {
+      return refuse(414,
+                    "request target longer than " + std::to_string(kMaxTargetBytes) + " bytes");
+    }
+    if (const auto coding = request[http::field::transfer_encoding]; !coding.empty()) {
+      std::string text(coding);
+      boost::algorithm::trim(text);
+      if (!boost::algorithm::iequals(text, "chunked")) {
+        // Read as if it had no body, the body would be taken for the next request.
+        return refuse(400, "Transfer-Encoding '" + text + "' is not supported (only chunked)");
+      }
+    }
+    if (const auto expect = request[http::field::expect]; !expect.empty()) {
+      if (!boost::algorithm::iequals(expect, "100-continue")) {
+        return refuse(417, "unsupported expectation '" + std::string(expect) + "'");
+      }
+      const auto length = parser_->content_length();
+      if (length && *length > shared_->max_body_bytes) return too_large();
+      if (!parser_->is_done()) return send_continue();
+    }
+    read_body();
+  }
+
+  void send_continue() {
+    static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    stream_.expires_after(shared_->write_timeout);
+    asio::async_write(stream_, asio::buffer(kContinue, sizeof(kContinue) - 1),
+                      [self = shared_from_this()](beast::error_code error, std::size_t) {
+                        if (error) return self->on_error(error);
+                        self->read_body();
+                      });
+  }
+
+  void read_body() {
+    if (parser_->is_done()) return on_request();
+    stream_.expires_after(shared_->header_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code error, std::size_t) {
-                       self->on_read(error);
+                       if (error) return self->on_error(error);
+                       self->on_request();
                      });
   }
 
-  void on_read(beast::error_code error) {
-    if (error == http::error::body_limit) {
-      auto response =
-          error_response(413, "payload_too_large",
-                         "request body larger than " + std::to_string(max_body_bytes_) + " bytes");
-      response.keep_alive(false);  // the rest of the body is still on the wire
-      return write(std::move(response));
+  void on_error(beast::error_code error) {
+    if (error == http::error::body_limit) return too_large();
+    if (error == http::error::header_limit) {
+      return refuse(431,
+                    "request header larger than " + std::to_string(kMaxHeaderBytes) + " bytes");
     }
-    if (error == http::error::end_of_stream || error == beast::error::timeout) {
+    if (error == beast::error::timeout) {
+      ++server_counters().connections_timed_out;
+      return;  // tcp_stream closed the socket
+    }
+    if (error == http::error::end_of_stream) {
       stream_.socket().shutdown(tcp::socket::shutdown_send, error);
       return;
     }
-    if (error) {
+    if (error.category() == http::make_error_code(http::error::bad_target).category()) {
       // Any other parse error of the request itself (bad target, method, headers, chunking).
-      if (error.category() == http::make_error_code(http::error::bad_target).category()) {
-        auto response = error_response(400, "invalid_argument",
-                                       "malformed HTTP request: " + error.message(), "request");
-        response.keep_alive(false);
-        return write(std::move(response));
-      }
-      return;  // connection reset and friends: nothing to answer
+      return refuse(400, "malformed HTTP request: " + error.message());
     }
-    stream_.expires_never();  // a waiting acquire may legitimately take minutes
-    ++*in_flight_;
+    // connection reset and friends: nothing to answer
+  }
+
+  void too_large() {
+    auto response = error_response(
+        413, "payload_too_large",
+        "request body larger than " + std::to_string(shared_->max_body_bytes) + " bytes");
+    response.keep_alive(false);  // the rest of the body is still on the wire
+    write(std::move(response), false);
+  }
+
+  // A request this server will not read on: answered, then the connection is closed.
+  void refuse(unsigned status, const std::string& message) {
+    auto response = error_response(status, "invalid_argument", message, "request");
+    response.keep_alive(false);
+    write(std::move(response), false);
+  }
+
+  void on_request() {
     Request request = parser_->release();
     const bool keep_alive = request.keep_alive();
+    const bool head = request.method() == http::verb::head;
+    if (request.target() == "/readyz" && shared_->wedged()) {
+      auto response = error_response(503, "unavailable",
+                                     "wedged: requests in flight and none answered for " +
+                                         std::to_string(shared_->stall_timeout.count()) + " ms");
+      response.keep_alive(keep_alive);
+      return write(std::move(response), head);
+    }
+    stream_.expires_never();  // a waiting acquire may legitimately take minutes
+    if (shared_->busy() == 0) shared_->progress();
+    ++shared_->in_flight;
     auto self = shared_from_this();
-    handler_(std::move(request), [self, keep_alive](Response response) {
+    shared_->handler(std::move(request), [self, keep_alive, head](Response response) {
       asio::post(self->stream_.get_executor(),
-                 [self, keep_alive, response = std::move(response)]() mutable {
-                   --*self->in_flight_;
+                 [self, keep_alive, head, response = std::move(response)]() mutable {
+                   --self->shared_->in_flight;
+                   self->shared_->progress();
                    response.keep_alive(keep_alive && response.keep_alive());
-                   self->write(std::move(response));
+                   self->write(std::move(response), head);
                  });
     });
   }
 
-  void write(Response response) {
+  void write(Response response, bool head) {
+    // HEAD: the headers a GET would have (Content-Length included), no body.
+    if (head) response.body().clear();
     auto message = std::make_shared<Response>(std::move(response));
+    stream_.expires_after(shared_->write_timeout);  // a client that stops reading is dropped
     http::async_write(stream_, *message,
                       [self = shared_from_this(), message](beast::error_code error, std::size_t) {
-                        if (error) return;
+                        if (error) {
+                          if (error == beast::error::timeout) {
+                            ++server_counters().connections_timed_out;
+                          }
+                          return;
+                        }
                         if (!message->keep_alive()) {
                           self->stream_.socket().shutdown(tcp::socket::shutdown_send, error);
                           return;
                         }
-                        self->read();
+                        self->next_request();
                       });
   }
 
   beast::tcp_stream stream_;
+  std::shared_ptr<Shared> shared_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  const std::size_t max_body_bytes_;
-  const Handler& handler_;
-  std::shared_ptr<std::atomic<std::size_t>> in_flight_;
 };
 
 tcp::endpoint parse_endpoint(const std::string& listen) {
@@ -133,15 +262,45 @@ tcp::endpoint parse_endpoint(const std::string& listen) {
   return {address, static_cast<unsigned short>(port)};
 }
 
+ServerConfig with_body_limit(std::size_t max_body_bytes) {
+  ServerConfig config;
+  config.max_body_bytes = max_body_bytes;
+  return config;
+}
+
+// Over server.max.connections: a canned 503, written without waiting, then closed.
+void turn_away(tcp::socket socket) {
+  static constexpr char kBusy[] =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+      "Connection: close\r\nContent-Length: 69\r\n\r\n"
+      R"({"error":{"code":"unavailable","message":"too many open connections"}})";
+  boost::system::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.send(asio::buffer(kBusy, sizeof(kBusy) - 1), 0, ignored);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+}
+
 }  // namespace
 
 HttpServer::HttpServer(asio::io_context& io, const std::string& listen, std::size_t max_body_bytes,
                        Handler handler)
+    : HttpServer(io, listen, with_body_limit(max_body_bytes), std::move(handler)) {}
+
+HttpServer::HttpServer(asio::io_context& io, const std::string& listen, const ServerConfig& config,
+                       Handler handler)
     : io_(io),
       acceptor_(asio::make_strand(io)),
-      max_body_bytes_(max_body_bytes),
-      handler_(std::move(handler)),
-      in_flight_(std::make_shared<std::atomic<std::size_t>>(0)) {
+      backoff_timer_(acceptor_.get_executor()),
+      shared_(std::make_shared<Shared>()) {
+  shared_->max_body_bytes = config.max_body_bytes;
+  shared_->header_timeout = config.header_timeout;
+  shared_->idle_timeout = config.idle_timeout;
+  shared_->write_timeout = config.write_timeout;
+  shared_->stall_timeout =
+      std::max<milliseconds>(std::chrono::seconds(10), 2 * config.store.call_timeout);
+  shared_->max_connections = config.max_connections;
+  shared_->handler = std::move(handler);
   const auto endpoint = parse_endpoint(listen);
   boost::system::error_code error;
   acceptor_.open(endpoint.protocol(), error);
@@ -151,7 +310,11 @@ HttpServer::HttpServer(asio::io_context& io, const std::string& listen, std::siz
   if (error) throw UnavailableError("cannot listen on " + listen + ": " + error.message());
 }
 
+HttpServer::~HttpServer() = default;
+
 tcp::endpoint HttpServer::local_endpoint() const { return acceptor_.local_endpoint(); }
+
+std::size_t HttpServer::in_flight() const { return shared_->in_flight; }
 
 void HttpServer::start() { accept(); }
 
@@ -159,20 +322,50 @@ void HttpServer::stop_accepting() {
   asio::post(acceptor_.get_executor(), [this] {
     boost::system::error_code ignored;
     acceptor_.close(ignored);
+    backoff_timer_.cancel();
   });
 }
 
 void HttpServer::accept() {
-  acceptor_.async_accept(
-      asio::make_strand(io_), [this](beast::error_code error, tcp::socket socket) {
-        if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
-        if (!error) {
-          socket.set_option(tcp::no_delay(true), error);
-          std::make_shared<Connection>(std::move(socket), max_body_bytes_, handler_, in_flight_)
-              ->start();
-        }
-        accept();
-      });
+  acceptor_.async_accept(asio::make_strand(io_),
+                         [this](beast::error_code error, tcp::socket socket) {
+                           if (error == asio::error::operation_aborted || !acceptor_.is_open())
+                             return;
+                           if (error) return on_accept_error(error);
+                           backoff_ = milliseconds(0);
+                           if (shared_->open >= shared_->max_connections) {
+                             ++server_counters().connections_rejected;
+                             turn_away(std::move(socket));
+                           } else {
+                             socket.set_option(tcp::no_delay(true), error);
+                             std::make_shared<Connection>(std::move(socket), shared_)->start();
+                           }
+                           accept();
+                         });
+}
+
+// Out of descriptors (EMFILE, ENFILE), buffers or memory: retrying at once would spin a core
+// while the condition lasts, so back off 50 ms doubling to 500 ms; count every error and log at
+// most once per 10 s with the number since the last line.
+void HttpServer::on_accept_error(const boost::system::error_code& error) {
+  ++server_counters().accept_errors;
+  ++errors_since_log_;
+  const auto now = steady_clock::now();
+  if (now - last_error_log_ >= std::chrono::seconds(10)) {
+    log_event("error", "accept_error",
+              {{"message", error.message()},
+               {"errors_since_last_log", errors_since_log_},
+               {"open_connections", shared_->open.load()}});
+    last_error_log_ = now;
+    errors_since_log_ = 0;
+  }
+  if (error == asio::error::connection_aborted) return accept();  // that client gave up
+  backoff_ = std::clamp(backoff_ * 2, milliseconds(50), milliseconds(500));
+  backoff_timer_.expires_after(backoff_);
+  backoff_timer_.async_wait([this](const boost::system::error_code& waited) {
+    if (waited || !acceptor_.is_open()) return;
+    accept();
+  });
 }
 
 }  // namespace dlock::server

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <charconv>
 
-#include "core/limits.h"
+#include "util/limits.h"
 #include "dlock/errors.h"
 
 namespace dlock::server {

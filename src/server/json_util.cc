@@ -1,11 +1,75 @@
 #include "server/json_util.h"
 
+#include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/parse.hpp>
 #include <ctime>
+#include <set>
+#include <vector>
 
 #include "dlock/errors.h"
 
 namespace dlock::server {
+namespace {
+
+// A boost::json::basic_parser handler that only looks for a key repeated within one object
+// (boost::json::parse keeps the last one silently; a proxy or another parser may keep the first,
+// so the request would mean different things to each).
+struct DuplicateKeyFinder {
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
+  using ec = boost::system::error_code;
+  using sv = std::string_view;
+
+  std::vector<std::set<std::string>> objects;
+  std::string key;
+  std::optional<std::string> duplicate;
+
+  bool on_document_begin(ec&) { return true; }
+  bool on_document_end(ec&) { return true; }
+  bool on_object_begin(ec&) {
+    objects.emplace_back();
+    return true;
+  }
+  bool on_object_end(std::size_t, ec&) {
+    objects.pop_back();
+    return true;
+  }
+  bool on_array_begin(ec&) { return true; }
+  bool on_array_end(std::size_t, ec&) { return true; }
+  bool on_key_part(sv part, std::size_t, ec&) {
+    key.append(part);
+    return true;
+  }
+  bool on_key(sv part, std::size_t, ec& error) {
+    key.append(part);
+    if (!objects.back().insert(key).second && !duplicate) duplicate = key;
+    key.clear();
+    if (duplicate) error = boost::json::error::syntax;  // stop: one is enough
+    return !duplicate;
+  }
+  bool on_string_part(sv, std::size_t, ec&) { return true; }
+  bool on_string(sv, std::size_t, ec&) { return true; }
+  bool on_number_part(sv, ec&) { return true; }
+  bool on_int64(std::int64_t, sv, ec&) { return true; }
+  bool on_uint64(std::uint64_t, sv, ec&) { return true; }
+  bool on_double(double, sv, ec&) { return true; }
+  bool on_bool(bool, ec&) { return true; }
+  bool on_null(ec&) { return true; }
+  bool on_comment_part(sv, ec&) { return true; }
+  bool on_comment(sv, ec&) { return true; }
+};
+
+// The first key repeated within one object of `json` (valid JSON), if any.
+std::optional<std::string> duplicate_key(std::string_view json) {
+  boost::json::basic_parser<DuplicateKeyFinder> parser{boost::json::parse_options{}};
+  boost::system::error_code error;
+  parser.write_some(false, json.data(), json.size(), error);
+  return parser.handler().duplicate;
+}
+
+}  // namespace
 
 std::string format_time(WallClock::time_point time) {
   const auto millis =
@@ -28,6 +92,9 @@ BodyReader::BodyReader(std::string_view body,
   if (error)
     throw InvalidArgumentError("body", "request body is not valid JSON: " + error.message());
   if (!value.is_object()) throw InvalidArgumentError("body", "request body must be a JSON object");
+  if (auto key = duplicate_key(body)) {
+    throw InvalidArgumentError(*key, "duplicate field '" + *key + "'");
+  }
   object_ = std::move(value.as_object());
   for (const auto& entry : object_) {
     bool known = false;

@@ -2,10 +2,16 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <boost/json/serialize.hpp>
-#include <cstdio>
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <map>
 #include <mutex>
+#include <thread>
 
 #include "server/json_util.h"
 
@@ -13,7 +19,6 @@ namespace dlock::server {
 namespace {
 
 std::atomic<int> g_log_threshold{1};  // 0 debug, 1 info, 2 warn, 3 error
-std::mutex g_log_mutex;
 
 int level_rank(std::string_view level) {
   if (level == "debug") return 0;
@@ -22,22 +27,131 @@ int level_rank(std::string_view level) {
   return 1;
 }
 
+// Asynchronous logging (contract C4, "Logs"): log_event formats the line and queues it; one
+// writer thread writes the queue to stdout. A stdout that blocks (a pipe nobody reads) or fails
+// (a closed pipe: EPIPE, SIGPIPE being ignored by dlockd) therefore never stalls or kills a lock
+// operation. Bounds, each counted in dlock_log_dropped_total:
+// - the queue holds at most kQueueBytes; a line that does not fit is dropped (reason queue_full,
+//   also counting lines a failing stdout did not take);
+// - each event kind may log kLinesPerSecond lines a second (bursts of as many); the excess is
+//   dropped (reason rate_limit), so one busy client cannot flood the log. The log carries no
+//   remote address per event, so the bound is per event kind, which bounds any one client too.
+constexpr std::size_t kQueueBytes = 4 * 1024 * 1024;
+constexpr double kLinesPerSecond = 1000;
+
+class AsyncLog {
+ public:
+  AsyncLog() {
+    std::thread([this] { run(); }).detach();
+  }  // lives as long as the process
+
+  void push(std::string line) {
+    {
+      std::lock_guard lock(mutex_);
+      if (queued_bytes_ + line.size() > kQueueBytes) {
+        ++server_counters().log_dropped;
+        return;
+      }
+      queued_bytes_ += line.size();
+      queue_.push_back(std::move(line));
+    }
+    changed_.notify_all();
+  }
+
+  // Whether `event` is within its rate; counts the excess.
+  bool admit(std::string_view event) {
+    std::lock_guard lock(mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    auto [bucket, added] = buckets_.try_emplace(std::string(event), Bucket{kLinesPerSecond, now});
+    if (!added) {
+      const double elapsed = std::chrono::duration<double>(now - bucket->second.refilled).count();
+      bucket->second.tokens =
+          std::min(kLinesPerSecond, bucket->second.tokens + elapsed * kLinesPerSecond);
+      bucket->second.refilled = now;
+    }
+    if (bucket->second.tokens < 1) {
+      ++server_counters().log_rate_limited;
+      return false;
+    }
+    bucket->second.tokens -= 1;
+    return true;
+  }
+
+  // Waits up to `timeout` for the queue to be written (at exit).
+  void flush(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, timeout, [this] { return queue_.empty() && !writing_; });
+  }
+
+ private:
+  struct Bucket {
+    double tokens;
+    std::chrono::steady_clock::time_point refilled;
+  };
+
+  void run() {
+    std::string batch;
+    for (;;) {
+      std::size_t lines = 0;
+      {
+        std::unique_lock lock(mutex_);
+        writing_ = false;
+        changed_.notify_all();
+        changed_.wait(lock, [this] { return !queue_.empty(); });
+        batch.clear();
+        for (auto& line : queue_) batch += line;
+        lines = queue_.size();
+        queue_.clear();
+        queued_bytes_ = 0;
+        writing_ = true;
+      }
+      if (!write_all(batch)) server_counters().log_dropped += lines;
+    }
+  }
+
+  static bool write_all(std::string_view text) {
+    while (!text.empty()) {
+      const ssize_t written = ::write(STDOUT_FILENO, text.data(), text.size());
+      if (written < 0 && errno == EINTR) continue;
+      if (written <= 0) return false;
+      text.remove_prefix(static_cast<std::size_t>(written));
+    }
+    return true;
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::string> queue_;
+  std::size_t queued_bytes_ = 0;
+  bool writing_ = false;
+  std::map<std::string, Bucket, std::less<>> buckets_;
+};
+
+AsyncLog& async_log() {
+  static auto* log = new AsyncLog;  // never destroyed: its detached writer may outlive main
+  return *log;
+}
+
+// At exit, give the writer a moment to drain (start-up errors, "stopped"), but never hang on a
+// stdout that does not take it.
+struct FlushAtExit {
+  ~FlushAtExit() { async_log().flush(std::chrono::seconds(2)); }
+} g_flush_at_exit;
+
 }  // namespace
 
 void set_log_level(std::string_view level) { g_log_threshold = level_rank(level); }
 
 void log_event(std::string_view level, std::string_view event, boost::json::object fields) {
   if (level_rank(level) < g_log_threshold.load(std::memory_order_relaxed)) return;
+  auto& log = async_log();
+  if (!log.admit(event)) return;
   boost::json::object line;
   line["ts"] = format_time(WallClock::now());
   line["level"] = level;
   line["event"] = event;
   for (auto& field : fields) line[field.key()] = std::move(field.value());
-  const std::string text = boost::json::serialize(line);
-  std::lock_guard lock(g_log_mutex);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
+  log.push(boost::json::serialize(line) + "\n");
 }
 
 Telemetry::Telemetry(std::string backend)
@@ -98,8 +212,50 @@ Telemetry::Telemetry(std::string backend)
                    .Add(labels);
 }
 
+namespace {
+
+prometheus::MetricFamily family(const char* name, const char* help, prometheus::MetricType type,
+                                double value, prometheus::Labels labels = {}) {
+  prometheus::ClientMetric metric;
+  for (const auto& [label, label_value] : labels) metric.label.push_back({label, label_value});
+  if (type == prometheus::MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  return {name, help, type, {metric}};
+}
+
+}  // namespace
+
+ServerCounters& server_counters() {
+  static ServerCounters counters;
+  return counters;
+}
+
 std::string Telemetry::scrape() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  using prometheus::MetricType;
+  auto families = registry_->Collect();
+  const auto& c = server_counters();
+  const auto number = [](const auto& atomic) { return static_cast<double>(atomic.load()); };
+  families.push_back(family("dlock_http_accept_errors_total",
+                            "accept() failures (e.g. out of file descriptors)", MetricType::Counter,
+                            number(c.accept_errors)));
+  families.push_back(family("dlock_http_connections_rejected_total",
+                            "Connections answered 503 and closed over server.max.connections",
+                            MetricType::Counter, number(c.connections_rejected)));
+  families.push_back(family("dlock_http_connection_timeouts_total",
+                            "Connections closed by the header, idle or write timeout",
+                            MetricType::Counter, number(c.connections_timed_out)));
+  families.push_back(family("dlock_http_connections_open", "Client connections open now",
+                            MetricType::Gauge, number(c.connections_open)));
+  auto dropped = family("dlock_log_dropped_total", "Log lines dropped, by reason",
+                        MetricType::Counter, number(c.log_dropped), {{"reason", "queue_full"}});
+  dropped.metric.push_back(
+      family("", "", MetricType::Counter, number(c.log_rate_limited), {{"reason", "rate_limit"}})
+          .metric.front());
+  families.push_back(std::move(dropped));
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 void Telemetry::on_http_request(int status) {
@@ -159,6 +315,9 @@ void Telemetry::on_backend_error(const Error& error) {
 
 void Telemetry::on_backend_attempt() { backend_attempts_->Increment(); }
 
-void Telemetry::on_waiters(std::int64_t delta) { waiters_->Increment(static_cast<double>(delta)); }
+void Telemetry::on_waiters(std::int64_t delta) {
+  waiters_->Increment(static_cast<double>(delta));
+  server_counters().waiters += delta;
+}
 
 }  // namespace dlock::server

@@ -8,7 +8,9 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <atomic>
 #include <boost/json/object.hpp>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +23,19 @@ namespace dlock::server {
 void log_event(std::string_view level, std::string_view event, boost::json::object fields = {});
 // "debug" | "info" | "warn" | "error"; events below it are dropped.
 void set_log_level(std::string_view level);
+
+// Process-wide counters kept where the events happen (the HTTP server, the logger) and exported
+// by Telemetry::scrape() (contract C4).
+struct ServerCounters {
+  std::atomic<std::uint64_t> accept_errors{0};          // dlock_http_accept_errors_total
+  std::atomic<std::uint64_t> connections_rejected{0};   // dlock_http_connections_rejected_total
+  std::atomic<std::uint64_t> connections_timed_out{0};  // dlock_http_connection_timeouts_total
+  std::atomic<std::int64_t> connections_open{0};        // dlock_http_connections_open
+  std::atomic<std::int64_t> waiters{0};                 // mirrors dlock_waiters
+  std::atomic<std::uint64_t> log_dropped{0};            // dlock_log_dropped_total{reason}
+  std::atomic<std::uint64_t> log_rate_limited{0};
+};
+ServerCounters& server_counters();
 
 class Telemetry final : public core::ServiceObserver {
  public:

@@ -11,6 +11,7 @@
 #ifdef DLOCK_WITH_ETCD
 #include "store/etcd/etcd_store.h"
 #endif
+#include "util/backend_names.h"
 
 namespace dlock::store {
 namespace {
@@ -46,12 +47,12 @@ BackendPtr make_etcd(const StoreConfig& config) {
 #endif
 
 const Entry kBackends[] = {
-    {"sqlite", make_sqlite},
+    {backend_names::kSqlite, make_sqlite},
 #ifdef DLOCK_WITH_PG
-    {"pg", make_pg},
+    {backend_names::kPg, make_pg},
 #endif
 #ifdef DLOCK_WITH_ETCD
-    {"etcd", make_etcd},
+    {backend_names::kEtcd, make_etcd},
 #endif
 };
 

@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "core/ids.h"
-#include "core/validate.h"
+#include "util/ids.h"
+#include "util/validate.h"
 
 namespace dlock::testing {
 
@@ -58,9 +58,9 @@ LockHandle FakeStore::grant(std::string_view key, std::string_view owner_id,
 std::optional<LockHandle> FakeStore::try_insert(std::string_view key, std::string_view owner_id,
                                                 std::string_view session_id, milliseconds ttl) {
   const auto sent_at = SteadyClock::now();
-  core::check_key(key);
-  core::check_owner(owner_id);
-  core::check_session_id(session_id);
+  util::check_key(key);
+  util::check_owner(owner_id);
+  util::check_session_id(session_id);
   check_ttl(ttl, options_.limits, "ttl_ms");
   const auto lock = enter();
   const auto now = options_.now();
@@ -131,8 +131,8 @@ std::optional<LockHandle> FakeStore::handover(const LockHandle& from,
                                               std::string_view next_owner_id,
                                               std::string_view next_session_id, milliseconds ttl) {
   const auto sent_at = SteadyClock::now();
-  core::check_owner(next_owner_id);
-  core::check_session_id(next_session_id);
+  util::check_owner(next_owner_id);
+  util::check_session_id(next_session_id);
   check_ttl(ttl, options_.limits, "ttl_ms");
   {
     const auto lock = enter();
@@ -197,12 +197,12 @@ ReleaseSubscriptionPtr FakeStore::watch_releases(std::string_view key,
 }
 
 SessionInfo FakeStore::open_session(std::string_view owner_id, milliseconds ttl) {
-  core::check_owner(owner_id);
+  util::check_owner(owner_id);
   check_ttl(ttl, options_.limits, "ttl_ms");
   const auto lock = enter();
   const auto now = options_.now();
   // Random like every backend's (C2), so the conformance matrix holds for the fake too.
-  SessionInfo info{core::random_id(), std::string(owner_id), ttl, now + ttl};
+  SessionInfo info{util::random_id(), std::string(owner_id), ttl, now + ttl};
   s_.sessions.emplace(info.session_id, FakeStorage::Session{info.owner_id, ttl, info.expires_at});
   return info;
 }

@@ -4,7 +4,7 @@
 // It follows include/dlock/lock_store.h closely enough to drive the service: one global token
 // counter (so every key's tokens strictly increase), expiry on an injected clock, re-entrant
 // grants, hand-over, sessions whose locks die with them, and release notifications through
-// core::ReleaseHub as the sqlite store does. Several FakeStores may share one FakeStorage, as
+// util::ReleaseHub as the sqlite store does. Several FakeStores may share one FakeStorage, as
 // several dlockd share one database; the storage can be made unavailable (an outage). The
 // conformance matrix runs against it (fake_store_conformance_test). No persistence, no call
 // timeout (nothing here blocks), and backend_id() is "fake".
@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/release_hub.h"
+#include "util/release_hub.h"
 #include "dlock/lock_store.h"
 
 namespace dlock::testing {
@@ -49,7 +49,7 @@ class FakeStorage {
     WallClock::time_point expires_at{};
   };
 
-  core::ReleaseHub hub;  // notified outside mutex
+  util::ReleaseHub hub;  // notified outside mutex
   mutable std::mutex mutex;
   bool outage = false;
   std::map<std::string, LockInfo, std::less<>> locks;  // rows, live or expired

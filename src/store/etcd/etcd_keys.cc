@@ -4,7 +4,7 @@
 
 #include <charconv>
 
-#include "core/store_key.h"
+#include "util/store_key.h"
 #include "dlock/errors.h"
 
 namespace dlock::store::etcd {

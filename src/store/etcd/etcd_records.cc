@@ -1,6 +1,6 @@
 #include "store/etcd/etcd_records.h"
 
-#include "core/time.h"
+#include "util/time.h"
 #include "dlock/errors.h"
 #include "store/etcd/etcd_keys.h"
 
@@ -11,8 +11,8 @@ std::string encode_grant(std::string_view owner_id, std::string_view session_id,
   GrantRecord record;
   record.set_owner_id(std::string(owner_id));
   record.set_session_id(std::string(session_id));
-  record.set_acquired_at_us(core::to_unix_micros(acquired_at));
-  record.set_server_expiry_us(core::to_unix_micros(expires_at));
+  record.set_acquired_at_us(util::to_unix_micros(acquired_at));
+  record.set_server_expiry_us(util::to_unix_micros(expires_at));
   return record.SerializeAsString();
 }
 
@@ -40,8 +40,8 @@ LockInfo lock_info(const mvccpb::KeyValue& kv) {
                   record.owner_id(),
                   record.session_id(),
                   static_cast<FencingToken>(kv.mod_revision()),
-                  core::from_unix_micros(record.acquired_at_us()),
-                  core::from_unix_micros(record.server_expiry_us())};
+                  util::from_unix_micros(record.acquired_at_us()),
+                  util::from_unix_micros(record.server_expiry_us())};
 }
 
 }  // namespace dlock::store::etcd

@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 
-#include "core/ids.h"
-#include "core/validate.h"
+#include "util/ids.h"
+#include "util/validate.h"
 #include "store/etcd/etcd_keys.h"
 
 namespace dlock::store::etcd {
@@ -28,11 +28,11 @@ SessionNotFoundError session_not_found(std::string_view session_id) {
 }
 
 SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl) {
-  core::check_owner(owner_id);
+  util::check_owner(owner_id);
   check_ttl(ttl, limits_, "ttl_ms");
   const auto sent_at = wall_now();
   const auto lease = client_.lease_grant(lease_seconds(ttl));
-  const std::string session_id = core::random_id();
+  const std::string session_id = util::random_id();
   // The record maps the ID to the lease and is put on it: it ends with the session.
   etcdserverpb::PutRequest put;
   put.set_key(session_record_key(session_id));
@@ -50,7 +50,7 @@ SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl) {
 }
 
 SessionInfo Sessions::heartbeat(std::string_view session_id) {
-  core::check_session_id(session_id);
+  util::check_session_id(session_id);
   // The record first, so only a lease named by a dlock session record is ever renewed.
   const auto record = lookup(session_id);
   if (!record) throw session_not_found(session_id);
@@ -66,7 +66,7 @@ SessionInfo Sessions::heartbeat(std::string_view session_id) {
 }
 
 std::optional<SessionInfo> Sessions::get(std::string_view session_id) {
-  core::check_session_id(session_id);
+  util::check_session_id(session_id);
   const auto record = lookup(session_id);
   if (!record) return std::nullopt;  // the record dies with the lease
   const auto sent_at = wall_now();
@@ -80,7 +80,7 @@ std::optional<SessionInfo> Sessions::get(std::string_view session_id) {
 }
 
 std::vector<LockInfo> Sessions::close(std::string_view session_id) {
-  core::check_session_id(session_id);
+  util::check_session_id(session_id);
   const auto record = lookup(session_id);
   if (!record) throw session_not_found(session_id);
   // Revoke the session first: from then on no acquire for it can pass its Txn's session check,

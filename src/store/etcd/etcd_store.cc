@@ -7,13 +7,14 @@
 #include <utility>
 #include <vector>
 
-#include "core/validate.h"
 #include "store/etcd/etcd_client.h"
 #include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_leases.h"
 #include "store/etcd/etcd_records.h"
 #include "store/etcd/etcd_sessions.h"
 #include "store/etcd/etcd_watch.h"
+#include "util/backend_names.h"
+#include "util/validate.h"
 
 namespace dlock::store::etcd {
 namespace {
@@ -41,9 +42,9 @@ class EtcdStore final : public Backend {
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
                                        std::string_view session_id, milliseconds ttl) override {
-    core::check_key(key);
-    core::check_owner(owner_id);
-    core::check_session_id(session_id);
+    util::check_key(key);
+    util::check_owner(owner_id);
+    util::check_session_id(session_id);
     check_ttl(ttl, limits_, "ttl_ms");
     const std::string etcd_key = format_lock_key(key);
     if (!is_session_id(session_id)) throw session_not_found(session_id);
@@ -51,7 +52,7 @@ class EtcdStore final : public Backend {
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
-    core::check_key(key);
+    util::check_key(key);
     const auto response = client_.range(range_request(format_lock_key(key)));
     if (response.kvs_size() == 0) return std::nullopt;  // never granted, released or expired
     return live_lock_info(response.kvs(0));
@@ -98,6 +99,10 @@ class EtcdStore final : public Backend {
     *request.add_compare() = compare_mod_revision(etcd_key, to_revision(handle.fencing_token));
     *request.add_compare() = compare_lease(etcd_key, *grant_lease);
     *request.add_compare() = compare_exists(session_record_key(handle.session_id));
+    // One read in the Txn: etcd serves a Txn without operations as a serializable read, so a
+    // follower that has not yet applied the grant would answer "lost" for a live lock. With a
+    // (default, linearizable) Range inside, the check goes through the leader's read index.
+    *request.add_success() = get_op(etcd_key);
     if (!client_.txn(request, CallKind::kRead).succeeded()) {
       throw lost(handle.key, handle.fencing_token);
     }
@@ -112,9 +117,9 @@ class EtcdStore final : public Backend {
 
   bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
                        FencingToken fencing_token) override {
-    core::check_key(key);
-    core::check_owner(owner_id);
-    core::check_session_id(session_id);
+    util::check_key(key);
+    util::check_owner(owner_id);
+    util::check_session_id(session_id);
     const std::string etcd_key = format_lock_key(key);
     const std::string index_key = session_lock_key(session_id, key);
     // One Txn. The lock key's revision is the token, so it names exactly that grant; the
@@ -136,8 +141,8 @@ class EtcdStore final : public Backend {
 
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, milliseconds ttl) override {
-    core::check_owner(next_owner_id);
-    core::check_session_id(next_session_id);
+    util::check_owner(next_owner_id);
+    util::check_session_id(next_session_id);
     check_ttl(ttl, limits_, "ttl_ms");
     const std::string etcd_key = format_lock_key(from.key);
     if (!is_session_id(next_session_id)) return release_instead_of_handover(from);
@@ -181,7 +186,7 @@ class EtcdStore final : public Backend {
   }
 
   LockOutcome revoke(std::string_view key) override {
-    core::check_key(key);
+    util::check_key(key);
     etcdserverpb::DeleteRangeRequest request;
     request.set_key(format_lock_key(key));
     request.set_prev_kv(true);
@@ -202,7 +207,7 @@ class EtcdStore final : public Backend {
     return watches_.watch(format_lock_key(key), std::move(on_released));
   }
 
-  std::string_view backend_id() const override { return "etcd"; }
+  std::string_view backend_id() const override { return backend_names::kEtcd; }
 
   SessionInfo open_session(std::string_view owner_id, milliseconds ttl) override {
     return sessions_.open(owner_id, ttl);

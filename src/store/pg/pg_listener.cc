@@ -11,7 +11,7 @@
 namespace dlock::store::pg {
 
 PgListener::PgListener(std::string url, std::chrono::milliseconds call_timeout,
-                       core::ReleaseHub& hub)
+                       util::ReleaseHub& hub)
     : url_(std::move(url)), call_timeout_(call_timeout), hub_(hub) {
   if (pipe(wake_pipe_) != 0) throw InternalError("pg listener: pipe failed");
   if (!connect()) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "core/release_hub.h"
+#include "util/release_hub.h"
 
 struct pg_conn;
 
@@ -18,7 +18,7 @@ namespace dlock::store::pg {
 class PgListener {
  public:
   // Connects and LISTENs before returning, so no release after construction is missed.
-  PgListener(std::string url, std::chrono::milliseconds call_timeout, core::ReleaseHub& hub);
+  PgListener(std::string url, std::chrono::milliseconds call_timeout, util::ReleaseHub& hub);
   PgListener(const PgListener&) = delete;
   PgListener& operator=(const PgListener&) = delete;
   ~PgListener();
@@ -29,7 +29,7 @@ class PgListener {
 
   const std::string url_;
   const std::chrono::milliseconds call_timeout_;
-  core::ReleaseHub& hub_;
+  util::ReleaseHub& hub_;
   pg_conn* conn_ = nullptr;
   int wake_pipe_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};

@@ -4,12 +4,13 @@
 #include <utility>
 #include <vector>
 
-#include "core/release_hub.h"
-#include "core/time.h"
-#include "core/validate.h"
 #include "store/pg/pg_listener.h"
 #include "store/pg/pg_pool.h"
 #include "store/pg/pg_statements.h"
+#include "util/backend_names.h"
+#include "util/release_hub.h"
+#include "util/time.h"
+#include "util/validate.h"
 
 namespace dlock::store::pg {
 
@@ -50,8 +51,8 @@ LockInfo lock_info_from(const PgResult& result, int row) {
                   result.text(row, 1),
                   result.text(row, 2),
                   static_cast<FencingToken>(result.int64(row, 3)),
-                  core::from_unix_micros(result.int64(row, 4)),
-                  core::from_unix_micros(result.int64(row, 5))};
+                  util::from_unix_micros(result.int64(row, 4)),
+                  util::from_unix_micros(result.int64(row, 5))};
 }
 
 std::string token_text(FencingToken token) { return std::to_string(token); }
@@ -99,9 +100,9 @@ class PgStore final : public Backend {
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
                                        std::string_view session_id,
                                        std::chrono::milliseconds ttl) override {
-    core::check_key(key);
-    core::check_owner(owner_id);
-    core::check_session_id(session_id);
+    util::check_key(key);
+    util::check_owner(owner_id);
+    util::check_session_id(session_id);
     check_ttl(ttl, limits_, "ttl_ms");
     auto connection = pool_.lease();
     const auto sent_at = SteadyClock::now();
@@ -109,11 +110,11 @@ class PgStore final : public Backend {
     if (granted.rows() == 0) return std::nullopt;  // held by a live grant: a decision
     return LockHandle{std::string(key),        std::string(owner_id),
                       std::string(session_id), static_cast<FencingToken>(granted.int64(0, 0)),
-                      sent_at + ttl,           core::from_unix_micros(granted.int64(0, 2))};
+                      sent_at + ttl,           util::from_unix_micros(granted.int64(0, 2))};
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
-    core::check_key(key);
+    util::check_key(key);
     const auto result = pool_.lease()->execute("read", {key});
     if (result.rows() == 0) return std::nullopt;
     return lock_info_from(result, 0);
@@ -136,7 +137,7 @@ class PgStore final : public Backend {
     if (result.rows() == 0) throw lost(handle.key, handle.fencing_token);
     LockHandle extended = handle;
     extended.client_deadline = sent_at + ttl;
-    extended.server_expiry = core::from_unix_micros(result.int64(0, 0));
+    extended.server_expiry = util::from_unix_micros(result.int64(0, 0));
     return extended;
   }
 
@@ -150,8 +151,8 @@ class PgStore final : public Backend {
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
                                      std::string_view next_session_id,
                                      std::chrono::milliseconds ttl) override {
-    core::check_owner(next_owner_id);
-    core::check_session_id(next_session_id);
+    util::check_owner(next_owner_id);
+    util::check_session_id(next_session_id);
     check_ttl(ttl, limits_, "ttl_ms");
     auto connection = pool_.lease();
     const auto sent_at = SteadyClock::now();
@@ -165,7 +166,7 @@ class PgStore final : public Backend {
                         std::string(next_session_id),
                         static_cast<FencingToken>(result.int64(0, 0)),
                         sent_at + ttl,
-                        core::from_unix_micros(result.int64(0, 1))};
+                        util::from_unix_micros(result.int64(0, 1))};
     } catch (const SessionNotFoundError&) {
       // The next session died while it waited: release `from` instead (rare path).
       const auto released = connection->execute(
@@ -177,7 +178,7 @@ class PgStore final : public Backend {
   }
 
   LockOutcome revoke(std::string_view key) override {
-    core::check_key(key);
+    util::check_key(key);
     const auto result = pool_.lease()->execute("revoke", {key});
     LockOutcome outcome;
     if (result.rows() == 1 && result.boolean(0, 2)) {
@@ -214,32 +215,32 @@ class PgStore final : public Backend {
     return releases_.subscribe(key, std::move(on_released));
   }
 
-  std::string_view backend_id() const override { return "pg"; }
+  std::string_view backend_id() const override { return backend_names::kPg; }
 
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override {
-    core::check_owner(owner_id);
+    util::check_owner(owner_id);
     check_ttl(ttl, limits_, "ttl_ms");
     const auto result = pool_.lease()->execute("open_session", {owner_id, ms_text(ttl)});
     return SessionInfo{result.text(0, 0), std::string(owner_id), ttl,
-                       core::from_unix_micros(result.int64(0, 1))};
+                       util::from_unix_micros(result.int64(0, 1))};
   }
 
   SessionInfo heartbeat(std::string_view session_id) override {
-    core::check_session_id(session_id);
+    util::check_session_id(session_id);
     const auto result = pool_.lease()->execute("heartbeat", {session_id});
     if (result.rows() == 0) throw SessionNotFoundError("session not found or expired");
     return session_from(session_id, result);
   }
 
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
-    core::check_session_id(session_id);
+    util::check_session_id(session_id);
     const auto result = pool_.lease()->execute("get_session", {session_id});
     if (result.rows() == 0) return std::nullopt;
     return session_from(session_id, result);
   }
 
   std::vector<LockInfo> close_session(std::string_view session_id) override {
-    core::check_session_id(session_id);
+    util::check_session_id(session_id);
     auto connection = pool_.lease();
     // Once the session row is gone the trigger refuses it any new grant, so deleting its locks
     // afterwards (a second statement) cannot miss one.
@@ -259,13 +260,13 @@ class PgStore final : public Backend {
   static SessionInfo session_from(std::string_view session_id, const PgResult& result) {
     return SessionInfo{std::string(session_id), result.text(0, 0),
                        std::chrono::milliseconds(result.int64(0, 1)),
-                       core::from_unix_micros(result.int64(0, 2))};
+                       util::from_unix_micros(result.int64(0, 2))};
   }
 
   const PgStoreOptions options_;
   const TtlLimits limits_;
   PgPool pool_;
-  core::ReleaseHub releases_;
+  util::ReleaseHub releases_;
   std::mutex listener_mutex_;
   std::unique_ptr<PgListener> listener_;  // after releases_: stops feeding it before it dies
 };

@@ -2,18 +2,19 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <utility>
 #include <vector>
 
-#include "core/ids.h"
-#include "core/release_hub.h"
-#include "core/time.h"
-#include "core/validate.h"
+#include "store/sqlite/data_file.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/sqlite/sqlite_statements.h"
+#include "util/backend_names.h"
+#include "util/ids.h"
+#include "util/release_hub.h"
+#include "util/time.h"
+#include "util/validate.h"
 
 namespace dlock::store::sqlite {
 
@@ -56,17 +57,17 @@ LockInfo lock_info_from(const Statement& row) {
                   row.column_text(1),
                   row.column_text(2),
                   static_cast<FencingToken>(row.column_int64(3)),
-                  core::from_unix_micros(row.column_int64(4) * 1000),
-                  core::from_unix_micros(row.column_int64(5) * 1000)};
+                  util::from_unix_micros(row.column_int64(4) * 1000),
+                  util::from_unix_micros(row.column_int64(5) * 1000)};
 }
 
 class SqliteStore final : public Backend {
  public:
   explicit SqliteStore(const SqliteStoreOptions& options)
       : limits_(options.limits),
+        data_file_(options.path),
         clock_vfs_([this] { return clock_.now_ms(); }),
-        db_(with_parent_directory(options.path), static_cast<int>(options.busy_timeout.count()),
-            clock_vfs_.name()),
+        db_(data_file_.path(), static_cast<int>(options.busy_timeout.count()), clock_vfs_.name()),
         statements_(db_),
         writes_(db_, mutex_) {
     // WAL with synchronous=FULL: every commit (every grant, hence every token) is fsynced to the
@@ -80,9 +81,9 @@ class SqliteStore final : public Backend {
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
                                        std::string_view session_id,
                                        std::chrono::milliseconds ttl) override {
-    core::check_key(key);
-    core::check_owner(owner_id);
-    core::check_session_id(session_id);
+    util::check_key(key);
+    util::check_owner(owner_id);
+    util::check_session_id(session_id);
     check_ttl(ttl, limits_, "ttl_ms");
     const auto sent_at = SteadyClock::now();
     std::optional<LockHandle> granted;
@@ -96,14 +97,14 @@ class SqliteStore final : public Backend {
       granted = LockHandle{
           std::string(key),        std::string(owner_id),
           std::string(session_id), static_cast<FencingToken>(acquire.column_int64(0)),
-          sent_at + ttl,           core::from_unix_micros(acquire.column_int64(2) * 1000)};
+          sent_at + ttl,           util::from_unix_micros(acquire.column_int64(2) * 1000)};
       return true;
     });
     return granted;
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
-    core::check_key(key);
+    util::check_key(key);
     std::lock_guard lock(mutex_);
     Statement& select =
         statements_.get(std::string("SELECT ") + kLockColumns +
@@ -146,7 +147,7 @@ class SqliteStore final : public Backend {
                             std::to_string(handle.fencing_token) + " is no longer held");
       }
       extended.client_deadline = sent_at + ttl;
-      extended.server_expiry = core::from_unix_micros(update.column_int64(0) * 1000);
+      extended.server_expiry = util::from_unix_micros(update.column_int64(0) * 1000);
       return true;
     });
     return extended;
@@ -172,7 +173,7 @@ class SqliteStore final : public Backend {
   }
 
   LockOutcome revoke(std::string_view key) override {
-    core::check_key(key);
+    util::check_key(key);
     LockOutcome outcome;
     writes_.write([&] {
       outcome = LockOutcome{};
@@ -203,12 +204,12 @@ class SqliteStore final : public Backend {
     return releases_.subscribe(key, std::move(on_released));
   }
 
-  std::string_view backend_id() const override { return "sqlite"; }
+  std::string_view backend_id() const override { return backend_names::kSqlite; }
 
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override {
-    core::check_owner(owner_id);
+    util::check_owner(owner_id);
     check_ttl(ttl, limits_, "ttl_ms");
-    const std::string session_id = core::random_id();
+    const std::string session_id = util::random_id();
     SessionInfo opened{session_id, std::string(owner_id), ttl, {}};
     writes_.write([&] {
       Statement& insert = statements_.get(
@@ -218,14 +219,14 @@ class SqliteStore final : public Backend {
       ResetGuard reset(insert);
       insert.bind(1, session_id).bind(2, owner_id).bind(3, std::int64_t{ttl.count()});
       if (!insert.step()) throw InternalError("sqlite: session insert returned no row");
-      opened.expires_at = core::from_unix_micros(insert.column_int64(0) * 1000);
+      opened.expires_at = util::from_unix_micros(insert.column_int64(0) * 1000);
       return true;
     });
     return opened;
   }
 
   SessionInfo heartbeat(std::string_view session_id) override {
-    core::check_session_id(session_id);
+    util::check_session_id(session_id);
     std::optional<SessionInfo> renewed;
     writes_.write([&] {
       Statement& update = statements_.get("UPDATE lock_session SET expires_at = " DLOCK_SQLITE_NOW
@@ -242,7 +243,7 @@ class SqliteStore final : public Backend {
   }
 
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
-    core::check_session_id(session_id);
+    util::check_session_id(session_id);
     std::lock_guard lock(mutex_);
     Statement& select = statements_.get(
         "SELECT owner_id, ttl_ms, expires_at FROM lock_session "
@@ -265,8 +266,8 @@ class SqliteStore final : public Backend {
   std::optional<LockHandle> handover_locked(const LockHandle& from, std::string_view next_owner_id,
                                             std::string_view next_session_id,
                                             std::chrono::milliseconds ttl) {
-    core::check_owner(next_owner_id);
-    core::check_session_id(next_session_id);
+    util::check_owner(next_owner_id);
+    util::check_session_id(next_session_id);
     check_ttl(ttl, limits_, "ttl_ms");
     const auto sent_at = SteadyClock::now();
     std::optional<LockHandle> next;
@@ -302,7 +303,7 @@ class SqliteStore final : public Backend {
                         std::string(next_session_id),
                         token,
                         sent_at + ttl,
-                        core::from_unix_micros(update.column_int64(0) * 1000)};
+                        util::from_unix_micros(update.column_int64(0) * 1000)};
       return true;
     });
     return next;
@@ -327,7 +328,7 @@ class SqliteStore final : public Backend {
   }
 
   std::vector<LockInfo> close_locked(std::string_view session_id) {
-    core::check_session_id(session_id);
+    util::check_session_id(session_id);
     bool was_live = false;
     std::vector<LockInfo> released;
     writes_.write([&] {
@@ -354,13 +355,6 @@ class SqliteStore final : public Backend {
     return released;
   }
 
-  static const std::string& with_parent_directory(const std::string& path) {
-    const std::filesystem::path file(path);
-    std::error_code ignored;  // sqlite3_open reports a missing directory clearly enough
-    if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ignored);
-    return path;
-  }
-
   void migrate() {
     WriteTransaction transaction(db_);
     db_.exec(
@@ -381,7 +375,7 @@ class SqliteStore final : public Backend {
     }
     // Inside the open's write transaction: no grant (of this or another process) interleaves.
     Statement floor(db_.handle(), kRaiseTokenFloor);
-    floor.bind(1, core::to_unix_micros(WallClock::now()));
+    floor.bind(1, util::to_unix_micros(WallClock::now()));
     floor.step();
     transaction.commit();
   }
@@ -429,17 +423,18 @@ class SqliteStore final : public Backend {
   static SessionInfo session_from(std::string_view session_id, const Statement& row) {
     return SessionInfo{std::string(session_id), row.column_text(0),
                        std::chrono::milliseconds(row.column_int64(1)),
-                       core::from_unix_micros(row.column_int64(2) * 1000)};
+                       util::from_unix_micros(row.column_int64(2) * 1000)};
   }
 
   const TtlLimits limits_;
-  std::mutex mutex_;  // guards db_ and statements_; held by writes_ for a whole group
+  DataFile data_file_;  // 0700/0600 and one process only; outlives db_
+  std::mutex mutex_;    // guards db_ and statements_; held by writes_ for a whole group
   StoreClock clock_;
   ClockVfs clock_vfs_;  // 'now' in SQL is clock_; outlives db_
   Database db_;
   StatementCache statements_;
   GroupCommit writes_;
-  core::ReleaseHub releases_;
+  util::ReleaseHub releases_;
 };
 
 }  // namespace

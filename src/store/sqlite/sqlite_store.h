@@ -8,7 +8,8 @@
 namespace dlock::store::sqlite {
 
 struct SqliteStoreOptions {
-  // The database file; its parent directory is created when missing.
+  // The database file; its parent directory is created (0700) when missing, the file 0600, and
+  // one store at a time may have it open (store/sqlite/data_file.h).
   std::string path = "./dlock-data/dlock.db";
   TtlLimits limits;
   // How long a call waits for another process's write lock before it reports unavailable.

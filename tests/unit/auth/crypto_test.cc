@@ -7,7 +7,7 @@
 
 #include <set>
 
-#include "core/ids.h"
+#include "util/ids.h"
 
 namespace dlock::auth {
 namespace {
@@ -56,7 +56,7 @@ TEST(SessionIdTest, ThirtyTwoLowercaseHexDigitsAndDistinct) {
   std::set<std::string> seen;
   std::array<int, 16> digit_counts{};
   for (int i = 0; i < 5000; ++i) {
-    const std::string id = core::random_id();
+    const std::string id = util::random_id();
     ASSERT_EQ(id.size(), 32u);
     for (const char c : id) {
       ASSERT_TRUE((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) << id;

@@ -6,8 +6,8 @@
 #include <functional>
 #include <string>
 
-#include "core/limits.h"
-#include "core/store_key.h"
+#include "util/limits.h"
+#include "util/store_key.h"
 #include "dlock/errors.h"
 #include "server/error_mapping.h"
 

@@ -5,7 +5,7 @@
 
 #include "dlock/types.h"
 
-namespace dlock::core {
+namespace dlock::util {
 
 // Backends exchange timestamps as integer microseconds since the Unix epoch, computed by the
 // backend's own clock; these convert them without consulting any local clock.
@@ -18,4 +18,4 @@ inline std::int64_t to_unix_micros(WallClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
 }
 
-}  // namespace dlock::core
+}  // namespace dlock::util

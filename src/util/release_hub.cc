@@ -1,8 +1,8 @@
-#include "core/release_hub.h"
+#include "util/release_hub.h"
 
 #include <memory>
 
-namespace dlock::core {
+namespace dlock::util {
 
 class HubSubscription final : public ReleaseSubscription {
  public:
@@ -52,4 +52,4 @@ void ReleaseHub::notify_all() {
   for (auto& callback : callbacks) callback();
 }
 
-}  // namespace dlock::core
+}  // namespace dlock::util

@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-namespace dlock::core {
+namespace dlock::util {
 
 // Input checks every store applies at its boundary; each throws InvalidArgumentError naming
 // the field. The server applies stricter, documented limits (length, character set) first.
@@ -10,4 +10,4 @@ void check_key(std::string_view key);
 void check_owner(std::string_view owner_id);
 void check_session_id(std::string_view session_id);
 
-}  // namespace dlock::core
+}  // namespace dlock::util

@@ -13,7 +13,7 @@
 
 #include "dlock/lock_store.h"
 
-namespace dlock::core {
+namespace dlock::util {
 
 class ReleaseHub {
  public:
@@ -36,4 +36,4 @@ class ReleaseHub {
       subscribers_;
 };
 
-}  // namespace dlock::core
+}  // namespace dlock::util

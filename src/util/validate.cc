@@ -1,8 +1,8 @@
-#include "core/validate.h"
+#include "util/validate.h"
 
 #include <string>
 
-#include "core/limits.h"
+#include "util/limits.h"
 #include "dlock/lock_store.h"
 
 namespace dlock {
@@ -16,7 +16,7 @@ void check_ttl(std::chrono::milliseconds ttl, const TtlLimits& limits, const cha
   }
 }
 
-namespace core {
+namespace util {
 namespace {
 
 constexpr std::size_t kMaxFieldBytes = limits::kMaxStoreFieldBytes;
@@ -37,5 +37,5 @@ void check_key(std::string_view key) { check_field(key, "key"); }
 void check_owner(std::string_view owner_id) { check_field(owner_id, "owner"); }
 void check_session_id(std::string_view session_id) { check_field(session_id, "session_id"); }
 
-}  // namespace core
+}  // namespace util
 }  // namespace dlock

@@ -7,9 +7,10 @@
 #include <string>
 #include <string_view>
 
-#include "dlock/client.h"
+#include "dlock/duration.h"
+#include "dlock/errors.h"
 
-namespace dlock::client {
+namespace dlock {
 namespace {
 
 struct Unit {
@@ -62,21 +63,4 @@ std::string format_duration(std::chrono::milliseconds duration) {
   return std::to_string(ms) + "ms";
 }
 
-double parse_clock_drift(std::string_view text, std::string_view field) {
-  std::string_view number = text;
-  const bool percent = !number.empty() && number.back() == '%';
-  if (percent) number.remove_suffix(1);
-  double value = -1;
-  const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (error != std::errc() || end != number.data() + number.size()) value = -1;
-  if (percent) value /= 100;
-  // Not NaN, and short of a half: beyond that the "allowance" would be the lease itself.
-  if (!(value >= 0 && value < 0.5)) {
-    throw InvalidArgumentError(std::string(field),
-                               std::string(field) + ": '" + std::string(text) +
-                                   "' is not a clock-rate allowance in [0, 0.5), e.g. 0.01 or 1%");
-  }
-  return value;
-}
-
-}  // namespace dlock::client
+}  // namespace dlock

@@ -1,4 +1,4 @@
-#include "core/ids.h"
+#include "util/ids.h"
 
 #include <sys/random.h>
 
@@ -9,7 +9,7 @@
 
 #include "dlock/errors.h"
 
-namespace dlock::core {
+namespace dlock::util {
 
 std::string random_id() {
   // Session IDs are credentials (contract C6, ADR-0016): whoever knows one can act for the
@@ -35,4 +35,4 @@ std::string random_id() {
   return id;
 }
 
-}  // namespace dlock::core
+}  // namespace dlock::util

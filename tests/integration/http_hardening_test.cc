@@ -1,0 +1,422 @@
+// Connection hardening against a real dlockd (contract C6 "Connections", C5, C4): idle sockets,
+// a slowloris sender, a connection flood over server.max.connections, a client that stops
+// reading, Transfer-Encoding other than chunked, HEAD, Expect: 100-continue, duplicate JSON keys,
+// one dlockd per SQLite file, and a stdout that blocks or is closed. Each time a well-behaved
+// client keeps getting answers.
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/json/parse.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/dlockd_process.h"
+#include "support/subprocess.h"
+
+extern char** environ;
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// A raw TCP client: exact bytes out, whatever comes back.
+class RawSocket {
+ public:
+  explicit RawSocket(const std::string& address, int receive_buffer = 0) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (receive_buffer > 0) {
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+    }
+    sockaddr_in peer{};
+    peer.sin_family = AF_INET;
+    peer.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))));
+    peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) != 0) {
+      ::close(fd_);
+      throw std::runtime_error("connect failed");
+    }
+    timeval timeout{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  }
+  RawSocket(const RawSocket&) = delete;
+  RawSocket& operator=(const RawSocket&) = delete;
+  ~RawSocket() { ::close(fd_); }
+
+  bool send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  // Reads until `until` appears, the peer closes, or the receive timeout; returns what came.
+  std::string receive(const std::string& until = "") {
+    std::string text;
+    char chunk[4096];
+    for (;;) {
+      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+      if (n <= 0) {
+        closed_ = n == 0 || errno == ECONNRESET;
+        return text;
+      }
+      text.append(chunk, static_cast<std::size_t>(n));
+      if (!until.empty() && text.find(until) != std::string::npos) return text;
+    }
+  }
+  // One complete answer with a Content-Length body (what dlockd sends).
+  std::string exchange(const std::string& request) {
+    send(request);
+    std::string text = receive("\r\n\r\n");
+    const auto end = text.find("\r\n\r\n");
+    if (end == std::string::npos) return text;
+    const auto length_at = text.find("Content-Length: ");
+    std::size_t length = 0;
+    if (length_at != std::string::npos && length_at < end) {
+      length = std::stoul(text.substr(length_at + 16));
+    }
+    while (text.size() < end + 4 + length && !closed_) text += receive();
+    return text;
+  }
+  bool closed() const { return closed_; }
+  void set_receive_timeout(std::chrono::milliseconds timeout) {
+    timeval value{0, static_cast<suseconds_t>(timeout.count() * 1000)};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &value, sizeof(value));
+  }
+
+ private:
+  int fd_ = -1;
+  bool closed_ = false;
+};
+
+std::string get(const std::string& target, const std::string& extra = "") {
+  return "GET " + target + " HTTP/1.1\r\nHost: t\r\n" + extra + "\r\n";
+}
+
+double metric(const std::string& address, const std::string& name) {
+  const auto body = http_call(address, "GET", "/metrics").body;
+  const auto at = body.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stod(body.substr(at + name.size() + 2));
+}
+
+// A session and one acquire/release; true when every call answered as it should.
+bool lock_round_trip(const std::string& address, const std::string& key) {
+  const auto session = http_call(address, "POST", "/v1/sessions", R"({"owner":"w"})");
+  if (session.status != 201) return false;
+  const std::string sid(session.json.at("session_id").as_string());
+  const auto grant = http_call(address, "POST", "/v1/locks/" + key + "/acquire",
+                               R"({"session_id":")" + sid + "\"}");
+  if (grant.status != 200) return false;
+  const auto token = std::to_string(grant.json.at("fencing_token").to_number<std::int64_t>());
+  return http_call(address, "DELETE",
+                   "/v1/locks/" + key + "?session_id=" + sid + "&fencing_token=" + token)
+                 .status == 204 &&
+         http_call(address, "DELETE", "/v1/sessions/" + sid).status == 204;
+}
+
+DlockdOptions with(std::vector<std::string> args) {
+  DlockdOptions options;
+  options.extra_args = std::move(args);
+  return options;
+}
+
+TEST(HttpHardening, IdleConnectionsAreClosedAfterTheHeaderTimeoutAndServiceGoesOn) {
+  DlockdProcess dlockd(with({"--server-header-timeout", "1s"}));
+  std::vector<std::unique_ptr<RawSocket>> idle;
+  for (int i = 0; i < 200; ++i) idle.push_back(std::make_unique<RawSocket>(dlockd.address()));
+  EXPECT_TRUE(lock_round_trip(dlockd.address(), "idle"));
+  std::this_thread::sleep_for(1500ms);
+  for (auto& socket : idle) {
+    socket->set_receive_timeout(100ms);  // closed by now: EOF at once
+    EXPECT_EQ(socket->receive(), "");
+    EXPECT_TRUE(socket->closed());
+  }
+  EXPECT_GE(metric(dlockd.address(), "dlock_http_connection_timeouts_total"), 200);
+}
+
+TEST(HttpHardening, AByteASecondSenderIsClosedAtTheHeaderTimeout) {
+  DlockdProcess dlockd(with({"--server-header-timeout", "2s"}));
+  RawSocket slow(dlockd.address());
+  const std::string request = get("/healthz");
+  const auto start = Clock::now();
+  std::size_t sent = 0;
+  while (sent < request.size() && slow.send(request.substr(sent, 1))) {
+    ++sent;
+    EXPECT_TRUE(lock_round_trip(dlockd.address(), "slow"));  // served meanwhile
+    std::this_thread::sleep_for(300ms);
+    if (Clock::now() - start > 4s) break;
+  }
+  EXPECT_EQ(slow.receive(), "");
+  EXPECT_TRUE(slow.closed());
+  const auto lasted = Clock::now() - start;
+  EXPECT_GE(lasted, 1900ms);
+  EXPECT_LT(lasted, 4s);
+  EXPECT_LT(sent, request.size());
+}
+
+TEST(HttpHardening, KeepAliveConnectionIsClosedAfterTheIdleTimeout) {
+  DlockdProcess dlockd(with({"--server-idle-timeout", "1s", "--server-header-timeout", "5s"}));
+  RawSocket client(dlockd.address());
+  EXPECT_NE(client.exchange(get("/healthz")).find("200 OK"), std::string::npos);
+  const auto start = Clock::now();
+  EXPECT_EQ(client.receive(), "");
+  EXPECT_TRUE(client.closed());
+  EXPECT_LT(Clock::now() - start, 3s);
+}
+
+TEST(HttpHardening, ConnectionsBeyondTheLimitAre503WhileOpenOnesCarryOn) {
+  DlockdProcess dlockd(with({"--server-max-connections", "20"}));
+  RawSocket steady(dlockd.address());  // a well-behaved keep-alive client, there first
+  EXPECT_NE(steady.exchange(get("/healthz")).find("200 OK"), std::string::npos);
+  std::vector<std::unique_ptr<RawSocket>> flood;
+  for (int i = 0; i < 19; ++i) flood.push_back(std::make_unique<RawSocket>(dlockd.address()));
+  std::this_thread::sleep_for(200ms);  // accepted
+  int turned_away = 0;
+  for (int i = 0; i < 50; ++i) {
+    RawSocket extra(dlockd.address());
+    extra.set_receive_timeout(1000ms);  // turned away at once, or never
+    const auto answer = extra.receive();
+    if (answer.find("503 Service Unavailable") != std::string::npos || extra.closed()) {
+      ++turned_away;
+    }
+    EXPECT_NE(steady.exchange(get("/healthz")).find("200 OK"), std::string::npos);
+  }
+  EXPECT_EQ(turned_away, 50);
+  flood.clear();
+  EXPECT_TRUE(
+      wait_for([&] { return metric(dlockd.address(), "dlock_http_connections_open") <= 2; }, 5s));
+  EXPECT_GE(metric(dlockd.address(), "dlock_http_connections_rejected_total"), 50);
+  EXPECT_TRUE(lock_round_trip(dlockd.address(), "flood"));
+}
+
+TEST(HttpHardening, AClientThatStopsReadingIsDropped) {
+  DlockdProcess dlockd(with({"--server-write-timeout", "1s"}));
+  RawSocket stalled(dlockd.address(), 4096);
+  // Pipelined requests whose answers the client never reads: the server's send buffer fills.
+  std::string burst;
+  for (int i = 0; i < 200; ++i) burst += get("/metrics");
+  std::thread writer([&] {
+    for (int i = 0; i < 50 && stalled.send(burst); ++i) {
+    }
+  });
+  EXPECT_TRUE(wait_for(
+      [&] { return metric(dlockd.address(), "dlock_http_connection_timeouts_total") >= 1; }, 15s));
+  EXPECT_TRUE(lock_round_trip(dlockd.address(), "stalled"));
+  writer.join();  // its sends fail once the server has dropped the connection
+}
+
+TEST(HttpHardening, TransferEncodingOtherThanChunkedIsRefused) {
+  DlockdProcess dlockd(DlockdOptions{});
+  RawSocket client(dlockd.address());
+  const auto answer = client.exchange(
+      "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n"
+      "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_NE(answer.find("400 Bad Request"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("Transfer-Encoding"), std::string::npos) << answer;
+  EXPECT_EQ(client.receive(), "");  // the smuggled request is never answered
+  EXPECT_TRUE(client.closed());
+  // chunked still works
+  RawSocket chunked(dlockd.address());
+  const auto created = chunked.exchange(
+      "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "d\r\n{\"owner\":\"c\"}\r\n0\r\n\r\n");
+  EXPECT_NE(created.find("201 Created"), std::string::npos) << created;
+}
+
+TEST(HttpHardening, HeadAnswersCarryNoBody) {
+  DlockdProcess dlockd(DlockdOptions{});
+  RawSocket client(dlockd.address());
+  client.send("HEAD /healthz HTTP/1.1\r\nHost: t\r\n\r\n" +
+              get("/healthz", "Connection: close\r\n"));
+  const std::string both = client.receive();  // until the server closes
+  // The first answer ends at its blank line; the next bytes are the GET's status line.
+  const auto first_end = both.find("\r\n\r\n");
+  ASSERT_NE(first_end, std::string::npos) << both;
+  EXPECT_EQ(both.find("HTTP/1.1 200 OK", first_end + 4), first_end + 4) << both;
+  EXPECT_EQ(both.find("\"status\""), both.rfind("\"status\""));  // one body only
+}
+
+TEST(HttpHardening, ExpectContinueIsAnswered) {
+  DlockdProcess dlockd(DlockdOptions{});
+  RawSocket client(dlockd.address());
+  const std::string body = R"({"owner":"e"})";
+  const auto start = Clock::now();
+  client.send(
+      "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n");
+  const auto interim = client.receive("\r\n\r\n");
+  EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+  EXPECT_LT(Clock::now() - start, 500ms);
+  EXPECT_NE(client.exchange(body).find("201 Created"), std::string::npos);
+  // Too large: the final status at once, without the body.
+  RawSocket large(dlockd.address());
+  const auto refused = large.exchange(
+      "POST /v1/sessions HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+      "Content-Length: 10000000\r\n\r\n");
+  EXPECT_NE(refused.find("413"), std::string::npos) << refused;
+}
+
+TEST(HttpHardening, DuplicateJsonKeysAre400NamingTheKey) {
+  DlockdProcess dlockd(DlockdOptions{});
+  const auto answer =
+      http_call(dlockd.address(), "POST", "/v1/sessions", R"({"owner":"a","owner":"b"})");
+  EXPECT_EQ(answer.status, 400);
+  EXPECT_EQ(answer.error_code(), "invalid_argument");
+  EXPECT_EQ(answer.json.at("error").at("field").as_string(), "owner");
+  EXPECT_EQ(
+      http_call(dlockd.address(), "POST", "/v1/sessions", R"({"owner":"a","ttl_ms":5000})").status,
+      201);
+}
+
+TEST(HttpHardening, LongRequestTargetIs414) {
+  DlockdProcess dlockd(DlockdOptions{});
+  RawSocket client(dlockd.address());
+  const auto answer = client.exchange(get("/v1/locks/" + std::string(9000, 'k')));
+  EXPECT_NE(answer.find("414"), std::string::npos) << answer.substr(0, 200);
+}
+
+// CPU time (user + system, in clock ticks) the process has used.
+long cpu_ticks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return utime + stime;
+}
+
+TEST(HttpHardening, OutOfFileDescriptorsBacksOffAndRecovers) {
+  DlockdProcess dlockd(DlockdOptions{});
+  const pid_t pid = dlockd.process().pid();
+  SubprocessOptions limit;
+  limit.argv = {"/usr/bin/prlimit", "--pid", std::to_string(pid), "--nofile=64:64"};
+  ASSERT_EQ(run_command(limit, 10s), 0);
+  std::vector<std::unique_ptr<RawSocket>> flood;  // more than 64 descriptors' worth
+  for (int i = 0; i < 120; ++i) flood.push_back(std::make_unique<RawSocket>(dlockd.address()));
+  std::this_thread::sleep_for(500ms);
+  const long before = cpu_ticks(pid);
+  std::this_thread::sleep_for(2s);
+  const long used = cpu_ticks(pid) - before;  // a spinning accept loop uses ~200 ticks
+  EXPECT_LT(used, 50) << "ticks of CPU in 2 s while out of descriptors";
+  flood.clear();
+  EXPECT_TRUE(wait_for(
+      [&] { return metric(dlockd.address(), "dlock_http_accept_errors_total") > 0; }, 10s));
+  EXPECT_TRUE(lock_round_trip(dlockd.address(), "fds"));
+}
+
+TEST(FilesAndProcesses, ASecondDlockdOnTheSameSqliteFileRefusesToStart) {
+  DlockdProcess first(DlockdOptions{});
+  DlockdOptions same;
+  same.sqlite_path = first.options().sqlite_path;
+  try {
+    DlockdProcess second(same);
+    FAIL() << "a second dlockd started on " << same.sqlite_path;
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("in use by another dlockd"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_TRUE(lock_round_trip(first.address(), "first"));
+}
+
+// dlockd with its stdout on a pipe: unread (`close_reader` false) or whose reader is gone.
+class PipedDlockd {
+ public:
+  explicit PipedDlockd(bool close_reader) : dir_(make_temp_dir("dlockd-pipe")) {
+    int fds[2];
+    if (::pipe(fds) != 0) throw std::runtime_error("pipe");
+    const std::string ready = dir_ + "/ready";
+    std::vector<std::string> args = {DLOCK_DLOCKD_PATH,
+                                     "--server-listen",
+                                     "127.0.0.1:0",
+                                     "--server-ready-file",
+                                     ready,
+                                     "--sqlite-path",
+                                     dir_ + "/dlock.db",
+                                     "--log-level",
+                                     "debug"};
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    if (rc != 0) throw std::runtime_error("posix_spawn dlockd");
+    reader_ = fds[0];
+    if (!wait_for([&] { return std::filesystem::exists(ready); }, 30s)) {
+      throw std::runtime_error("dlockd did not start");
+    }
+    std::ifstream(ready) >> address_;
+    if (close_reader) {
+      ::close(reader_);
+      reader_ = -1;
+    }
+  }
+  ~PipedDlockd() {
+    if (running()) ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    if (reader_ >= 0) ::close(reader_);
+    std::filesystem::remove_all(dir_);
+  }
+  bool running() { return ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+  void kill() { ::kill(pid_, SIGKILL); }
+  const std::string& address() const { return address_; }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+  int reader_ = -1;
+  std::string address_;
+};
+
+TEST(LoggingNeverBlocks, AStdoutNobodyReadsDoesNotStallLockOperations) {
+  PipedDlockd dlockd(false);
+  // Each round logs a grant and a release at least: far more than a 64 KiB pipe holds. A
+  // server that blocks on its stdout never answers, so the rounds run under a deadline.
+  auto rounds = std::async(std::launch::async, [&] {
+    for (int i = 0; i < 600; ++i) {
+      if (!lock_round_trip(dlockd.address(), "k" + std::to_string(i % 10))) return i;
+    }
+    return 600;
+  });
+  if (rounds.wait_for(60s) != std::future_status::ready) {
+    dlockd.kill();  // unblocks the stalled call
+    FAIL() << "lock operations stalled behind a stdout nobody reads";
+  }
+  ASSERT_EQ(rounds.get(), 600);
+  EXPECT_EQ(http_call(dlockd.address(), "GET", "/readyz").status, 200);
+  EXPECT_TRUE(dlockd.running());
+}
+
+TEST(LoggingNeverBlocks, AClosedStdoutDoesNotKillTheServerOnAGrant) {
+  PipedDlockd dlockd(true);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(lock_round_trip(dlockd.address(), "closed")) << i;
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(dlockd.running());
+  EXPECT_GE(metric(dlockd.address(), "dlock_log_dropped_total{reason=\"queue_full\"}"), 1);
+}
+
+}  // namespace
+}  // namespace dlock::testing
