@@ -104,8 +104,9 @@ double etcd_proposals(const std::string& endpoints) {
   std::string first = endpoints.substr(0, endpoints.find(','));
   if (first.rfind("http://", 0) == 0) first = first.substr(7);
   const auto colon = first.rfind(':');
+  // No bearer token: it is dlockd's credential, never sent to etcd.
   HttpTarget target{first.substr(0, colon),
-                    static_cast<unsigned short>(std::stoi(first.substr(colon + 1)))};
+                    static_cast<unsigned short>(std::stoi(first.substr(colon + 1))), ""};
   const std::string text = http_get_text(target, "/metrics");
   const std::string name = "\netcd_server_proposals_committed_total ";
   const auto at = text.find(name);

@@ -7,6 +7,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -17,6 +18,11 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+
+std::string bearer_token_from_env() {
+  const char* token = std::getenv("DLOCK_TOKEN");
+  return token != nullptr ? token : "";
+}
 
 namespace {
 
@@ -53,6 +59,7 @@ class Connection {
     socket_.connect({asio::ip::make_address(target.host), target.port});
     socket_.set_option(tcp::no_delay(true));
     host_ = target.host + ":" + std::to_string(target.port);
+    if (!target.token.empty()) authorization_ = "Bearer " + target.token;
   }
 
   void send(http::verb verb, std::string target, std::string body, Done done) {
@@ -62,6 +69,7 @@ class Connection {
     request_.version(11);
     request_.keep_alive(true);
     request_.set(http::field::host, host_);
+    if (!authorization_.empty()) request_.set(http::field::authorization, authorization_);
     if (!body.empty()) request_.set(http::field::content_type, "application/json");
     request_.body() = std::move(body);
     request_.prepare_payload();
@@ -88,6 +96,7 @@ class Connection {
 
   tcp::socket socket_;
   std::string host_;
+  std::string authorization_;
   beast::flat_buffer buffer_;
   http::request<http::string_body> request_;
   http::response<http::string_body> response_;

@@ -12,9 +12,14 @@
 
 namespace dlock::bench {
 
+// DLOCK_TOKEN, or "" when unset: the bench against a dlockd with a tokens file (contract C6).
+std::string bearer_token_from_env();
+
 struct HttpTarget {
   std::string host = "127.0.0.1";
   unsigned short port = 0;
+  // Sent as `Authorization: Bearer <token>` on every request when not empty.
+  std::string token = bearer_token_from_env();
 };
 
 // Uncontended: connection i opens a session, then acquires and releases key "bench-http-<i>".

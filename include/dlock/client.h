@@ -51,19 +51,41 @@ double parse_clock_drift(std::string_view text, std::string_view field = "clock_
 // "<user>@<hostname>" (DLOCK_OWNER when set): the owner shown by get/list for this process.
 std::string default_owner();
 
-// The server refused the admin credential (401 unauthorized / 403 forbidden). An invalid
-// argument of the caller's: retrying the same call cannot help.
-class PermissionDeniedError : public InvalidArgumentError {
+// 401 and 403 answers (contract C6) are dlock::UnauthenticatedError and
+// dlock::PermissionDeniedError (dlock/errors.h); the name stays reachable here.
+using PermissionDeniedError = dlock::PermissionDeniedError;
+
+// The TLS handshake with an https:// server failed: its certificate did not verify against the
+// CA (ClientOptions::tls_ca_file, else the system's), does not name the host, or the server
+// refused ours. A configuration error: not retried on that server, never reported as an outage.
+class TlsError : public InvalidArgumentError {
  public:
-  explicit PermissionDeniedError(const std::string& message)
-      : InvalidArgumentError("admin_token", message) {}
+  explicit TlsError(const std::string& message) : InvalidArgumentError("tls", message) {}
 };
 
 struct ClientOptions {
-  // http://host:port, optionally with a path prefix. Empty: DLOCK_SERVER, else kDefaultServerUrl.
+  // http://host:port or https://host:port, optionally with a path prefix. A comma-separated
+  // list names several dlockd sharing one backend (see `servers`). Empty: DLOCK_SERVER (also a
+  // comma-separated list), else kDefaultServerUrl.
   std::string server_url;
-  // Bearer token for the admin API (revoke). Empty: DLOCK_ADMIN_TOKEN when set.
+  // Several dlockd sharing one backend, tried in turn: a call moves to the next one when a
+  // server cannot be reached or answers 503, and after a lost connection only for calls that
+  // are safe to repeat (docs/client.md, "Failover"). Non-empty: wins over server_url.
+  std::vector<std::string> servers;
+  // Bearer token sent as `Authorization: Bearer <token>` with every /v1 request (contract C6).
+  // Empty: the first line of token_file, else DLOCK_TOKEN, else the first line of the file
+  // DLOCK_TOKEN_FILE names. Never shown in errors or logs.
+  std::string token;
+  std::string token_file;
+  // Bearer token for the admin API (revoke); empty: DLOCK_ADMIN_TOKEN, else `token`.
   std::string admin_token;
+  // TLS for https:// servers (TLS 1.2 or later, the server's certificate verified and its name
+  // checked against the URL's host). tls_ca_file: PEM CA certificates to trust (empty:
+  // DLOCK_CACERT, else the system's). tls_cert_file / tls_key_file: a client certificate and
+  // its key for mTLS (empty: DLOCK_CERT / DLOCK_KEY; the key defaults to the cert file).
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
   // Upper bound for one HTTP exchange (connect + write + read). A waiting acquire adds its wait.
   std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};
   // How long a plain call keeps retrying transient failures before it throws.
@@ -208,8 +230,10 @@ class Client {
   Client& operator=(const Client&) = delete;
   ~Client();
 
-  // The server URL actually used (after DLOCK_SERVER and the default were applied).
+  // The first server URL (after DLOCK_SERVER and the default were applied).
   const std::string& server_url() const;
+  // Every server, in the order they are tried.
+  const std::vector<std::string>& servers() const;
 
   // SessionInfo::ttl is the smaller of `ttl` (when not 0) and the answered TTL.
   SessionInfo open_session(const std::string& owner, std::chrono::milliseconds ttl,

@@ -22,6 +22,8 @@ enum class ErrorCode {
   kUnknownOutcome,     // the request may or may not have been applied (connection lost)
   kResourceExhausted,  // a server limit (waiters, sessions) is reached; retry later
   kInternal,           // a bug or an impossible backend answer
+  kUnauthenticated,    // no credential, or one the server does not know (C6: 401)
+  kPermissionDenied,   // a known credential without the right on this namespace (C6: 403)
 };
 
 // The one name of each code: the error code on the wire (C3; a transient code is shown as
@@ -97,6 +99,22 @@ class ResourceExhaustedError : public Error {
  public:
   explicit ResourceExhaustedError(const std::string& message)
       : Error(ErrorCode::kResourceExhausted, message) {}
+};
+
+// The server does not know the caller: no bearer token, a malformed one or an unknown one
+// (contract C6, 401 `unauthenticated`). Retrying with the same credential cannot help.
+class UnauthenticatedError : public Error {
+ public:
+  explicit UnauthenticatedError(const std::string& message)
+      : Error(ErrorCode::kUnauthenticated, message) {}
+};
+
+// The caller is known but not allowed this call on this namespace (contract C6, 403
+// `permission_denied`). Retrying with the same credential cannot help.
+class PermissionDeniedError : public Error {
+ public:
+  explicit PermissionDeniedError(const std::string& message)
+      : Error(ErrorCode::kPermissionDenied, message) {}
 };
 
 class InternalError : public Error {

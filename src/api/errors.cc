@@ -22,6 +22,10 @@ const char* to_string(ErrorCode code) noexcept {
       return "too_many_requests";  // the wire code of C3, and the label of C4
     case ErrorCode::kInternal:
       return "internal";
+    case ErrorCode::kUnauthenticated:
+      return "unauthenticated";  // the wire codes of C6
+    case ErrorCode::kPermissionDenied:
+      return "permission_denied";
   }
   return "internal";
 }

@@ -1,6 +1,7 @@
 #include "cli/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <ostream>
 
 #include "cli/exit_codes.h"
@@ -18,6 +19,11 @@ using std::chrono::milliseconds;
 // Flags shared by every subcommand (declared on the top-level app; subcommands fall through).
 struct GlobalFlags {
   std::string server;
+  std::string token;
+  std::string token_file;
+  std::string cacert;
+  std::string cert;
+  std::string key;
   std::string admin_token;
   std::string ns;
   std::string timeout = "15s";
@@ -31,7 +37,14 @@ milliseconds duration_flag(const std::string& text, const char* flag) {
 
 client::ClientOptions client_options(const GlobalFlags& flags) {
   client::ClientOptions options;
+  // DLOCK_SERVER, DLOCK_TOKEN(_FILE) and DLOCK_CACERT/CERT/KEY apply through the library when
+  // the flag is absent; only the flags' own names differ in error messages.
   options.server_url = flags.server;
+  options.token = flags.token;
+  options.token_file = flags.token_file;
+  options.tls_ca_file = flags.cacert;
+  options.tls_cert_file = flags.cert;
+  options.tls_key_file = flags.key;
   options.admin_token = flags.admin_token;
   options.retry_budget = duration_flag(flags.timeout, "--timeout");
   if (!flags.clock_drift.empty()) {
@@ -40,13 +53,33 @@ client::ClientOptions client_options(const GlobalFlags& flags) {
   return options;
 }
 
+// --fencing-token (alias --token after extend/release): a decimal unsigned 64-bit number. The
+// error does not repeat the text, which may be a bearer token put in the wrong place.
+FencingToken fencing_token_flag(const std::string& text) {
+  FencingToken value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+    throw InvalidArgumentError("--fencing-token",
+                               "--fencing-token: expected the grant's fencing token, a decimal "
+                               "number (the bearer token goes before the subcommand: dlock "
+                               "--token T extend ..., or in DLOCK_TOKEN)");
+  }
+  return value;
+}
+
 // Maps the library's exceptions to exit statuses, in one place.
 int report(const std::exception_ptr& failure, std::ostream& err) {
   try {
     std::rethrow_exception(failure);
-  } catch (const client::PermissionDeniedError& error) {
+  } catch (const UnauthenticatedError& error) {
+    err << "dlock: not authenticated: " << error.what() << '\n';
+    return kExitUnauthenticated;
+  } catch (const PermissionDeniedError& error) {
     err << "dlock: permission denied: " << error.what() << '\n';
     return kExitPermission;
+  } catch (const client::TlsError& error) {
+    err << "dlock: TLS: " << error.what() << '\n';
+    return kExitTls;
   } catch (const InvalidArgumentError& error) {
     err << "dlock: " << error.what() << '\n';
     return kExitUsage;
@@ -54,8 +87,8 @@ int report(const std::exception_ptr& failure, std::ostream& err) {
     err << "dlock: unavailable: " << error.what() << '\n';
     return kExitUnavailable;
   } catch (const ResourceExhaustedError& error) {
-    err << "dlock: server busy: " << error.what() << '\n';
-    return kExitUnavailable;
+    err << "dlock: server busy or throttling: " << error.what() << '\n';
+    return kExitThrottled;
   } catch (const LockLostError& error) {
     err << "dlock: lock lost: " << error.what() << '\n';
     return kExitLockLost;
@@ -75,9 +108,20 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.set_version_flag("--version", "dlock 0.1.0");
 
   GlobalFlags flags;
-  app.add_option("--server", flags.server, "dlockd URL (default http://127.0.0.1:7070)")
+  app.add_option("--server", flags.server,
+                 "dlockd URL(s), comma-separated to fail over (default http://127.0.0.1:7070)")
       ->envname("DLOCK_SERVER");
-  app.add_option("--admin-token", flags.admin_token, "admin token for revoke")
+  // No envname (CLI11 would show it as the default) and no default: the token is never shown;
+  // the library reads DLOCK_TOKEN / DLOCK_TOKEN_FILE itself.
+  app.add_option("--token", flags.token,
+                 "bearer token (prefer DLOCK_TOKEN or --token-file: flags are visible in ps)");
+  app.add_option("--token-file", flags.token_file, "file whose first line is the bearer token");
+  app.add_option("--cacert", flags.cacert, "PEM CA certificates for https:// servers")
+      ->envname("DLOCK_CACERT");
+  app.add_option("--cert", flags.cert, "PEM client certificate (mTLS)")->envname("DLOCK_CERT");
+  app.add_option("--key", flags.key, "PEM key of --cert (default: in the --cert file)")
+      ->envname("DLOCK_KEY");
+  app.add_option("--admin-token", flags.admin_token, "admin token for revoke (default: --token)")
       ->envname("DLOCK_ADMIN_TOKEN");
   app.add_option("--ns", flags.ns, "namespace of the key (default \"default\")");
   app.add_option("--timeout", flags.timeout,
@@ -89,7 +133,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.add_flag("--json", flags.json, "print one JSON document instead of text");
 
   std::string key, session_id, owner, ttl, wait, stop_margin, kill_grace, prefix;
-  FencingToken token = 0;
+  // Parsed by fencing_token_flag, so a bearer token given here by mistake is never echoed.
+  std::string token_text;
   std::size_t limit = 0;
   std::vector<std::string> command;
 
@@ -116,14 +161,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   extend->footer(help::kExtendFooter);
   extend->add_option("KEY", key, "lock key")->required();
   extend->add_option("--session", session_id, "session id of the grant")->required();
-  extend->add_option("--token", token, "fencing token of the grant")->required();
+  extend->add_option("--fencing-token,--token", token_text, "fencing token of the grant")
+      ->required();
   extend->add_option("--ttl", ttl, "new TTL (default: the server's)");
 
   CLI::App* release = app.add_subcommand("release", help::kRelease);
   release->footer(help::kReleaseFooter);
   release->add_option("KEY", key, "lock key")->required();
   release->add_option("--session", session_id, "session id of the grant")->required();
-  release->add_option("--token", token, "fencing token of the grant")->required();
+  release->add_option("--fencing-token,--token", token_text, "fencing token of the grant")
+      ->required();
 
   CLI::App* get = app.add_subcommand("get", help::kGet);
   get->footer(help::kGetFooter);
@@ -200,9 +247,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       }
       printer.granted(*handle, flags.ns);
     } else if (*extend) {
+      const FencingToken token = fencing_token_flag(token_text);
       printer.extended(
           key, client.extend(key, session_id, token, duration_flag(ttl, "--ttl"), flags.ns));
     } else if (*release) {
+      const FencingToken token = fencing_token_flag(token_text);
       client.release(key, session_id, token, flags.ns);
       printer.released(key, token);
     } else if (*get) {

@@ -7,24 +7,34 @@ namespace dlock::cli::help {
 
 inline constexpr const char* kMain = R"(dlock - command-line client of the dlockd lock service
 
-dlock talks to dlockd over HTTP (contract C3). Locks belong to sessions; every grant carries a
+dlock talks to dlockd over HTTP or HTTPS (contracts C3, C6). Locks belong to sessions; every grant carries a
 fencing token, strictly greater than every token issued before for the key: stamp your writes
 with it and have the resource reject smaller ones.)";
 
 inline constexpr const char* kMainFooter = R"(ENVIRONMENT
-  DLOCK_SERVER       server URL when --server is not given (default http://127.0.0.1:7070)
+  DLOCK_SERVER       server URL(s) when --server is not given (default http://127.0.0.1:7070);
+                     a comma-separated list names several dlockd on one backend: a call moves
+                     to the next when one cannot be reached or answers 503
+  DLOCK_TOKEN        bearer token when --token/--token-file are not given (never printed)
+  DLOCK_TOKEN_FILE   file whose first line is the bearer token, when DLOCK_TOKEN is not set
+  DLOCK_CACERT       CA certificates (PEM) for https:// servers (default: the system's)
+  DLOCK_CERT         client certificate (PEM) for servers that require one (mTLS)
+  DLOCK_KEY          its key (default: in the DLOCK_CERT file)
   DLOCK_CLOCK_DRIFT  clock-rate allowance when --clock-drift is not given (default 1%)
-  DLOCK_ADMIN_TOKEN  admin token for revoke when --admin-token is not given
+  DLOCK_ADMIN_TOKEN  admin token for revoke when --admin-token is not given (default: the token)
   DLOCK_OWNER        owner name when --owner is not given (default USER@hostname)
 
 EXIT STATUS
   0   success
   1   other error (e.g. session not found, unexpected server answer)
   64  usage error (bad flag, argument or duration)
-  69  server or backend unavailable, or at a limit (after retrying)
+  67  not authenticated: no bearer token, or one the server does not know (401)
+  69  server or backend unavailable (after retrying every server)
   75  lock not acquired: held by someone else after --wait
   76  lock lost (extend/release refused; for run: CMD's process group was stopped)
-  77  admin token refused
+  77  permission denied: the token may not do this in this namespace (403)
+  78  TLS failed: the server's certificate did not verify, or it refused ours
+  79  server at a limit or throttling this client (429, after retrying)
   run exits with CMD's status (128+N when CMD was killed by signal N).
 
 DURATIONS
@@ -32,7 +42,7 @@ DURATIONS
 
 EXAMPLES
   dlock run payouts/batch-17 --ttl 30s --wait 1m -- ./pay.sh
-  dlock get payouts/batch-17 --json
+  DLOCK_TOKEN_FILE=~/.dlock-token dlock --server https://locks:7443 get payouts/batch-17 --json
   dlock list --prefix payouts/)";
 
 inline constexpr const char* kSession = "Open, keep alive or close a session (a liveness lease)";
@@ -62,19 +72,22 @@ EXAMPLE
 
 inline constexpr const char* kExtend = "Extend a lock you hold (same fencing token)";
 inline constexpr const char* kExtendFooter = R"(DESCRIPTION
-  Renews the lease of the grant (--session, --token) on KEY for --ttl (default: the server's).
-  The token never changes. Exits 76 when the grant is gone (expired, revoked, re-granted).
+  Renews the lease of the grant (--session, --fencing-token) on KEY for --ttl (default: the
+  server's). The token never changes. Exits 76 when the grant is gone (expired, revoked,
+  re-granted). After extend, --token is the fencing token (the older spelling); give a bearer
+  token before the subcommand or in DLOCK_TOKEN.
 
 EXAMPLE
-  dlock extend reports/daily --session "$sid" --token 42 --ttl 2m)";
+  dlock extend reports/daily --session "$sid" --fencing-token 42 --ttl 2m)";
 
 inline constexpr const char* kRelease = "Release a lock you hold";
 inline constexpr const char* kReleaseFooter = R"(DESCRIPTION
-  Releases the grant (--session, --token) on KEY; waiters are granted next. Exits 76 when
-  that grant was no longer the current one (nothing was released).
+  Releases the grant (--session, --fencing-token) on KEY; waiters are granted next. Exits 76
+  when that grant was no longer the current one (nothing was released). After release, --token
+  is the fencing token (the older spelling).
 
 EXAMPLE
-  dlock release reports/daily --session "$sid" --token 42)";
+  dlock release reports/daily --session "$sid" --fencing-token 42)";
 
 inline constexpr const char* kGet = "Show who holds a lock";
 inline constexpr const char* kGetFooter = R"(DESCRIPTION
@@ -89,7 +102,8 @@ inline constexpr const char* kRevoke = "Force-release a lock (admin)";
 inline constexpr const char* kRevokeFooter = R"(DESCRIPTION
   Removes the current grant of KEY whoever holds it. The holder learns at its next extend
   (lock_lost); `dlock run` then stops its CMD's whole process group. Needs the server's
-  admin token (--admin-token or DLOCK_ADMIN_TOKEN); exits 77 when it is refused.
+  admin token (--admin-token or DLOCK_ADMIN_TOKEN) or a bearer token with admin on the
+  namespace; exits 67 when the server does not know it, 77 when it is not allowed.
 
 EXAMPLE
   DLOCK_ADMIN_TOKEN=s3cret dlock revoke payouts/batch-17)";

@@ -38,7 +38,10 @@ SessionInfo ClientCore::open_session(const std::string& owner, std::chrono::mill
   boost::json::object body{{"owner", owner}};
   if (ttl.count() > 0) body["ttl_ms"] = millis(ttl);
   const std::string what = "open session";
-  const Exchange exchange = call(post("/v1/sessions", body), context, what);
+  // A repeat after a lost answer would open a second session: not sent again (CallContext).
+  CallContext once = context;
+  once.repeat_safe = false;
+  const Exchange exchange = call(post("/v1/sessions", body), once, what);
   expect_status(exchange.response, 201, what);
   SessionInfo info = decode_session(parse_object(exchange.response.body, what));
   if (info.session_id.empty()) throw InternalError(what + ": server sent no session_id");
@@ -199,7 +202,10 @@ LockOutcome ClientCore::revoke(const std::string& key, const std::string& ns,
   if (!options.admin_token.empty()) {
     request.headers.emplace_back("Authorization", "Bearer " + options.admin_token);
   }
-  const Exchange exchange = call(request, context, what);
+  // A repeat after a lost answer could revoke a grant made after the first revoke.
+  CallContext once = context;
+  once.repeat_safe = false;
+  const Exchange exchange = call(request, once, what);
   expect_status(exchange.response, 200, what);
   return decode_outcome(parse_object(exchange.response.body, what));
 }

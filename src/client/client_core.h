@@ -4,6 +4,7 @@
 // function per C3 route. Session and Lock call these with their own deadlines and stop tokens
 // so their background threads can be stopped mid-backoff.
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -31,6 +32,11 @@ struct CallContext {
   // When set, called before every attempt to refresh the request (a waiting acquire asks only
   // for what is left of its wait); returns that attempt's slack, replacing attempt_slack.
   std::function<std::chrono::milliseconds(HttpRequest& request)> before_attempt;
+  // Whether the request may be sent again after a connection lost once it was written (an
+  // unknown outcome), on this server or another (docs/client.md, "Failover"). False for the
+  // calls whose repetition could do something the first did not: opening a session (a second
+  // session) and revoke (it could remove a grant made after the first revoke).
+  bool repeat_safe = true;
 };
 
 // One answered exchange and when its request was sent (the basis of client deadlines).
@@ -48,10 +54,15 @@ struct Grant {
 struct ClientCore {
   ClientCore(ClientOptions options, TransportPtr transport);
 
+  // Resolved: servers (from servers, server_url, DLOCK_SERVER or the default), token and
+  // admin_token (from their files and the environment).
   ClientOptions options;
   // options.clock_drift, DLOCK_CLOCK_DRIFT or kDefaultClockDrift, validated.
   double clock_drift = kDefaultClockDrift;
-  TransportPtr transport;
+  // One per server, in options.servers order (an injected transport: that one only).
+  std::vector<TransportPtr> transports;
+  // The server calls go to; moves on (shared by every thread) when it fails (Failover).
+  std::atomic<std::size_t> current_server{0};
   BackoffPolicy backoff;
   RetryClock clock = RetryClock::real();
 
@@ -71,9 +82,13 @@ struct ClientCore {
   SteadyClock::time_point lease_deadline(SteadyClock::time_point sent_at,
                                          std::chrono::milliseconds ttl) const;
 
-  // Sends `request`, retrying transient failures (transport errors, 429/502/503/504) with
-  // backoff until context.deadline; returns the first other response, whatever its status.
-  // Once retries are exhausted throws UnavailableError, NotLeaderError or UnknownOutcomeError.
+  // Sends `request` with the bearer token, retrying transient failures (transport errors,
+  // 429/502/503/504) with backoff until context.deadline; returns the first other response,
+  // whatever its status. A server that cannot be reached, answers 502/503/504 or loses the
+  // connection hands the call to the next server at once (until each was tried; then backoff).
+  // A lost connection after the request was written ends an unsafe call (!repeat_safe) with
+  // UnknownOutcomeError at once. Once retries are exhausted throws UnavailableError,
+  // NotLeaderError or UnknownOutcomeError; a failed TLS handshake, TlsError.
   Exchange call(const HttpRequest& request, const CallContext& context, const std::string& what);
 
   // The C3 routes. Each throws the mapped error for any unexpected status.

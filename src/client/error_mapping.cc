@@ -51,8 +51,13 @@ void throw_api_error(const ApiError& error, const std::string& what) {
   if (code == "payload_too_large" || (code.empty() && error.status == 413)) {
     throw InvalidArgumentError(error.field.empty() ? "body" : error.field, message);
   }
-  if (code == "unauthorized" || code == "forbidden" ||
-      (code.empty() && (error.status == 401 || error.status == 403))) {
+  // Contract C6 spells them unauthenticated / permission_denied; C3 unauthorized / forbidden.
+  if (code == "unauthenticated" || code == "unauthorized" ||
+      (code.empty() && error.status == 401)) {
+    throw UnauthenticatedError(message +
+                               " (a bearer token is missing or unknown: see DLOCK_TOKEN)");
+  }
+  if (code == "permission_denied" || code == "forbidden" || (code.empty() && error.status == 403)) {
     throw PermissionDeniedError(message);
   }
   if (code == "session_not_found") throw SessionNotFoundError(message);

@@ -24,7 +24,8 @@ ApiError parse_api_error(const HttpResponse& response);
 bool is_transient_status(int status);
 
 // Throws the exception for `error`: invalid_argument/payload_too_large -> InvalidArgumentError
-// (with the field), unauthorized/forbidden -> PermissionDeniedError, session_not_found ->
+// (with the field), unauthenticated/unauthorized -> UnauthenticatedError,
+// permission_denied/forbidden -> PermissionDeniedError, session_not_found ->
 // SessionNotFoundError, lock_lost/lock_not_found -> LockLostError, not_leader ->
 // NotLeaderError, too_many_requests -> ResourceExhaustedError, unavailable/502/504 ->
 // UnavailableError, the rest -> InternalError. `what` names the call for the message, e.g. "acquire

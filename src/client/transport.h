@@ -41,6 +41,9 @@ class TransportError : public std::runtime_error {
   enum class Kind {
     kNotSent,    // resolve/connect failed: the server never saw the request
     kMaybeSent,  // the connection broke or timed out after the request was written
+    // The TLS handshake failed: the server's certificate did not verify or it refused ours.
+    // The request was not processed; repeating it on the same server cannot help.
+    kTlsFailed,
   };
   TransportError(Kind kind, const std::string& message)
       : std::runtime_error(message), kind_(kind) {}

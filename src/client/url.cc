@@ -3,6 +3,8 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
+#include <algorithm>
+
 #include "dlock/errors.h"
 
 namespace dlock::client::detail {
@@ -14,11 +16,12 @@ ServerAddress parse_server_url(std::string_view url) {
                                              "' is not an absolute URL like http://host:7070");
   }
   const boost::urls::url_view& view = *parsed;
-  if (view.scheme() != "http") {
-    throw InvalidArgumentError("server", "server URL '" + std::string(url) +
-                                             "' must use http:// (dlockd speaks plain HTTP)");
+  if (view.scheme() != "http" && view.scheme() != "https") {
+    throw InvalidArgumentError(
+        "server", "server URL '" + std::string(url) + "' must use http:// or https://");
   }
   ServerAddress address;
+  address.tls = view.scheme() == "https";
   address.host = std::string(view.encoded_host());
   if (address.host.empty()) {
     throw InvalidArgumentError("server", "server URL '" + std::string(url) + "' has no host");
@@ -27,7 +30,7 @@ ServerAddress parse_server_url(std::string_view url) {
   if (address.host.size() > 2 && address.host.front() == '[') {
     address.host = address.host.substr(1, address.host.size() - 2);
   }
-  address.port = view.has_port() ? std::string(view.port()) : "80";
+  address.port = view.has_port() ? std::string(view.port()) : (address.tls ? "443" : "80");
   address.base_path = std::string(view.encoded_path());
   while (!address.base_path.empty() && address.base_path.back() == '/') {
     address.base_path.pop_back();
@@ -37,6 +40,19 @@ ServerAddress parse_server_url(std::string_view url) {
                                              "' must not carry credentials, a query or a fragment");
   }
   return address;
+}
+
+std::vector<std::string> split_server_list(std::string_view list) {
+  std::vector<std::string> out;
+  while (!list.empty()) {
+    const auto comma = std::min(list.find(','), list.size());
+    std::string_view item = list.substr(0, comma);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    list.remove_prefix(std::min(comma + 1, list.size()));
+  }
+  return out;
 }
 
 std::string percent_encode(std::string_view text) {

@@ -15,11 +15,17 @@ struct ServerAddress {
   std::string port;
   // Path prefix without a trailing slash ("" or e.g. "/dlock"), prepended to every /v1 target.
   std::string base_path;
+  // https:// (default port 443) rather than http:// (default port 80).
+  bool tls = false;
 };
 
-// Accepts http://host[:port][/prefix]. Throws InvalidArgumentError(field "server") for
-// anything else (https is not supported: put a TLS-terminating proxy on loopback instead).
+// Accepts http(s)://host[:port][/prefix]. Throws InvalidArgumentError(field "server") for
+// anything else.
 ServerAddress parse_server_url(std::string_view url);
+
+// Splits a comma-separated list of server URLs ("http://a:7070,http://b:7070"), dropping
+// blanks around and between the commas.
+std::vector<std::string> split_server_list(std::string_view list);
 
 // Encodes every byte outside RFC 3986 "unreserved" (A-Z a-z 0-9 - . _ ~), so '/', '?', '%',
 // '#', spaces and UTF-8 all survive as one path segment or one query value.

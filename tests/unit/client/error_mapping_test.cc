@@ -46,8 +46,13 @@ TEST(ErrorMapping, NonJsonBodiesKeepAHint) {
 TEST(ErrorMapping, EveryC3CodeMapsToItsException) {
   expect_throws<InvalidArgumentError>(400, error_body("invalid_argument", "m", "ttl_ms"), "ttl_ms");
   expect_throws<InvalidArgumentError>(413, error_body("payload_too_large", "m"), "body");
-  expect_throws<PermissionDeniedError>(401, error_body("unauthorized", "m"), "admin_token");
+  // C3 spells them unauthorized / forbidden, C6 unauthenticated / permission_denied.
+  expect_throws<UnauthenticatedError>(401, error_body("unauthorized", "m"));
+  expect_throws<UnauthenticatedError>(401, error_body("unauthenticated", "m"));
+  expect_throws<UnauthenticatedError>(401, "");
   expect_throws<PermissionDeniedError>(403, error_body("forbidden", "m"));
+  expect_throws<PermissionDeniedError>(403, error_body("permission_denied", "m"));
+  expect_throws<PermissionDeniedError>(403, "");
   expect_throws<SessionNotFoundError>(404, error_body("session_not_found", "m"));
   expect_throws<LockLostError>(409, error_body("lock_lost", "m"));
   expect_throws<LockLostError>(404, error_body("lock_not_found", "m"));

@@ -7,6 +7,7 @@
 
 #include "dlock/client.h"
 #include "fake_server.h"
+#include "test_options.h"
 
 namespace dlock::client {
 namespace {
@@ -18,15 +19,7 @@ using testing::FakeServer;
 
 const char* kFreeLock = R"({"error":{"code":"lock_not_found","message":"free"}})";
 
-ClientOptions options_for(const std::string& url) {
-  ClientOptions options;
-  options.server_url = url;
-  options.request_timeout = milliseconds(2000);
-  options.retry_budget = milliseconds(2000);
-  options.backoff_initial = milliseconds(5);
-  options.backoff_max = milliseconds(20);
-  return options;
-}
+ClientOptions options_for(const std::string& url) { return testing::fast_options(url); }
 
 TEST(BeastTransport, KeepAliveReusesOneConnection) {
   FakeServer server([](const FakeRequest&) { return FakeResponse{404, kFreeLock}; });

@@ -36,10 +36,22 @@ TEST(ParseServerUrl, HostPortAndPrefix) {
   ServerAddress c = parse_server_url("http://[::1]:9000");
   EXPECT_EQ(c.host, "::1");
   EXPECT_EQ(c.port, "9000");
+  EXPECT_FALSE(c.tls);
+  ServerAddress d = parse_server_url("https://locks.internal");
+  EXPECT_TRUE(d.tls);
+  EXPECT_EQ(d.port, "443");
+  EXPECT_EQ(parse_server_url("https://127.0.0.1:7443").port, "7443");
+}
+
+TEST(SplitServerList, CommasAndBlanks) {
+  EXPECT_EQ(split_server_list("http://a:1"), std::vector<std::string>{"http://a:1"});
+  EXPECT_EQ(split_server_list(" http://a:1 ,, https://b:2,"),
+            (std::vector<std::string>{"http://a:1", "https://b:2"}));
+  EXPECT_TRUE(split_server_list(" , ").empty());
 }
 
 TEST(ParseServerUrl, RejectsWhatItCannotServe) {
-  for (const char* bad : {"127.0.0.1:7070", "https://h:1", "http://", "http://u:p@h:1",
+  for (const char* bad : {"127.0.0.1:7070", "ftp://h:1", "http://", "http://u:p@h:1",
                           "http://h:1/?x=1", "not a url"}) {
     try {
       parse_server_url(bad);

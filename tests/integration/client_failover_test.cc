@@ -1,0 +1,117 @@
+// Failover between two real dlockd on one PostgreSQL (docs/client.md, "Failover"): a client
+// configured with both holds a lock with auto-extend and a session with keepalives; each
+// dlockd in turn is stopped (SIGTERM, as for an upgrade) and started again. The client keeps
+// its session, its lock and its fencing token throughout, because both live in the backend.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <thread>
+
+#include "dlock/client.h"
+#include "support/dlockd_process.h"
+#include "support/postgres_server.h"
+#include "support/subprocess.h"
+
+namespace dlock::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+PostgresServer& postgres() {
+  static PostgresServer server;
+  static const bool created = [] {
+    server.ensure_database("dlock_failover");
+    return true;
+  }();
+  (void)created;
+  return server;
+}
+
+DlockdOptions pg_dlockd() {
+  DlockdOptions options;
+  options.backend = "pg";
+  options.pg_url = postgres().url("dlock_failover");
+  options.fixed_port = true;  // the client keeps its server list across restarts
+  options.log_level = "info";
+  return options;
+}
+
+// SIGTERM and wait for the exit: a graceful stop, as a service manager does it.
+void stop(DlockdProcess& dlockd) {
+  dlockd.process().signal(SIGTERM);
+  dlockd.process().wait(std::chrono::seconds(30));
+}
+
+TEST(ClientFailover, LockAndTokenSurviveEachServerStoppingInTurn) {
+  DlockdProcess first(pg_dlockd());
+  DlockdProcess second(pg_dlockd());
+  client::ClientOptions options;
+  options.servers = {first.url(), second.url()};
+  options.request_timeout = milliseconds(2000);
+  options.backoff_initial = milliseconds(20);
+  options.backoff_max = milliseconds(200);
+  std::vector<std::string> problems;
+  std::mutex problems_mutex;
+  options.log = [&](std::string_view message) {
+    std::lock_guard lock(problems_mutex);
+    problems.emplace_back(message);
+  };
+  client::Client client(options);
+  const milliseconds ttl(3000);
+  client::SessionOptions session_options;
+  session_options.owner = "failover";
+  session_options.ttl = ttl;
+  client::Session session(client, session_options);
+  client::AcquireOptions acquire_options;
+  acquire_options.ttl = ttl;
+  acquire_options.auto_extend = true;
+  auto lock = session.acquire("failover/key", acquire_options);
+  ASSERT_TRUE(lock.has_value());
+  const FencingToken token = lock->token();
+
+  // Long enough for several keepalives and extends (every TTL/3) against the survivor.
+  const auto hold = [&](DlockdProcess& survivor) {
+    std::this_thread::sleep_for(ttl * 2);
+    EXPECT_TRUE(lock->still_valid()) << lock->lost_reason();
+    EXPECT_FALSE(session.lost()) << session.lost_reason();
+    EXPECT_EQ(lock->token(), token);
+    const auto seen = http_call(survivor.address(), "GET", "/v1/locks/failover%2Fkey");
+    ASSERT_EQ(seen.status, 200) << seen.body;
+    EXPECT_EQ(seen.json.at("fencing_token").to_number<std::uint64_t>(), token);
+  };
+
+  stop(first);
+  hold(second);
+  first.start();
+  stop(second);
+  hold(first);
+  second.start();
+
+  lock->release();
+  session.close();
+  std::lock_guard guard(problems_mutex);
+  for (const auto& problem : problems) ADD_FAILURE() << "client logged: " << problem;
+}
+
+TEST(ClientFailover, StoppedFirstServerIsSkippedByPlainCalls) {
+  DlockdProcess first(pg_dlockd());
+  DlockdProcess second(pg_dlockd());
+  stop(first);
+  client::ClientOptions options;
+  options.server_url = first.url() + "," + second.url();
+  options.retry_budget = milliseconds(5000);
+  client::Client client(options);
+  const SessionInfo session = client.open_session("plain", milliseconds(10000));
+  const auto handle =
+      client.acquire("failover/plain", session.session_id, milliseconds(10000), milliseconds(0));
+  ASSERT_TRUE(handle.has_value());
+  const auto info = client.get("failover/plain");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->fencing_token, handle->fencing_token);
+  client.release("failover/plain", session.session_id, handle->fencing_token);
+  client.close_session(session.session_id);
+}
+
+}  // namespace
+}  // namespace dlock::testing
