@@ -51,6 +51,8 @@ constexpr WireError kWireErrors[] = {
     {ErrorCode::kUnknownOutcome, 503, ErrorCode::kUnavailable},
     {ErrorCode::kContention, 503, ErrorCode::kUnavailable},
     {ErrorCode::kInternal, 500, ErrorCode::kInternal},
+    {ErrorCode::kUnauthenticated, 401, ErrorCode::kUnauthenticated},
+    {ErrorCode::kPermissionDenied, 403, ErrorCode::kPermissionDenied},
 };
 
 Response error_response_for(const Error& failure) {
