@@ -244,6 +244,22 @@ TEST_F(TlsTest, MutualTlsRequiresAClientCertificateFromTheClientCa) {
       5s));
 }
 
+// C6: without a bearer token, a verified client certificate whose CN names a principal of the
+// tokens file authenticates as that principal (a "-" line is certificate-only); another CN, from
+// the same trusted CA, is not a principal.
+TEST_F(TlsTest, ClientCertificateCnNamesAPrincipalOfTheTokensFile) {
+  const auto alice = make_client_cert(ca_, dir_, "alice", "alice");
+  const auto bob = make_client_cert(ca_, dir_, "bob", "bob");
+  const std::string tokens = dir_ + "/tokens";
+  std::ofstream(tokens) << "alice - read:*\n";
+  DlockdProcess dlockd(
+      options({"--tls-client-ca-file", ca_.cert_file, "--auth-tokens-file", tokens}));
+  TlsClient as_alice(dlockd.address(), verifying().present(alice.cert_file, alice.key_file));
+  EXPECT_EQ(as_alice.get("/v1/locks?prefix="), 200);
+  TlsClient as_bob(dlockd.address(), verifying().present(bob.cert_file, bob.key_file));
+  EXPECT_EQ(as_bob.get("/v1/locks?prefix="), 401);
+}
+
 TEST_F(TlsTest, SighupSwapsTheCertificateForNewConnectionsAndKeepsOpenOnes) {
   DlockdProcess dlockd(options());
   TlsClient before(dlockd.address(), verifying());
