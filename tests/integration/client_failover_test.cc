@@ -1,4 +1,5 @@
-// Failover between two real dlockd on one PostgreSQL (docs/client.md, "Failover"): a client
+// Failover between two real dlockd on one PostgreSQL, and on one etcd (docs/client.md,
+// "Failover"): a client
 // configured with both holds a lock with auto-extend and a session with keepalives; each
 // dlockd in turn is stopped (SIGTERM, as for an upgrade) and started again. The client keeps
 // its session, its lock and its fencing token throughout, because both live in the backend.
@@ -10,6 +11,7 @@
 
 #include "dlock/client.h"
 #include "support/dlockd_process.h"
+#include "support/etcd_server.h"
 #include "support/postgres_server.h"
 #include "support/subprocess.h"
 
@@ -28,10 +30,20 @@ PostgresServer& postgres() {
   return server;
 }
 
-DlockdOptions pg_dlockd() {
+#ifdef DLOCK_WITH_ETCD
+EtcdCluster& etcd() {
+  static EtcdCluster cluster;
+  return cluster;
+}
+#endif
+
+DlockdOptions backend_dlockd(const std::string& backend) {
   DlockdOptions options;
-  options.backend = "pg";
-  options.pg_url = postgres().url("dlock_failover");
+  options.backend = backend;
+  if (backend == "pg") options.pg_url = postgres().url("dlock_failover");
+#ifdef DLOCK_WITH_ETCD
+  if (backend == "etcd") options.etcd_endpoints = etcd().endpoints();
+#endif
   options.fixed_port = true;  // the client keeps its server list across restarts
   options.log_level = "info";
   return options;
@@ -43,9 +55,11 @@ void stop(DlockdProcess& dlockd) {
   dlockd.process().wait(std::chrono::seconds(30));
 }
 
-TEST(ClientFailover, LockAndTokenSurviveEachServerStoppingInTurn) {
-  DlockdProcess first(pg_dlockd());
-  DlockdProcess second(pg_dlockd());
+class ClientFailover : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ClientFailover, LockAndTokenSurviveEachServerStoppingInTurn) {
+  DlockdProcess first(backend_dlockd(GetParam()));
+  DlockdProcess second(backend_dlockd(GetParam()));
   client::ClientOptions options;
   options.servers = {first.url(), second.url()};
   options.request_timeout = milliseconds(2000);
@@ -94,9 +108,9 @@ TEST(ClientFailover, LockAndTokenSurviveEachServerStoppingInTurn) {
   for (const auto& problem : problems) ADD_FAILURE() << "client logged: " << problem;
 }
 
-TEST(ClientFailover, StoppedFirstServerIsSkippedByPlainCalls) {
-  DlockdProcess first(pg_dlockd());
-  DlockdProcess second(pg_dlockd());
+TEST_P(ClientFailover, StoppedFirstServerIsSkippedByPlainCalls) {
+  DlockdProcess first(backend_dlockd(GetParam()));
+  DlockdProcess second(backend_dlockd(GetParam()));
   stop(first);
   client::ClientOptions options;
   options.server_url = first.url() + "," + second.url();
@@ -112,6 +126,12 @@ TEST(ClientFailover, StoppedFirstServerIsSkippedByPlainCalls) {
   client.release("failover/plain", session.session_id, handle->fencing_token);
   client.close_session(session.session_id);
 }
+
+#ifdef DLOCK_WITH_ETCD
+INSTANTIATE_TEST_SUITE_P(Backends, ClientFailover, ::testing::Values("pg", "etcd"));
+#else
+INSTANTIATE_TEST_SUITE_P(Backends, ClientFailover, ::testing::Values("pg"));
+#endif
 
 }  // namespace
 }  // namespace dlock::testing
