@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <iterator>
 #include <memory>
@@ -305,6 +306,12 @@ long cpu_ticks(pid_t pid) {
 }
 
 TEST(HttpHardening, OutOfFileDescriptorsBacksOffAndRecovers) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Under the sanitizers, UBSan's vptr check probes memory through a pipe; with every
+  // descriptor taken it cannot, reports a valid Boost.System category as "invalid vptr" and
+  // halts dlockd. The normal build runs this test (and the mutation row http-accept-error-spins).
+  GTEST_SKIP() << "needs free descriptors for the sanitizer runtime itself";
+#endif
   DlockdProcess dlockd(DlockdOptions{});
   const pid_t pid = dlockd.process().pid();
   SubprocessOptions limit;
@@ -318,9 +325,23 @@ TEST(HttpHardening, OutOfFileDescriptorsBacksOffAndRecovers) {
   const long used = cpu_ticks(pid) - before;  // a spinning accept loop uses ~200 ticks
   EXPECT_LT(used, 50) << "ticks of CPU in 2 s while out of descriptors";
   flood.clear();
-  EXPECT_TRUE(wait_for(
-      [&] { return metric(dlockd.address(), "dlock_http_accept_errors_total") > 0; }, 10s));
-  EXPECT_TRUE(lock_round_trip(dlockd.address(), "fds"));
+  // Recovery may take one back-off period (at most 500 ms); a connection that reached the
+  // listener while descriptors were still short can be reset, so each probe is retried until
+  // the deadline — the assertion is that the server serves again, within 10 s.
+  const auto eventually = [](const std::function<bool()>& probe) {
+    return wait_for(
+        [&] {
+          try {
+            return probe();
+          } catch (const std::exception&) {
+            return false;
+          }
+        },
+        10s);
+  };
+  EXPECT_TRUE(
+      eventually([&] { return metric(dlockd.address(), "dlock_http_accept_errors_total") > 0; }));
+  EXPECT_TRUE(eventually([&] { return lock_round_trip(dlockd.address(), "fds"); }));
 }
 
 TEST(FilesAndProcesses, ASecondDlockdOnTheSameSqliteFileRefusesToStart) {
