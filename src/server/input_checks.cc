@@ -3,8 +3,8 @@
 #include <cctype>
 #include <charconv>
 
-#include "util/limits.h"
 #include "dlock/errors.h"
+#include "util/limits.h"
 
 namespace dlock::server {
 

@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "auth/crypto.h"
-#include "util/store_key.h"
 #include "server/authorization.h"
 #include "server/json_util.h"
+#include "util/store_key.h"
 
 namespace dlock::server {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "util/limits.h"
 #include "dlock/lock_store.h"
+#include "util/limits.h"
 
 namespace dlock {
 

@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "util/release_hub.h"
 #include "dlock/lock_store.h"
+#include "util/release_hub.h"
 
 namespace dlock::testing {
 

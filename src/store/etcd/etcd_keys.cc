@@ -4,8 +4,8 @@
 
 #include <charconv>
 
-#include "util/store_key.h"
 #include "dlock/errors.h"
+#include "util/store_key.h"
 
 namespace dlock::store::etcd {
 namespace {

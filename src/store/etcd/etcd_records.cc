@@ -1,8 +1,8 @@
 #include "store/etcd/etcd_records.h"
 
-#include "util/time.h"
 #include "dlock/errors.h"
 #include "store/etcd/etcd_keys.h"
+#include "util/time.h"
 
 namespace dlock::store::etcd {
 

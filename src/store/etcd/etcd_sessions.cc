@@ -7,9 +7,9 @@
 #include <map>
 #include <set>
 
+#include "store/etcd/etcd_keys.h"
 #include "util/ids.h"
 #include "util/validate.h"
-#include "store/etcd/etcd_keys.h"
 
 namespace dlock::store::etcd {
 

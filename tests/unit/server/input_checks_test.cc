@@ -6,10 +6,10 @@
 #include <functional>
 #include <string>
 
-#include "util/limits.h"
-#include "util/store_key.h"
 #include "dlock/errors.h"
 #include "server/error_mapping.h"
+#include "util/limits.h"
+#include "util/store_key.h"
 
 namespace dlock::server {
 namespace {
