@@ -55,7 +55,6 @@ class FakeStorage {
   std::map<std::string, LockInfo, std::less<>> locks;  // rows, live or expired
   std::map<std::string, Session, std::less<>> sessions;
   FencingToken next_token = 1;
-  std::uint64_t next_session = 1;
 };
 
 class FakeStore : public Backend {
