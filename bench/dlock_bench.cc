@@ -20,10 +20,10 @@
 #include "http_load.h"
 #include "raw_paths.h"
 #include "report.h"
-#include "tls_cost.h"
 #include "store/factory.h"
 #include "support/dlockd_process.h"
 #include "support/subprocess.h"
+#include "tls_cost.h"
 #ifdef DLOCK_WITH_PG
 #include "support/postgres_server.h"
 #endif
