@@ -1,5 +1,7 @@
 #include "tls_cost.h"
 
+#include <iostream>
+
 #include "http_load.h"
 #include "support/test_certs.h"
 
@@ -13,6 +15,13 @@ HttpTarget target_of(const testing::DlockdProcess& dlockd) {
   target.host = address.substr(0, colon);
   target.port = static_cast<unsigned short>(std::stoi(address.substr(colon + 1)));
   return target;
+}
+
+// Each run on stderr: the spread between a mode's two runs says how much the machine moved.
+Measurement logged(Measurement m, const char* run) {
+  std::cerr << "[dlock-bench] " << m.backend << " TLS cost " << run << " c=" << m.clients << ": "
+            << static_cast<long long>(m.per_second()) << "/s p50=" << m.p50_ms << "ms" << std::endl;
+  return m;
 }
 
 // Two runs of one mode as one point: pairs/s over both, p50s and p99s averaged.
@@ -46,10 +55,10 @@ void tls_cost(testing::DlockdOptions plain, testing::DlockdOptions tls, const st
   http_pairs(plain_target, backend, clients.back(), warm_up);
   http_pairs(tls_target, backend, clients.back(), warm_up);
   for (int c : clients) {
-    auto plain_first = http_pairs(plain_target, backend, c, duration);
-    auto tls_first = http_pairs(tls_target, backend, c, duration);
-    const auto tls_second = http_pairs(tls_target, backend, c, duration);
-    const auto plain_second = http_pairs(plain_target, backend, c, duration);
+    auto plain_first = logged(http_pairs(plain_target, backend, c, duration), "plain 1");
+    auto tls_first = logged(http_pairs(tls_target, backend, c, duration), "tls 1");
+    const auto tls_second = logged(http_pairs(tls_target, backend, c, duration), "tls 2");
+    const auto plain_second = logged(http_pairs(plain_target, backend, c, duration), "plain 2");
     out.push_back(merge(std::move(plain_first), plain_second, "tls-plain"));
     out.push_back(merge(std::move(tls_first), tls_second, "tls"));
   }
