@@ -37,11 +37,12 @@ int level_rank(std::string_view level) {
 // operation. Bounds, each counted in dlock_log_dropped_total:
 // - the queue holds at most kQueueBytes; a line that does not fit is dropped (reason queue_full,
 //   also counting lines a failing stdout did not take);
-// - a line that names its client (a `remote` field: audit lines, denials) counts against that
-//   client address's budget (LogLimiter: 100 lines a second, bursts of 200); over it, the line is
-//   counted (reason client_rate) and told in the client's `client_log_limited` notices (start,
-//   then end with the counts per kind: audit actions included, so no audit line goes silently).
-//   One client's flood therefore neither fills the log nor takes another client's lines;
+// - a line that names its client (a `remote` field: audit lines, denials; `peer`: the debug TLS
+//   handshake lines) counts against that client address's budget (LogLimiter: 100 lines a
+//   second, bursts of 200); over it, the line is counted (reason client_rate) and told in the
+//   client's `client_log_limited` notices (start, then end with the counts per kind: audit actions
+//   included, so no audit line goes silently). One client's flood therefore neither fills the log
+//   nor takes another client's lines;
 // - every other line (grant, release, expiry, backend_error...: the lock service that emits
 //   them does not know the client) is bounded per event kind: kLinesPerSecond lines a second
 //   (bursts of as many); the excess is dropped (reason rate_limit).
@@ -186,11 +187,13 @@ struct FlushAtExit {
   }
 } g_flush_at_exit;
 
-// The client a line names (its `remote` field), or "".
+// The client a line names (its `remote` field, or `peer` on the TLS handshake lines), or "".
 std::string_view client_of(const boost::json::object& fields) {
-  const auto* remote = fields.if_contains("remote");
-  return remote != nullptr && remote->is_string() ? std::string_view(remote->get_string())
-                                                  : std::string_view();
+  for (const char* name : {"remote", "peer"}) {
+    const auto* value = fields.if_contains(name);
+    if (value != nullptr && value->is_string()) return value->get_string();
+  }
+  return {};
 }
 
 }  // namespace
