@@ -84,7 +84,15 @@ TEST(Readiness, ReadyzIs503WhileBackendCallsHangAndHealthzStays200) {
   options.extra_args = {"--backend-timeout", "1s"};
   DlockdProcess dlockd(options);
   const std::string& address = dlockd.address();
-  ASSERT_EQ(http_call(address, "POST", "/v1/sessions", R"({"owner":"warm"})").status, 201);
+  // Several requests at once, so the pool holds more than one connection: the request below
+  // must find an idle (stopped) one rather than open a fresh one while the reaper uses another.
+  std::vector<std::future<int>> warm;
+  for (int i = 0; i < 4; ++i) {
+    warm.push_back(std::async(std::launch::async, [&] {
+      return http_call(address, "POST", "/v1/sessions", R"({"owner":"warm"})").status;
+    }));
+  }
+  for (auto& answer : warm) ASSERT_EQ(answer.get(), 201);
   ASSERT_EQ(status_of(address, "/readyz"), 200);
 
   std::future<int> stuck;  // destroyed after `stopped` resumes the backend
