@@ -11,6 +11,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include "store/factory.h"
 #include "support/dlockd_process.h"
 #include "support/subprocess.h"
+#include "tls_cost.h"
 #ifdef DLOCK_WITH_PG
 #include "support/postgres_server.h"
 #endif
@@ -48,6 +50,8 @@ struct Options {
   // Backends whose scale figure uses 10k sessions and 100k locks whatever --fill-* say.
   std::vector<std::string> big_fill_backends;
   int waiters = 0;
+  bool tls = false;       // also measure the TLS cost (tls_cost.h)
+  bool tls_only = false;  // measure the TLS cost only
 };
 
 std::string now_utc() {
@@ -106,7 +110,7 @@ double etcd_proposals(const std::string& endpoints) {
   const auto colon = first.rfind(':');
   // No bearer token: it is dlockd's credential, never sent to etcd.
   HttpTarget target{first.substr(0, colon),
-                    static_cast<unsigned short>(std::stoi(first.substr(colon + 1))), ""};
+                    static_cast<unsigned short>(std::stoi(first.substr(colon + 1))), "", nullptr};
   const std::string text = http_get_text(target, "/metrics");
   const std::string name = "\netcd_server_proposals_committed_total ";
   const auto at = text.find(name);
@@ -222,6 +226,17 @@ std::optional<double> dlockd_attempts(const HttpTarget& target) {
   return metric_value(http_get_text(target, "/metrics"), "dlock_backend_acquire_attempts_total");
 }
 
+// The TLS cost (tls_cost.h): a plain and a TLS dlockd of their own (for sqlite, each on its own
+// file: one dlockd per file), at every client count.
+void run_tls_cost(const Options& options, const std::string& name, const std::string& url,
+                  const std::string& work_dir, const std::function<void(Measurement)>& record) {
+  std::vector<Measurement> measured;
+  tls_cost(dlockd_options(options, name, work_dir + "/" + name + "-plain.db", url),
+           dlockd_options(options, name, work_dir + "/" + name + "-tls.db", url), work_dir, name,
+           options.clients, milliseconds(options.duration_ms), measured);
+  for (auto& m : measured) record(std::move(m));
+}
+
 // `url`: the pg URL or the etcd endpoints.
 void run_backend(const Options& options, const std::string& name, const std::string& url,
                  const std::string& work_dir, std::vector<Measurement>& all,
@@ -237,6 +252,7 @@ void run_backend(const Options& options, const std::string& name, const std::str
     if (name == "pg") pg_vacuum(url);  // the next path starts on tables without dead rows
 #endif
   };
+  if (options.tls_only) return run_tls_cost(options, name, url, work_dir, record);
 
   std::vector<RawSession> sessions;
   {
@@ -411,6 +427,8 @@ void run_backend(const Options& options, const std::string& name, const std::str
     record(std::move(again));
   }
 
+  if (options.tls) run_tls_cost(options, name, url, work_dir, record);
+
   // Scale: sessions and held locks in one dlockd.
   const bool big = std::find(options.big_fill_backends.begin(), options.big_fill_backends.end(),
                              name) != options.big_fill_backends.end();
@@ -465,6 +483,10 @@ int run(int argc, char** argv) {
   app.add_option("--big-fill-backends", options.big_fill_backends,
                  "Backends filled with 10k sessions, 100k locks and 10k waiters for the RSS figure")
       ->delimiter(',');
+  app.add_flag("--tls", options.tls,
+               "Also measure the TLS cost: uncontended pairs through an HTTPS dlockd against a "
+               "plain one, alternately, at every client count");
+  app.add_flag("--tls-only", options.tls_only, "Measure the TLS cost only");
   app.add_option("--out", options.out, "Directory for report.md and summary.json")->required();
   CLI11_PARSE(app, argc, argv);
   std::sort(options.clients.begin(), options.clients.end());

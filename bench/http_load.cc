@@ -6,10 +6,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 namespace dlock::bench {
@@ -22,6 +24,15 @@ using tcp = asio::ip::tcp;
 std::string bearer_token_from_env() {
   const char* token = std::getenv("DLOCK_TOKEN");
   return token != nullptr ? token : "";
+}
+
+std::shared_ptr<asio::ssl::context> tls_client_context(const std::string& ca_file) {
+  auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  context->set_options(asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
+                       asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+  context->load_verify_file(ca_file);
+  context->set_verify_mode(asio::ssl::verify_peer);
+  return context;
 }
 
 namespace {
@@ -55,9 +66,18 @@ class Connection {
  public:
   using Done = std::function<void(int status, const std::string& body)>;
 
-  Connection(asio::io_context& io, const HttpTarget& target) : socket_(io) {
-    socket_.connect({asio::ip::make_address(target.host), target.port});
-    socket_.set_option(tcp::no_delay(true));
+  Connection(asio::io_context& io, const HttpTarget& target) {
+    tcp::socket socket(io);
+    socket.connect({asio::ip::make_address(target.host), target.port});
+    socket.set_option(tcp::no_delay(true));
+    if (target.tls) {
+      // The chain is verified against the bench's CA; the name is not checked (the bench's
+      // certificate is made for 127.0.0.1 and localhost, where dlockd listens).
+      tls_.emplace(std::move(socket), *target.tls);
+      tls_->handshake(asio::ssl::stream_base::client);
+    } else {
+      plain_.emplace(std::move(socket));
+    }
     host_ = target.host + ":" + std::to_string(target.port);
     if (!target.token.empty()) authorization_ = "Bearer " + target.token;
   }
@@ -74,10 +94,21 @@ class Connection {
     request_.body() = std::move(body);
     request_.prepare_payload();
     done_ = std::move(done);
-    http::async_write(socket_, request_, [this](beast::error_code ec, std::size_t) {
+    if (tls_) return exchange(*tls_);
+    exchange(*plain_);
+  }
+
+  std::string session_id;
+  std::string owner;
+
+ private:
+  // Writes request_, reads response_, calls done_.
+  template <class Stream>
+  void exchange(Stream& stream) {
+    http::async_write(stream, request_, [this, &stream](beast::error_code ec, std::size_t) {
       if (ec) return fail(ec);
       response_ = {};
-      http::async_read(socket_, buffer_, response_, [this](beast::error_code ec2, std::size_t) {
+      http::async_read(stream, buffer_, response_, [this](beast::error_code ec2, std::size_t) {
         if (ec2) return fail(ec2);
         auto done = std::move(done_);
         done(static_cast<int>(response_.result_int()), response_.body());
@@ -85,16 +116,13 @@ class Connection {
     });
   }
 
-  std::string session_id;
-  std::string owner;
-
- private:
   void fail(beast::error_code ec) {
     auto done = std::move(done_);
     if (done) done(-1, ec.message());
   }
 
-  tcp::socket socket_;
+  std::optional<tcp::socket> plain_;
+  std::optional<beast::ssl_stream<tcp::socket>> tls_;  // as dlockd: coalesced writes
   std::string host_;
   std::string authorization_;
   beast::flat_buffer buffer_;

@@ -3,8 +3,10 @@
 // Path 3: dlockd over HTTP/1.1 keep-alive. One io_context on one thread drives every
 // connection (callbacks, no thread per connection).
 
+#include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,7 +22,13 @@ struct HttpTarget {
   unsigned short port = 0;
   // Sent as `Authorization: Bearer <token>` on every request when not empty.
   std::string token = bearer_token_from_env();
+  // HTTPS when set (dlockd with --tls-cert-file): every connection does its TLS handshake,
+  // verifying the server's chain against this context's CA, before the clock starts.
+  std::shared_ptr<boost::asio::ssl::context> tls;
 };
+
+// A client context that trusts `ca_file` (PEM) only, TLS 1.2 or later.
+std::shared_ptr<boost::asio::ssl::context> tls_client_context(const std::string& ca_file);
 
 // Uncontended: connection i opens a session, then acquires and releases key "bench-http-<i>".
 Measurement http_pairs(const HttpTarget& target, const std::string& backend, int clients,

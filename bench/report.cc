@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <ostream>
 #include <stdexcept>
 
 namespace dlock::bench {
@@ -34,6 +35,35 @@ boost::json::value number_or_null(std::optional<double> v) {
 std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
   if (!a || !b || *b == 0) return std::nullopt;
   return *a / *b;
+}
+
+// The "TLS cost" rows (tls_cost.h): HTTPS against plain HTTP, same backend, same run.
+void write_tls_cost(std::ostream& md, const RunInfo& info, const std::vector<Measurement>& all,
+                    const std::vector<std::string>& backends) {
+  bool any = false;
+  for (const auto& b : backends) {
+    for (int c : info.clients) {
+      const auto* plain = find(all, b, "tls-plain", "pairs", c);
+      const auto* tls = find(all, b, "tls", "pairs", c);
+      if (plain == nullptr || tls == nullptr || plain->ops == 0 || tls->ops == 0) continue;
+      if (!any) {
+        md << "\n## TLS cost\n\n"
+           << "Uncontended pairs through a dlockd serving HTTPS (`--tls-cert-file`, TLS 1.3, "
+              "keep-alive connections: handshakes happen before the clock starts) against a "
+              "dlockd serving plain HTTP on the same backend, measured plain, TLS, TLS, plain "
+              "at each client count (pairs/s over both runs, p50 the mean of the two).\n\n"
+           << "| backend | clients | plain pairs/s | TLS pairs/s | TLS ÷ plain pairs/s | plain "
+              "p50 ms | TLS p50 ms | TLS ÷ plain p50 | errors |\n"
+           << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+        any = true;
+      }
+      md << "| " << b << " | " << c << " | " << fixed(plain->per_second(), 0) << " | "
+         << fixed(tls->per_second(), 0) << " | " << fixed(tls->per_second() / plain->per_second())
+         << " | " << fixed(plain->p50_ms, 3) << " | " << fixed(tls->p50_ms, 3) << " | "
+         << (plain->p50_ms > 0 ? fixed(tls->p50_ms / plain->p50_ms) : "–") << " | "
+         << plain->errors + tls->errors << " |\n";
+    }
+  }
 }
 
 }  // namespace
@@ -98,6 +128,8 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
       }
     }
   }
+
+  write_tls_cost(md, info, all, backends);
 
   boost::json::object summary;
   md << "\n## Per backend\n\n";
@@ -180,6 +212,15 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
         number_or_null(ratio(rate("http", "hot", cmax), rate("anchor", "hot", cmax)));
     if (!rate("anchor", "hot", cmax) && !notes.count("hot_key_over_anchor_hot")) {
       notes["hot_key_over_anchor_hot"] = "no anchor path for this backend in this run";
+    }
+    o["tls_over_plain_throughput_c1"] =
+        number_or_null(ratio(rate("tls", "pairs", cmin), rate("tls-plain", "pairs", cmin)));
+    o["tls_over_plain_p50_c1"] = number_or_null(ratio(p50("tls", cmin), p50("tls-plain", cmin)));
+    o["tls_over_plain_throughput_c64"] =
+        number_or_null(ratio(rate("tls", "pairs", cmax), rate("tls-plain", "pairs", cmax)));
+    o["tls_over_plain_p50_c64"] = number_or_null(ratio(p50("tls", cmax), p50("tls-plain", cmax)));
+    if (!rate("tls", "pairs", cmin)) {
+      notes["tls_over_plain_throughput_c1"] = "TLS cost not measured (run with --tls)";
     }
     o["keepalives_per_s"] = number_or_null(rate("http", "keepalive", cmax));
     if (const auto* k = find(all, b, "http", "keepalive", cmax); k && k->ops) {

@@ -266,11 +266,14 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     if (shared_->busy() == 0) shared_->progress();
     ++shared_->in_flight;
     auto self = this->shared_from_this();
-    shared_->handler(std::move(request), peer_, [self, keep_alive, head](Response response) {
+    // Answering a probe or a scrape is not progress: it would hide a wedge from /readyz.
+    const bool probe = request.target() == "/healthz" || request.target() == "/readyz" ||
+                       request.target() == "/metrics";
+    shared_->handler(std::move(request), peer_, [self, keep_alive, head, probe](Response response) {
       asio::post(self->stream_.get_executor(),
-                 [self, keep_alive, head, response = std::move(response)]() mutable {
+                 [self, keep_alive, head, probe, response = std::move(response)]() mutable {
                    --self->shared_->in_flight;
-                   self->shared_->progress();
+                   if (!probe) self->shared_->progress();
                    response.keep_alive(keep_alive && response.keep_alive());
                    self->write(std::move(response), head);
                  });

@@ -16,6 +16,7 @@
 #include "auth/crypto.h"
 #include "server/authorization.h"
 #include "server/json_util.h"
+#include "server/log_limiter.h"
 #include "util/store_key.h"
 
 namespace dlock::server {
@@ -36,17 +37,53 @@ int level_rank(std::string_view level) {
 // operation. Bounds, each counted in dlock_log_dropped_total:
 // - the queue holds at most kQueueBytes; a line that does not fit is dropped (reason queue_full,
 //   also counting lines a failing stdout did not take);
-// - each event kind may log kLinesPerSecond lines a second (bursts of as many); the excess is
-//   dropped (reason rate_limit), so one busy client cannot flood the log. The log carries no
-//   remote address per event, so the bound is per event kind, which bounds any one client too.
+// - a line that names its client (a `remote` field: audit lines, denials; `peer`: the debug TLS
+//   handshake lines) counts against that client address's budget (LogLimiter: 100 lines a
+//   second, bursts of 200); over it, the line is counted (reason client_rate) and told in the
+//   client's `client_log_limited` notices (start, then end with the counts per kind: audit actions
+//   included, so no audit line goes silently). One client's flood therefore neither fills the log
+//   nor takes another client's lines;
+// - every other line (grant, release, expiry, backend_error...: the lock service that emits
+//   them does not know the client) is bounded per event kind: kLinesPerSecond lines a second
+//   (bursts of as many); the excess is dropped (reason rate_limit).
 constexpr std::size_t kQueueBytes = 4 * 1024 * 1024;
 constexpr double kLinesPerSecond = 1000;
+constexpr auto kSweepInterval = std::chrono::seconds(1);
+
+std::string format_line(std::string_view level, std::string_view event,
+                        boost::json::object fields) {
+  boost::json::object line;
+  line["ts"] = format_time(WallClock::now());
+  line["level"] = level;
+  line["event"] = event;
+  for (auto& field : fields) line[field.key()] = std::move(field.value());
+  return boost::json::serialize(line) + "\n";
+}
+
+std::string notice_line(const LogLimiter::Notice& notice) {
+  boost::json::object fields{{"client", notice.client},
+                             {"state", notice.started ? "start" : "end"}};
+  if (!notice.started) {
+    fields["dropped"] = notice.dropped;
+    boost::json::object by_kind;
+    for (const auto& [kind, count] : notice.dropped_by_kind) by_kind[kind] = count;
+    fields["dropped_by_kind"] = std::move(by_kind);
+  }
+  return format_line("warn", "client_log_limited", std::move(fields));
+}
 
 class AsyncLog {
  public:
   AsyncLog() {
     std::thread([this] { run(); }).detach();
   }  // lives as long as the process
+
+  LogLimiter& limiter() { return limiter_; }
+
+  // The end notices of client episodes that went quiet by `now`.
+  void report_ended_episodes(LogLimiter::Clock::time_point now) {
+    for (const auto& notice : limiter_.sweep(now)) push(notice_line(notice));
+  }
 
   void push(std::string line) {
     {
@@ -94,13 +131,18 @@ class AsyncLog {
 
   void run() {
     std::string batch;
+    auto last_sweep = std::chrono::steady_clock::now();
     for (;;) {
+      if (const auto now = std::chrono::steady_clock::now(); now - last_sweep >= kSweepInterval) {
+        report_ended_episodes(now);
+        last_sweep = now;
+      }
       std::size_t lines = 0;
       {
         std::unique_lock lock(mutex_);
         writing_ = false;
         changed_.notify_all();
-        changed_.wait(lock, [this] { return !queue_.empty(); });
+        if (!changed_.wait_for(lock, kSweepInterval, [this] { return !queue_.empty(); })) continue;
         batch.clear();
         for (auto& line : queue_) batch += line;
         lines = queue_.size();
@@ -128,6 +170,7 @@ class AsyncLog {
   std::size_t queued_bytes_ = 0;
   bool writing_ = false;
   std::map<std::string, Bucket, std::less<>> buckets_;
+  LogLimiter limiter_;
 };
 
 AsyncLog& async_log() {
@@ -138,8 +181,20 @@ AsyncLog& async_log() {
 // At exit, give the writer a moment to drain (start-up errors, "stopped"), but never hang on a
 // stdout that does not take it.
 struct FlushAtExit {
-  ~FlushAtExit() { async_log().flush(std::chrono::seconds(2)); }
+  ~FlushAtExit() {
+    async_log().report_ended_episodes(std::chrono::steady_clock::now() + std::chrono::hours(1));
+    async_log().flush(std::chrono::seconds(2));
+  }
 } g_flush_at_exit;
+
+// The client a line names (its `remote` field, or `peer` on the TLS handshake lines), or "".
+std::string_view client_of(const boost::json::object& fields) {
+  for (const char* name : {"remote", "peer"}) {
+    const auto* value = fields.if_contains(name);
+    if (value != nullptr && value->is_string()) return value->get_string();
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -148,13 +203,21 @@ void set_log_level(std::string_view level) { g_log_threshold = level_rank(level)
 void log_event(std::string_view level, std::string_view event, boost::json::object fields) {
   if (level_rank(level) < g_log_threshold.load(std::memory_order_relaxed)) return;
   auto& log = async_log();
-  if (!log.admit(event)) return;
-  boost::json::object line;
-  line["ts"] = format_time(WallClock::now());
-  line["level"] = level;
-  line["event"] = event;
-  for (auto& field : fields) line[field.key()] = std::move(field.value());
-  log.push(boost::json::serialize(line) + "\n");
+  if (const auto client = client_of(fields); !client.empty()) {
+    std::string kind(event);
+    if (const auto* action = fields.if_contains("action"); action && action->is_string()) {
+      kind += ":" + std::string(action->get_string());
+    }
+    auto verdict = log.limiter().admit(client, kind, std::chrono::steady_clock::now());
+    if (verdict.notice) log.push(notice_line(*verdict.notice));
+    if (!verdict.admit) {
+      ++server_counters().log_client_limited;
+      return;
+    }
+  } else if (!log.admit(event)) {
+    return;
+  }
+  log.push(format_line(level, event, std::move(fields)));
 }
 
 std::string session_fingerprint(std::string_view session_id) {
@@ -268,6 +331,9 @@ std::string Telemetry::scrape() const {
                         MetricType::Counter, number(c.log_dropped), {{"reason", "queue_full"}});
   dropped.metric.push_back(
       family("", "", MetricType::Counter, number(c.log_rate_limited), {{"reason", "rate_limit"}})
+          .metric.front());
+  dropped.metric.push_back(
+      family("", "", MetricType::Counter, number(c.log_client_limited), {{"reason", "client_rate"}})
           .metric.front());
   families.push_back(std::move(dropped));
   return prometheus::TextSerializer().Serialize(families);

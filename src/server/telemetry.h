@@ -38,6 +38,7 @@ struct ServerCounters {
   std::atomic<std::int64_t> waiters{0};                 // mirrors dlock_waiters
   std::atomic<std::uint64_t> log_dropped{0};            // dlock_log_dropped_total{reason}
   std::atomic<std::uint64_t> log_rate_limited{0};
+  std::atomic<std::uint64_t> log_client_limited{0};  // over one client's budget (LogLimiter)
 };
 ServerCounters& server_counters();
 
