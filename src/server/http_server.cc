@@ -269,12 +269,16 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     ++shared_->in_flight;
     auto self = this->shared_from_this();
     pending_ = true;
-    // The handler asks for the connection to be watched by arming the cancellation.
-    cancellation_ = std::make_shared<core::Cancellation>([weak = this->weak_from_this()] {
-      if (const auto self = weak.lock()) {
-        asio::post(self->stream_.get_executor(), [self] { self->watch_peer(); });
-      }
-    });
+    // The handler asks for the connection to be watched by arming the cancellation (for this
+    // request only: a late ask is ignored once the next request is being handled).
+    cancellation_ =
+        std::make_shared<core::Cancellation>([weak = this->weak_from_this(), number = ++requests_] {
+          if (const auto alive = weak.lock()) {
+            asio::post(alive->stream_.get_executor(), [alive, number] {
+              if (number == alive->requests_) alive->watch_peer();
+            });
+          }
+        });
     Peer peer = peer_;
     peer.cancellation = cancellation_;
     shared_->handler(std::move(request), peer, [self, keep_alive, head](Response response) {
@@ -367,6 +371,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   std::optional<http::request_parser<http::string_body>> parser_;
   // The request being answered (null between requests, and for answers written by this class).
   core::CancellationPtr cancellation_;
+  std::uint64_t requests_ = 0;                       // handed to the handler so far
   bool pending_ = false;                             // its handler has not answered yet
   bool watching_ = false;                            // a watch_peer() read is outstanding
   bool peer_gone_ = false;                           // a watch read ended with EOF or an error
