@@ -11,9 +11,16 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <chrono>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -21,6 +28,7 @@
 
 #include "support/dlockd_process.h"
 #include "support/subprocess.h"
+#include "support/test_certs.h"
 #ifdef DLOCK_WITH_PG
 #include "support/postgres_server.h"
 #endif
@@ -293,6 +301,101 @@ TEST_P(WaitsTest, GrantThatCannotBeWrittenIsGivenBack) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, WaitsTest, ::testing::ValuesIn(backends()),
                          [](const auto& info) { return info.param; });
+
+// --- over TLS (one backend: the watching is the HTTP server's, whatever the store) -----------
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+
+// A synchronous HTTPS client on one connection (the test trusts whatever certificate it gets).
+class TlsConnection {
+ public:
+  explicit TlsConnection(const std::string& address) : stream_(io_, context_) {
+    const auto colon = address.rfind(':');
+    stream_.next_layer().connect(
+        {asio::ip::make_address(address.substr(0, colon)),
+         static_cast<unsigned short>(std::stoi(address.substr(colon + 1)))});
+    timeval timeout{5, 0};
+    ::setsockopt(stream_.next_layer().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout,
+                 sizeof(timeout));
+    stream_.handshake(asio::ssl::stream_base::client);
+  }
+
+  void send(http::verb method, const std::string& target, const std::string& body = "") {
+    http::request<http::string_body> request{method, target, 11};
+    request.set(http::field::host, "localhost");
+    if (!body.empty()) request.set(http::field::content_type, "application/json");
+    request.body() = body;
+    request.prepare_payload();
+    http::write(stream_, request);
+  }
+  HttpResult receive() {
+    http::response<http::string_body> response;
+    http::read(stream_, buffer_, response);
+    HttpResult result;
+    result.status = response.result_int();
+    result.body = response.body();
+    if (response[http::field::content_type] == "application/json") {
+      result.json = json::parse(result.body);
+    }
+    return result;
+  }
+  HttpResult call(http::verb method, const std::string& target, const std::string& body = "") {
+    send(method, target, body);
+    return receive();
+  }
+  // Closes the TCP connection without a TLS close_notify: a client that died.
+  void drop() {
+    boost::system::error_code ignored;
+    stream_.next_layer().close(ignored);
+  }
+
+ private:
+  asio::io_context io_;
+  asio::ssl::context context_{asio::ssl::context::tls_client};
+  asio::ssl::stream<asio::ip::tcp::socket> stream_;
+  boost::beast::flat_buffer buffer_;
+};
+
+TEST(WaitsOverTls, DroppedWaiterLeavesAtOnceAndIsNeverGranted) {
+  char pattern[] = "/tmp/dlock-waits-tls-XXXXXX";
+  const std::string dir = ::mkdtemp(pattern);
+  const auto ca = make_test_ca(dir, "ca");
+  const auto cert = make_server_cert(ca, dir, "server");
+  DlockdOptions options;
+  options.extra_args = {"--tls-cert-file", cert.cert_file, "--tls-key-file", cert.key_file};
+  DlockdProcess dlockd(options);
+  const auto waiters = [&] {
+    const auto body = TlsConnection(dlockd.address()).call(http::verb::get, "/metrics").body;
+    const std::string name = "dlock_waiters{backend=\"sqlite\"} ";
+    const auto at = body.find(name);
+    return at == std::string::npos ? -1 : std::stoi(body.substr(at + name.size()));
+  };
+  TlsConnection a(dlockd.address());
+  const auto session = [&](const std::string& owner) {
+    const auto opened =
+        a.call(http::verb::post, "/v1/sessions", json::serialize(json::object{{"owner", owner}}));
+    return std::string(opened.json.at("session_id").as_string());
+  };
+  const auto a_session = session("a");
+  const auto b_session = session("b");
+  const auto grant =
+      a.call(http::verb::post, "/v1/locks/tls-key/acquire", acquire_body(a_session, 0));
+  ASSERT_EQ(grant.status, 200) << grant.body;
+  TlsConnection b(dlockd.address());
+  b.send(http::verb::post, "/v1/locks/tls-key/acquire", acquire_body(b_session, 30000));
+  ASSERT_TRUE(wait_for([&] { return waiters() == 1; }, 3s));
+  b.drop();
+  EXPECT_TRUE(wait_for([&] { return waiters() == 0; }, 2s)) << "the dropped waiter stayed queued";
+  const auto token = std::to_string(grant.json.at("fencing_token").to_number<std::uint64_t>());
+  EXPECT_EQ(a.call(http::verb::delete_,
+                   "/v1/locks/tls-key?session_id=" + a_session + "&fencing_token=" + token)
+                .status,
+            204);
+  EXPECT_EQ(a.call(http::verb::get, "/v1/locks/tls-key").status, 404)
+      << "the key went to the waiter that had gone";
+  std::filesystem::remove_all(dir);
+}
 
 }  // namespace
 }  // namespace dlock::testing
