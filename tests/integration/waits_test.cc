@@ -96,8 +96,7 @@ class WaiterSocket {
     ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL),
               static_cast<ssize_t>(bytes.size()));
   }
-  // Reads until `count` answers' status lines and bodies have come (dlockd's bodies are one
-  // JSON object each), or the receive timeout; returns what came.
+  // Reads until `until` has come, the peer closes, or the receive timeout; returns what came.
   std::string receive(const std::string& until) {
     std::string text;
     char chunk[4096];
@@ -189,22 +188,33 @@ class WaitsTest : public ::testing::TestWithParam<std::string> {
         within);
   }
 
+  // dlockd started (with `args`), session a_ holding the key (grant_), and session b_ waiting
+  // for it on a socket of its own (b_socket_: a 30 s acquire, then `trailer`).
+  void a_holds_b_waits(std::vector<std::string> args = {}, const std::string& trailer = "") {
+    start(std::move(args));
+    a_ = open_session("a");
+    b_ = open_session("b");
+    grant_ = acquire(a_);
+    ASSERT_EQ(grant_.status, 200) << grant_.body;
+    b_socket_ = std::make_unique<WaiterSocket>(address());
+    b_socket_->send(acquire_request(key_, b_, 30000) + trailer);
+    ASSERT_TRUE(waiters_become(1));
+  }
+  int release_a() { return release(a_, grant_); }
+
   std::unique_ptr<DlockdProcess> dlockd_;
   std::string key_;
   static inline int keys_ = 0;
+  std::string a_, b_;
+  HttpResult grant_;
+  std::unique_ptr<WaiterSocket> b_socket_;
 };
 
 // (a) and (c): B closes its socket while it waits behind A; C, queued behind B, is handed the
 // lock at A's release, and the gauge falls back to 0.
 TEST_P(WaitsTest, ClosedWaiterLeavesAtOnceAndTheNextWaiterIsHandedTheLock) {
-  start();
-  const auto a = open_session("a");
+  ASSERT_NO_FATAL_FAILURE(a_holds_b_waits());
   const auto c = open_session("c");
-  const auto grant = acquire(a);
-  ASSERT_EQ(grant.status, 200) << grant.body;
-  WaiterSocket b(address());
-  b.send(acquire_request(key_, open_session("b"), 30000));
-  ASSERT_TRUE(waiters_become(1));
   HttpResult c_answer;
   std::atomic<bool> c_answered{false};
   std::thread c_waits([&] {
@@ -212,9 +222,9 @@ TEST_P(WaitsTest, ClosedWaiterLeavesAtOnceAndTheNextWaiterIsHandedTheLock) {
     c_answered = true;
   });
   ASSERT_TRUE(waiters_become(2));
-  b.close();
+  b_socket_->close();
   EXPECT_TRUE(waiters_become(1, 2s)) << "the closed waiter stayed queued";
-  ASSERT_EQ(release(a, grant), 204);
+  ASSERT_EQ(release_a(), 204);
   EXPECT_TRUE(wait_for([&] { return c_answered.load(); }, 3s))
       << "the waiter behind the closed one was not handed the lock at the release";
   c_waits.join();
@@ -225,36 +235,24 @@ TEST_P(WaitsTest, ClosedWaiterLeavesAtOnceAndTheNextWaiterIsHandedTheLock) {
 
 // (a) without a next waiter: the release frees the key, nobody holds it.
 TEST_P(WaitsTest, ResetWaiterIsNeverGrantedAndTheReleaseFreesTheKey) {
-  start();
-  const auto a = open_session("a");
-  const auto grant = acquire(a);
-  ASSERT_EQ(grant.status, 200) << grant.body;
-  WaiterSocket b(address());
-  b.send(acquire_request(key_, open_session("b"), 30000));
-  ASSERT_TRUE(waiters_become(1));
-  b.reset();
+  ASSERT_NO_FATAL_FAILURE(a_holds_b_waits());
+  b_socket_->reset();
   EXPECT_TRUE(waiters_become(0, 2s)) << "the reset waiter stayed queued";
-  ASSERT_EQ(release(a, grant), 204);
+  ASSERT_EQ(release_a(), 204);
   EXPECT_EQ(holder(), "") << "the key went to the waiter that had gone";
 }
 
 // (b): with server.max.waiters=1, the place a gone waiter held is free for a new waiter.
 TEST_P(WaitsTest, GoneWaitersPlaceUnderMaxWaitersIsFree) {
-  start({"--server-max-waiters", "1"});
-  const auto a = open_session("a");
-  const auto grant = acquire(a);
-  ASSERT_EQ(grant.status, 200) << grant.body;
-  WaiterSocket b(address());
-  b.send(acquire_request(key_, open_session("b"), 30000));
-  ASSERT_TRUE(waiters_become(1));
+  ASSERT_NO_FATAL_FAILURE(a_holds_b_waits({"--server-max-waiters", "1"}));
   EXPECT_EQ(acquire(open_session("d"), 5000).status, 429) << "max.waiters is 1";
-  b.reset();
+  b_socket_->reset();
   ASSERT_TRUE(waiters_become(0, 2s));
   const auto e = open_session("e");
   WaiterSocket e_socket(address());
   e_socket.send(acquire_request(key_, e, 30000));
   ASSERT_TRUE(waiters_become(1)) << "a new waiter was not accepted";
-  ASSERT_EQ(release(a, grant), 204);
+  ASSERT_EQ(release_a(), 204);
   const auto answer = e_socket.receive("}");
   EXPECT_NE(answer.find("HTTP/1.1 200"), std::string::npos) << answer;
   EXPECT_EQ(holder(), e);
@@ -263,38 +261,27 @@ TEST_P(WaitsTest, GoneWaitersPlaceUnderMaxWaitersIsFree) {
 // A request pipelined behind a waiting acquire is the next request, not a close: both are
 // answered, in order, on the same connection.
 TEST_P(WaitsTest, RequestPipelinedBehindAWaitIsAnsweredAfterIt) {
-  start();
-  const auto a = open_session("a");
-  const auto b = open_session("b");
-  const auto grant = acquire(a);
-  ASSERT_EQ(grant.status, 200) << grant.body;
-  WaiterSocket b_socket(address());
-  b_socket.send(acquire_request(key_, b, 30000) + "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
-  ASSERT_TRUE(waiters_become(1));
+  ASSERT_NO_FATAL_FAILURE(a_holds_b_waits({}, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
   EXPECT_FALSE(waiters_become(0, 300ms)) << "the pipelined request cancelled the wait";
-  ASSERT_EQ(release(a, grant), 204);
-  const auto answers = b_socket.receive("\"status\"");
+  ASSERT_EQ(release_a(), 204);
+  const auto answers = b_socket_->receive("\"status\"");
   const auto granted_at = answers.find("HTTP/1.1 200");
   ASSERT_NE(granted_at, std::string::npos) << answers;
   EXPECT_NE(answers.find("fencing_token"), std::string::npos) << answers;
   EXPECT_NE(answers.find("HTTP/1.1 200", granted_at + 1), std::string::npos) << answers;
-  EXPECT_EQ(holder(), b);
+  EXPECT_EQ(holder(), b_);
 }
 
 // A grant whose answer cannot be written is given back at once, not held until its TTL. The
 // waiter pipelines more than the read-ahead bound (so the connection is no longer watched, as
 // after a burst of pipelined requests) and then resets: only the failed write tells.
 TEST_P(WaitsTest, GrantThatCannotBeWrittenIsGivenBack) {
-  start({"--server-max-body", "1024"});  // read-ahead: 16 KiB of header + 1 KiB + 4 KiB
-  const auto a = open_session("a");
-  const auto grant = acquire(a);
-  ASSERT_EQ(grant.status, 200) << grant.body;
-  WaiterSocket b(address());
-  b.send(acquire_request(key_, open_session("b"), 30000) + std::string(32 * 1024, 'x'));
-  ASSERT_TRUE(waiters_become(1));
-  b.reset();
+  // Read-ahead: 16 KiB of header + 1 KiB of body + 4 KiB.
+  ASSERT_NO_FATAL_FAILURE(
+      a_holds_b_waits({"--server-max-body", "1024"}, std::string(32 * 1024, 'x')));
+  b_socket_->reset();
   EXPECT_FALSE(waiters_become(0, 300ms)) << "the reset was seen: this test needs it unseen";
-  ASSERT_EQ(release(a, grant), 204);
+  ASSERT_EQ(release_a(), 204);
   EXPECT_TRUE(wait_for([&] { return holder().empty(); }, 3s))
       << "the undelivered grant is still held (its TTL is 30 s)";
 }
