@@ -259,9 +259,11 @@ TEST_P(WaitsTest, GoneWaitersPlaceUnderMaxWaitersIsFree) {
 }
 
 // A request pipelined behind a waiting acquire is the next request, not a close: both are
-// answered, in order, on the same connection.
+// answered, in order, on the same connection. Sent once the acquire waits, so that it is the
+// watching read that receives it.
 TEST_P(WaitsTest, RequestPipelinedBehindAWaitIsAnsweredAfterIt) {
-  ASSERT_NO_FATAL_FAILURE(a_holds_b_waits({}, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_NO_FATAL_FAILURE(a_holds_b_waits());
+  b_socket_->send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_FALSE(waiters_become(0, 300ms)) << "the pipelined request cancelled the wait";
   ASSERT_EQ(release_a(), 204);
   const auto answers = b_socket_->receive("\"status\"");
