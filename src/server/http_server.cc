@@ -14,6 +14,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <csignal>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
