@@ -21,11 +21,16 @@
 #include <boost/json/serialize.hpp>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "auth/crypto.h"
+#include "auth/permissions.h"
+#include "auth/tokens_file.h"
 #include "support/dlockd_process.h"
 #include "support/subprocess.h"
 #include "support/test_certs.h"
@@ -127,10 +132,12 @@ std::string acquire_body(const std::string& session, int wait_ms) {
 }
 
 // The raw bytes of a waiting acquire (for a WaiterSocket).
-std::string acquire_request(const std::string& key, const std::string& session, int wait_ms) {
+std::string acquire_request(const std::string& key, const std::string& session, int wait_ms,
+                            const std::string& extra_headers = "") {
   const auto body = acquire_body(session, wait_ms);
-  return "POST /v1/locks/" + key + "/acquire HTTP/1.1\r\nHost: t\r\nContent-Type: " +
-         "application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  return "POST /v1/locks/" + key +
+         "/acquire HTTP/1.1\r\nHost: t\r\nContent-Type: " + "application/json\r\n" + extra_headers +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 class WaitsTest : public ::testing::TestWithParam<std::string> {
@@ -290,6 +297,53 @@ TEST_P(WaitsTest, GrantThatCannotBeWrittenIsGivenBack) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, WaitsTest, ::testing::ValuesIn(backends()),
                          [](const auto& info) { return info.param; });
+
+// With authentication, a gone waiter's place under auth.max.waiters.per.principal is free too
+// (contract C6; one backend: the count is the server's).
+TEST(WaitsWithAuth, GoneWaitersPlaceUnderItsPrincipalsQuotaIsFree) {
+  char pattern[] = "/tmp/dlock-waits-auth-XXXXXX";
+  const std::string dir = ::mkdtemp(pattern);
+  const auto token = auth::random_token();
+  std::ofstream(dir + "/tokens") << auth::tokens_file_line("alice", token,
+                                                           auth::parse_permissions("lock:*"))
+                                 << "\n";
+  DlockdOptions options;
+  options.dir = dir;
+  options.extra_args = {"--auth-tokens-file", dir + "/tokens", "--auth-max-waiters-per-principal",
+                        "1"};
+  DlockdProcess dlockd(options);
+  const std::map<std::string, std::string> bearer = {{"Authorization", "Bearer " + token}};
+  const auto call = [&](const std::string& method, const std::string& target,
+                        const std::string& body = "") {
+    return http_call(dlockd.address(), method, target, body, bearer);
+  };
+  const auto session = [&] {
+    return std::string(
+        call("POST", "/v1/sessions", R"({"owner":"app"})").json.at("session_id").as_string());
+  };
+  const auto holder = session();
+  const auto waiter = session();
+  ASSERT_EQ(call("POST", "/v1/locks/q/acquire", acquire_body(holder, 0)).status, 200);
+  WaiterSocket b(dlockd.address());
+  b.send(acquire_request("q", waiter, 30000, "Authorization: Bearer " + token + "\r\n"));
+  const auto waiters = [&](const std::string& value) {
+    return wait_for(
+        [&] {
+          return http_call(dlockd.address(), "GET", "/metrics")
+                     .body.find("dlock_waiters{backend=\"sqlite\"} " + value + "\n") !=
+                 std::string::npos;
+        },
+        3s);
+  };
+  ASSERT_TRUE(waiters("1"));
+  EXPECT_EQ(call("POST", "/v1/locks/q/acquire", acquire_body(waiter, 5000)).status, 429)
+      << "alice may wait once";
+  b.close();
+  ASSERT_TRUE(waiters("0"));
+  EXPECT_EQ(call("POST", "/v1/locks/q/acquire", acquire_body(waiter, 100)).status, 409)
+      << "the gone waiter still counts against alice";
+  std::filesystem::remove_all(dir);
+}
 
 // --- over TLS (one backend: the watching is the HTTP server's, whatever the store) -----------
 
