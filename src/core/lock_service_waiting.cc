@@ -39,50 +39,49 @@ void LockService::acquire(std::string key, std::string session_id, milliseconds 
     }
     done(std::move(outcome));
   };
-  asio::post(
-      workers_, [this, key = std::move(key), session_id = std::move(session_id), ttl, wait,
-                 cancellation = std::move(cancellation), measured = std::move(measured)]() mutable {
-        try {
-          if (wait > options_.max_wait) {
-            throw InvalidArgumentError(
-                "wait_ms", "wait_ms must be at most " + std::to_string(options_.max_wait.count()));
-          }
-          const auto owner_id = owner_of(session_id);
-          bool queued = false;
-          {
-            std::lock_guard lock(mutex_);
-            const auto state = queues_.find(key);
-            queued = state != queues_.end() && !state->second->queue.empty();
-          }
-          if (queued) {
-            // First come, first served: nobody overtakes queued waiters, except the holder itself
-            // re-acquiring (re-entrant: it would otherwise wait for its own lock).
-            const auto holder = backend_.read(key);
-            if (holder && holder->session_id == session_id) {
-              observer_.on_backend_attempt();
-              measured({backend_.try_insert(key, owner_id, session_id, ttl), nullptr});
-              return;
-            }
-            if (wait.count() <= 0) {
-              measured({std::optional<LockHandle>{}, nullptr});
-              return;
-            }
-          } else if (wait.count() <= 0) {
-            observer_.on_backend_attempt();
-            measured({backend_.try_insert(key, owner_id, session_id, ttl), nullptr});
-            return;
-          }
-          auto waiter = std::make_shared<Waiter>();
-          waiter->session_id = session_id;
-          waiter->owner_id = owner_id;
-          waiter->ttl = ttl;
-          waiter->done = measured;  // a copy: if queueing refuses, `measured` still answers below
-          wait_in_queue(key, waiter, wait, cancellation);
-        } catch (...) {
-          report(std::current_exception());
-          measured({std::nullopt, std::current_exception()});
+  asio::post(workers_, [this, key = std::move(key), session_id = std::move(session_id), ttl, wait,
+                        cancellation, measured = std::move(measured)]() mutable {
+    try {
+      if (wait > options_.max_wait) {
+        throw InvalidArgumentError(
+            "wait_ms", "wait_ms must be at most " + std::to_string(options_.max_wait.count()));
+      }
+      const auto owner_id = owner_of(session_id);
+      bool queued = false;
+      {
+        std::lock_guard lock(mutex_);
+        const auto state = queues_.find(key);
+        queued = state != queues_.end() && !state->second->queue.empty();
+      }
+      if (queued) {
+        // First come, first served: nobody overtakes queued waiters, except the holder itself
+        // re-acquiring (re-entrant: it would otherwise wait for its own lock).
+        const auto holder = backend_.read(key);
+        if (holder && holder->session_id == session_id) {
+          observer_.on_backend_attempt();
+          measured({backend_.try_insert(key, owner_id, session_id, ttl), nullptr});
+          return;
         }
-      });
+        if (wait.count() <= 0) {
+          measured({std::optional<LockHandle>{}, nullptr});
+          return;
+        }
+      } else if (wait.count() <= 0) {
+        observer_.on_backend_attempt();
+        measured({backend_.try_insert(key, owner_id, session_id, ttl), nullptr});
+        return;
+      }
+      auto waiter = std::make_shared<Waiter>();
+      waiter->session_id = session_id;
+      waiter->owner_id = owner_id;
+      waiter->ttl = ttl;
+      waiter->done = measured;  // a copy: if queueing refuses, `measured` still answers below
+      wait_in_queue(key, waiter, wait, cancellation);
+    } catch (...) {
+      report(std::current_exception());
+      measured({std::nullopt, std::current_exception()});
+    }
+  });
 }
 
 void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter, milliseconds wait,

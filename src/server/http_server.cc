@@ -1,3 +1,6 @@
+// The HTTP front end (http_server.h). Over ~500 lines: the Connection class template —
+// reading, watching a pending request's connection (ADR-0007), writing — reads best whole.
+
 #include "server/http_server.h"
 
 #include <boost/algorithm/string/predicate.hpp>
