@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cancellation.h"
 #include "core/session_book.h"
 #include "core/waiter_queue.h"
 #include "dlock/lock_store.h"
@@ -84,8 +85,13 @@ class LockService {
 
   // Grants `key` to the session, waiting at most `wait` behind earlier waiters. An empty
   // optional value (with no error) means "held".
+  // `cancellation` (may be null) ties the request to its client's connection (ADR-0007 "A wait
+  // belongs to its connection"): cancelled while waiting, the waiter leaves its queue at once
+  // and is answered as at its deadline ("held"); cancelled after a grant (the answer could not
+  // be delivered), the grant is given back and the key's next waiter attempted.
   void acquire(std::string key, std::string session_id, std::chrono::milliseconds ttl,
-               std::chrono::milliseconds wait, Callback<std::optional<LockHandle>> done);
+               std::chrono::milliseconds wait, Callback<std::optional<LockHandle>> done,
+               CancellationPtr cancellation = nullptr);
   void extend(std::string key, std::string session_id, FencingToken token,
               std::chrono::milliseconds ttl, Callback<LockHandle> done);
   // Value true: released. Throws (in the outcome) LockLostError when not the live grant.
@@ -126,7 +132,10 @@ class LockService {
 
   // Queues the waiter behind earlier ones and, when it is the new head, makes its attempt.
   void wait_in_queue(const std::string& key, const WaiterPtr& waiter,
-                     std::chrono::milliseconds wait);
+                     std::chrono::milliseconds wait, const CancellationPtr& cancellation);
+  // A waiter ended early (its deadline, or its connection closed): answered "held", or the last
+  // attempt's failure, unless already answered.
+  void give_up(const std::weak_ptr<KeyState>& weak_state, const std::weak_ptr<Waiter>& weak);
   // One backend attempt for the head waiter of the key, if none is in flight.
   void pump(const std::string& key);
   void pump(const KeyStatePtr& state);
@@ -144,6 +153,9 @@ class LockService {
   void count_answered(std::size_t count);               // under mutex_
   // Releases a grant made for a waiter that had already given up; never throws.
   void give_back(const LockHandle& orphan);
+  // The same for a grant whose answer did not reach its client (its cancellation fired after
+  // the grant), then attempts for the key's next waiter; on a worker.
+  void give_back_undelivered(const LockHandle& orphan);
   // Answers every queued waiter of these sessions with SessionNotFoundError at once: a waiter
   // whose session ended must neither keep its place (and the gauge) nor ever be granted.
   void drop_waiters_of(const std::vector<std::string>& session_ids);

@@ -23,16 +23,24 @@ const char* outcome_label(const AcquireOutcome& outcome) {
 }  // namespace
 
 void LockService::acquire(std::string key, std::string session_id, milliseconds ttl,
-                          milliseconds wait, Callback<std::optional<LockHandle>> done) {
+                          milliseconds wait, Callback<std::optional<LockHandle>> done,
+                          CancellationPtr cancellation) {
   const auto started = SteadyClock::now();
-  auto measured = [this, started,
+  auto measured = [this, started, cancellation,
                    done = std::move(done)](Outcome<std::optional<LockHandle>> outcome) {
     observer_.on_acquire(outcome_label(outcome), SteadyClock::now() - started);
-    if (outcome.value && *outcome.value) observer_.on_grant(**outcome.value);
+    if (outcome.value && *outcome.value) {
+      observer_.on_grant(**outcome.value);
+      // Armed before the answer leaves: a grant its client never receives is given back at
+      // once, not held by nobody until its TTL (ADR-0007).
+      if (cancellation) {
+        cancellation->arm([this, orphan = **outcome.value] { give_back_undelivered(orphan); });
+      }
+    }
     done(std::move(outcome));
   };
   asio::post(workers_, [this, key = std::move(key), session_id = std::move(session_id), ttl, wait,
-                        measured = std::move(measured)]() mutable {
+                        cancellation, measured = std::move(measured)]() mutable {
     try {
       if (wait > options_.max_wait) {
         throw InvalidArgumentError(
@@ -68,7 +76,7 @@ void LockService::acquire(std::string key, std::string session_id, milliseconds 
       waiter->owner_id = owner_id;
       waiter->ttl = ttl;
       waiter->done = measured;  // a copy: if queueing refuses, `measured` still answers below
-      wait_in_queue(key, waiter, wait);
+      wait_in_queue(key, waiter, wait, cancellation);
     } catch (...) {
       report(std::current_exception());
       measured({std::nullopt, std::current_exception()});
@@ -76,8 +84,8 @@ void LockService::acquire(std::string key, std::string session_id, milliseconds 
   });
 }
 
-void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter,
-                                milliseconds wait) {
+void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter, milliseconds wait,
+                                const CancellationPtr& cancellation) {
   bool needs_subscription = false;
   {
     std::lock_guard lock(mutex_);
@@ -119,25 +127,38 @@ void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter,
     waiter->deadline->expires_after(wait);
     waiter->deadline->async_wait([this, weak_state = std::weak_ptr<KeyState>(state),
                                   weak = std::weak_ptr<Waiter>(waiter)](auto error) {
-      if (error) return;
-      const auto expired = weak.lock();
-      const auto expired_state = weak_state.lock();
-      if (!expired || !expired_state) return;
-      std::optional<std::exception_ptr> failure;
-      {
-        std::lock_guard lock(mutex_);
-        failure = expired_state->queue.give_up(expired);
-        if (!failure) return;
-        count_answered(1);
-      }
-      expired->done({std::optional<LockHandle>{}, *failure});
+      if (!error) give_up(weak_state, weak);
     });
     // Only a new head makes an attempt: later arrivals wait their turn without touching the
     // backend (64 waiters must not mean 64 failing writes).
     if (is_head) head = state->queue.begin_attempt();
     break;
   }
+  // A waiter whose client has gone leaves at once: its place under max_waiters (and its
+  // principal's) is freed and the next waiter moves up. Armed outside mutex_: a connection
+  // already closed runs it here.
+  if (cancellation) {
+    cancellation->arm_watched(
+        [this, weak_state = std::weak_ptr<KeyState>(state), weak = std::weak_ptr<Waiter>(waiter)] {
+          give_up(weak_state, weak);
+        });
+  }
   if (head) attempt(state, head);
+}
+
+void LockService::give_up(const std::weak_ptr<KeyState>& weak_state,
+                          const std::weak_ptr<Waiter>& weak) {
+  const auto waiter = weak.lock();
+  const auto state = weak_state.lock();
+  if (!waiter || !state) return;
+  std::optional<std::exception_ptr> failure;
+  {
+    std::lock_guard lock(mutex_);
+    failure = state->queue.give_up(waiter);
+    if (!failure) return;
+    count_answered(1);
+  }
+  waiter->done({std::optional<LockHandle>{}, *failure});
 }
 
 void LockService::count_answered(std::size_t count) {
@@ -300,6 +321,13 @@ void LockService::give_back(const LockHandle& orphan) {
     // The grant then simply expires with its TTL; nobody holds a handle to it.
     report(std::current_exception());
   }
+}
+
+void LockService::give_back_undelivered(const LockHandle& orphan) {
+  asio::post(workers_, [this, orphan] {
+    give_back(orphan);
+    pump(orphan.key);  // the next waiter, if any, is handed the key now
+  });
 }
 
 void LockService::drop_waiters_of(const std::vector<std::string>& session_ids) {

@@ -199,7 +199,8 @@ void Api::route(const Request& request, const Peer& peer, const Reply& reply) {
                          .remote_address = peer.address,
                          .received = SteadyClock::now(),
                          .principal = nullptr,
-                         .client_cert_cn = peer.client_cert_cn};
+                         .client_cert_cn = peer.client_cert_cn,
+                         .cancellation = peer.cancellation};
   std::vector<std::string> path;
   for (auto segment : context.url.segments()) path.push_back(segment);
   if (!path.empty() && path[0] == "v1") {
@@ -363,6 +364,7 @@ void Api::acquire(const RequestContext& context, const Reply& reply) {
   const auto received = context.received;
   const bool auth = auth_.enabled();
   const auto who = audit_who(context);
+  const auto cancellation = context.cancellation;
   with_own_session(context, session_id, reply, [=, this] {
     // A waiting acquire counts against its principal's auth.max.waiters.per.principal (C6).
     const bool counted = auth && wait.count() > 0;
@@ -385,7 +387,9 @@ void Api::acquire(const RequestContext& context, const Reply& reply) {
         done(std::move(outcome));
       };
     }
-    service_.acquire(key, session_id, ttl, wait, std::move(done));
+    // A wait ends when its client's connection closes; a grant its client never receives is
+    // given back (ADR-0007 "A wait belongs to its connection").
+    service_.acquire(key, session_id, ttl, wait, std::move(done), cancellation);
   });
 }
 

@@ -38,6 +38,8 @@ struct RequestContext {
   std::shared_ptr<const auth::Principal> principal;
   // mTLS: the CN of the verified client certificate (Peer::client_cert_cn, http_server.h).
   std::optional<std::string> client_cert_cn;
+  // The request's tie to its connection (Peer::cancellation, http_server.h); may be null.
+  core::CancellationPtr cancellation;
 
   // The first value of query parameter `name`, decoded.
   std::optional<std::string> query(std::string_view name) const;

@@ -1,3 +1,6 @@
+// The HTTP front end (http_server.h). Over ~500 lines: the Connection class template —
+// reading, watching a pending request's connection (ADR-0007), writing — reads best whole.
+
 #include "server/http_server.h"
 
 #include <boost/algorithm/string/predicate.hpp>
@@ -14,9 +17,11 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <csignal>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 
 #include "dlock/errors.h"
 #include "server/error_mapping.h"
@@ -83,7 +88,8 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
  public:
   Connection(tcp::socket socket, std::shared_ptr<Shared> shared, TlsContextPtr tls = nullptr)
       : tls_(std::move(tls)),
-        peer_{.address = address_of(socket), .client_cert_cn = std::nullopt},
+        peer_{
+            .address = address_of(socket), .client_cert_cn = std::nullopt, .cancellation = nullptr},
         stream_(make_stream(std::move(socket), tls_.get())),
         shared_(std::move(shared)),
         // Read-ahead (pipelined bytes) is bounded: one request's header and body at most.
@@ -266,18 +272,80 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     if (shared_->busy() == 0) shared_->progress();
     ++shared_->in_flight;
     auto self = this->shared_from_this();
+    pending_ = true;
+    // The handler asks for the connection to be watched by arming the cancellation (for this
+    // request only: a late ask is ignored once the next request is being handled).
+    cancellation_ =
+        std::make_shared<core::Cancellation>([weak = this->weak_from_this(), number = ++requests_] {
+          if (const auto alive = weak.lock()) {
+            asio::post(alive->stream_.get_executor(), [alive, number] {
+              if (number == alive->requests_) alive->watch_peer();
+            });
+          }
+        });
+    Peer peer = peer_;
+    peer.cancellation = cancellation_;
     // Answering a probe or a scrape is not progress: it would hide a wedge from /readyz.
     const bool probe = request.target() == "/healthz" || request.target() == "/readyz" ||
                        request.target() == "/metrics";
-    shared_->handler(std::move(request), peer_, [self, keep_alive, head, probe](Response response) {
+    shared_->handler(std::move(request), peer, [self, keep_alive, head, probe](Response response) {
       asio::post(self->stream_.get_executor(),
                  [self, keep_alive, head, probe, response = std::move(response)]() mutable {
                    --self->shared_->in_flight;
                    if (!probe) self->shared_->progress();
                    response.keep_alive(keep_alive && response.keep_alive());
-                   self->write(std::move(response), head);
+                   self->answer(std::move(response), head);
                  });
     });
+  }
+
+  // --- watching a pending request's connection (ADR-0007 "A wait belongs to its connection")
+
+  // A read while the request is pending: its EOF or error means the peer has gone; its bytes
+  // are the next pipelined request, kept in buffer_ (the stream takes one read at a time, so
+  // the answer waits for this read to end, see answer()).
+  void watch_peer() {
+    if (!pending_ || watching_ || peer_gone_) return;
+    const auto room = buffer_.max_size() - buffer_.size();
+    if (room == 0) return;  // read-ahead is full: no longer watched
+    watching_ = true;
+    stream_.async_read_some(
+        buffer_.prepare(std::min<std::size_t>(room, 4096)),
+        [self = this->shared_from_this()](beast::error_code error, std::size_t n) {
+          self->on_watched(error, n);
+        });
+  }
+
+  void on_watched(beast::error_code error, std::size_t n) {
+    watching_ = false;
+    if (!error) {
+      buffer_.commit(n);
+    } else if (error != asio::error::operation_aborted) {
+      peer_gone_ = true;  // EOF, reset, TLS close: nobody will read an answer
+    }
+    if (answer_) {
+      auto [response, head] = std::move(*answer_);
+      answer_.reset();
+      return answer(std::move(response), head);
+    }
+    if (!peer_gone_) return watch_peer();
+    if (pending_) cancellation_->cancel();  // the handler's answer comes, and is not written
+  }
+
+  // The handler's answer. Not written to a peer already gone: its cancellation undoes it.
+  void answer(Response response, bool head) {
+    pending_ = false;
+    if (peer_gone_) return undelivered();
+    if (watching_) {
+      answer_.emplace(std::move(response), head);
+      lowest().cancel();  // ends the watch read; on_watched() then comes back here
+      return;
+    }
+    write(std::move(response), head);
+  }
+
+  void undelivered() {
+    if (auto cancellation = std::exchange(cancellation_, nullptr)) cancellation->cancel();
   }
 
   void write(Response response, bool head) {
@@ -292,7 +360,10 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
             if (error == beast::error::timeout) {
               ++server_counters().connections_timed_out;
             }
-            return;
+            return self->undelivered();
+          }
+          if (auto cancellation = std::exchange(self->cancellation_, nullptr)) {
+            cancellation->settle();
           }
           if (!message->keep_alive()) return self->close_send();
           self->next_request();
@@ -305,6 +376,13 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   std::shared_ptr<Shared> shared_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  // The request being answered (null between requests, and for answers written by this class).
+  core::CancellationPtr cancellation_;
+  std::uint64_t requests_ = 0;                       // handed to the handler so far
+  bool pending_ = false;                             // its handler has not answered yet
+  bool watching_ = false;                            // a watch_peer() read is outstanding
+  bool peer_gone_ = false;                           // a watch read ended with EOF or an error
+  std::optional<std::pair<Response, bool>> answer_;  // (response, head) waiting for that read
 };
 
 tcp::endpoint parse_endpoint(const std::string& listen) {

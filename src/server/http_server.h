@@ -13,8 +13,14 @@
 // - beyond server.max.connections open connections, a new one is answered 503 and closed while
 //   the open ones carry on.
 // - pipelining: a connection's requests are answered one at a time, in order; the next one is
-//   not read before the previous answer is written, and read-ahead is bounded by the header and
-//   body limits, so one connection holds at most one request's worth of memory.
+//   not parsed before the previous answer is written, and read-ahead is bounded by the header
+//   and body limits, so one connection holds at most one request's worth of memory.
+// - a pending request whose handler armed Peer::cancellation with arm_watched() (a waiting
+//   acquire) has its connection read meanwhile: the peer's EOF (a half-close too), a reset or a
+//   TLS close cancels it; bytes that arrive are the next pipelined request, kept for later (once
+//   they fill the read-ahead bound the connection is no longer watched). An answer for a peer
+//   already gone is not written; one that is not (or not wholly) written cancels it too, so a
+//   grant nobody received is given back (ADR-0007).
 // - only "chunked" is accepted as Transfer-Encoding (anything else: 400, closed); HEAD answers
 //   carry headers only; "Expect: 100-continue" is answered 100 (or the final 413), any other
 //   expectation 417.
@@ -42,6 +48,7 @@
 #include <optional>
 #include <string>
 
+#include "core/cancellation.h"
 #include "server/config.h"
 
 namespace dlock::server {
@@ -55,6 +62,12 @@ struct Peer {
   // mTLS: the subject CN of the client certificate the handshake verified against
   // tls.client.ca.file; nullopt without TLS, without a client CA, or without a CN.
   std::optional<std::string> client_cert_cn;
+  // This request's tie to its connection (ADR-0007 "A wait belongs to its connection"): once
+  // armed with arm_watched() the connection is read while the request is pending, and it is
+  // cancelled when the peer closes or resets it; it is also cancelled when the answer cannot
+  // be written (the peer had gone, or the write failed), and settled once it is written. Null
+  // outside the HTTP server.
+  core::CancellationPtr cancellation;
 };
 using Handler = std::function<void(Request&&, const Peer&, Reply)>;
 
