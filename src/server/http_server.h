@@ -27,8 +27,9 @@
 // - accept errors (e.g. out of file descriptors) back off 50..500 ms, are counted
 //   (dlock_http_accept_errors_total) and logged at most every 10 s.
 // - GET /readyz answers 503 when the server is wedged: requests other than waiting acquires have
-//   been in flight with none answered for max(10 s, 2 x backend.timeout). Otherwise the handler
-//   answers it.
+//   been in flight with none answered for max(10 s, 2 x backend.timeout). Answers to /healthz,
+//   /readyz and /metrics do not count as progress (a probe or a scrape would hide the wedge).
+//   Otherwise the handler answers it.
 //
 // TLS (contract C6, ADR-0017; server/tls_context.h): with config.tls_enabled() every connection
 // is HTTPS; the handshake counts against the first request's header timeout, and beyond
