@@ -36,6 +36,8 @@ struct TtlLimits {
 
 // Throws InvalidArgumentError naming `field` when `ttl` lies outside `limits`.
 void check_ttl(std::chrono::milliseconds ttl, const TtlLimits& limits, const char* field);
+// check_ttl(lease.ttl(), limits, "ttl_ms") for a TTL lease; a session-bound lease has none.
+void check_lease(const LockLease& lease, const TtlLimits& limits);
 
 // What reap_expired removed, so the caller can log and notify waiters.
 struct ReapReport {

@@ -56,7 +56,7 @@ class FaultInjectingStore : public Backend {
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
                                        std::string_view session_id,
-                                       std::chrono::milliseconds ttl) override;
+                                       LockLease lease) override;
   std::optional<LockInfo> read(std::string_view key) override;
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override;
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override;
@@ -64,7 +64,7 @@ class FaultInjectingStore : public Backend {
                        FencingToken fencing_token) override;
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
                                      std::string_view next_session_id,
-                                     std::chrono::milliseconds ttl) override;
+                                     LockLease lease) override;
   LockOutcome revoke(std::string_view key) override;
   ReapReport reap_expired() override;
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
