@@ -83,8 +83,9 @@ class LockService {
   void close_session(std::string session_id, Callback<std::vector<LockInfo>> done);
 
   // Grants `key` to the session, waiting at most `wait` behind earlier waiters. An empty
-  // optional value (with no error) means "held".
-  void acquire(std::string key, std::string session_id, std::chrono::milliseconds ttl,
+  // optional value (with no error) means "held". `lease`: a TTL, or LockLease::session() for a
+  // grant that lives as long as the session (ADR-0018).
+  void acquire(std::string key, std::string session_id, LockLease lease,
                std::chrono::milliseconds wait, Callback<std::optional<LockHandle>> done);
   void extend(std::string key, std::string session_id, FencingToken token,
               std::chrono::milliseconds ttl, Callback<LockHandle> done);

@@ -116,8 +116,8 @@ TEST_P(LockStoreConformance, SessionBoundExtendIsACheckedNoOpAnsweringTheSession
   const auto alice = open("alice", seconds(60));
   const auto handle = store_->try_insert(key, "alice", alice.session_id, kSessionBound);
   ASSERT_TRUE(handle.has_value());
-  // The TTL is ignored, even one outside the limits.
-  const auto extended = store_->extend(*handle, milliseconds(1));
+  // The TTL asked for is ignored: the answer is the session's expiry, not 5 s from now.
+  const auto extended = store_->extend(*handle, seconds(5));
   EXPECT_EQ(extended.fencing_token, handle->fencing_token);
   EXPECT_TRUE(extended.session_bound);
   EXPECT_TRUE(near(extended.server_expiry, alice.expires_at));
@@ -125,8 +125,16 @@ TEST_P(LockStoreConformance, SessionBoundExtendIsACheckedNoOpAnsweringTheSession
   const auto info = store_->read(key);
   ASSERT_TRUE(info.has_value());
   EXPECT_EQ(info->fencing_token, handle->fencing_token);
+  // A handle that does not know its mode (as the server rebuilds one from a token) gets the same.
+  LockHandle rebuilt{key, "alice", alice.session_id, handle->fencing_token, {}, {}};
+  const auto checked = store_->extend(rebuilt, seconds(5));
+  EXPECT_EQ(checked.fencing_token, handle->fencing_token);
+  EXPECT_TRUE(checked.session_bound);
+  EXPECT_TRUE(near(checked.server_expiry, alice.expires_at));
+  EXPECT_GT(checked.client_deadline, SteadyClock::now() + seconds(50));
   ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, handle->fencing_token));
   EXPECT_THROW(store_->extend(*handle, seconds(30)), LockLostError);
+  EXPECT_THROW(store_->extend(rebuilt, seconds(30)), LockLostError);
 }
 
 TEST_P(LockStoreConformance, SessionBoundExtendAfterTheSessionDiedIsLockLost) {

@@ -120,7 +120,7 @@ std::vector<LockInfo> FakeStore::list(std::string_view prefix, std::size_t limit
 
 LockHandle FakeStore::extend(const LockHandle& handle, milliseconds ttl) {
   const auto sent_at = SteadyClock::now();
-  if (!handle.session_bound) check_ttl(ttl, options_.limits, "ttl_ms");
+  check_ttl(ttl, options_.limits, "ttl_ms");
   const auto lock = enter();
   const auto now = options_.now();
   const auto row = s_.locks.find(handle.key);
@@ -136,6 +136,7 @@ LockHandle FakeStore::extend(const LockHandle& handle, milliseconds ttl) {
     checked.client_deadline =
         sent_at + std::chrono::duration_cast<milliseconds>(session_expiry - now);
     checked.server_expiry = session_expiry;
+    checked.session_bound = true;
     return checked;
   }
   row->second.expires_at = now + ttl;

@@ -115,6 +115,7 @@ LockHandle SessionBoundGrants::extend(const LockHandle& handle) {
   LockHandle checked = handle;
   checked.client_deadline = *until;
   checked.server_expiry = wall_at(*until);
+  checked.session_bound = true;
   return checked;
 }
 

@@ -83,15 +83,19 @@ class EtcdStore final : public Backend {
   }
 
   LockHandle extend(const LockHandle& handle, milliseconds ttl) override {
-    if (!handle.session_bound) check_ttl(ttl, limits_, "ttl_ms");
+    check_ttl(ttl, limits_, "ttl_ms");
     const std::string etcd_key = format_lock_key(handle.key);
     if (!is_session_id(handle.session_id)) throw lost(handle.key, handle.fencing_token);
     if (handle.session_bound) return session_bound_.extend(handle);
     const auto sent_at = SteadyClock::now();
     const auto wall_sent_at = wall_now();
-    const auto grant_lease =
-        live_grant_lease(etcd_key, handle.owner_id, handle.session_id, handle.fencing_token);
-    if (!grant_lease) throw lost(handle.key, handle.fencing_token);
+    const auto grant =
+        live_grant(etcd_key, handle.owner_id, handle.session_id, handle.fencing_token);
+    if (!grant) throw lost(handle.key, handle.fencing_token);
+    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
+    // server's extend) does not know it. A session-bound grant's lease is its session's.
+    if (decode_grant(*grant).session_bound()) return session_bound_.extend(handle);
+    const std::optional<std::int64_t> grant_lease = grant->lease();
     // A lease renews for the TTL it was granted with; a Put to attach a longer one would move
     // the key's revision, i.e. change the token. So the TTL can be renewed, never lengthened:
     // the handle says the shorter lifetime (docs/adr/0011-honest-lock-lifetimes.md).
@@ -255,9 +259,10 @@ class EtcdStore final : public Backend {
   LockHandle granted(std::string_view key, std::string_view owner_id, std::string_view session_id,
                      const etcdserverpb::TxnResponse& response, GrantLease& grant, milliseconds ttl,
                      WallClock::time_point now);
-  std::optional<std::int64_t> live_grant_lease(const std::string& etcd_key,
-                                               std::string_view owner_id,
-                                               std::string_view session_id, FencingToken token);
+  // The lock key while it is the grant (token, owner, session), else std::nullopt.
+  std::optional<mvccpb::KeyValue> live_grant(const std::string& etcd_key,
+                                             std::string_view owner_id,
+                                             std::string_view session_id, FencingToken token);
   // When the next session of a hand-over is gone, the outgoing grant is simply released.
   std::optional<LockHandle> release_instead_of_handover(const LockHandle& from);
   // The grant as read and list report it, its expiry the later of the one written at the grant
@@ -360,17 +365,17 @@ LockHandle EtcdStore::granted(std::string_view key, std::string_view owner_id,
                     now + *believed};
 }
 
-std::optional<std::int64_t> EtcdStore::live_grant_lease(const std::string& etcd_key,
-                                                        std::string_view owner_id,
-                                                        std::string_view session_id,
-                                                        FencingToken token) {
+std::optional<mvccpb::KeyValue> EtcdStore::live_grant(const std::string& etcd_key,
+                                                      std::string_view owner_id,
+                                                      std::string_view session_id,
+                                                      FencingToken token) {
   const auto current = client_.range(range_request(etcd_key));
   if (current.kvs_size() == 0) return std::nullopt;
   const auto& kv = current.kvs(0);
   if (kv.mod_revision() != to_revision(token)) return std::nullopt;
   const GrantRecord record = decode_grant(kv);
   if (record.owner_id() != owner_id || record.session_id() != session_id) return std::nullopt;
-  return kv.lease();
+  return kv;
 }
 
 std::optional<LockHandle> EtcdStore::release_instead_of_handover(const LockHandle& from) {

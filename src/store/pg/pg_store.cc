@@ -153,10 +153,10 @@ class PgStore final : public Backend {
   }
 
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
-    if (!handle.session_bound) check_ttl(ttl, limits_, "ttl_ms");
+    check_ttl(ttl, limits_, "ttl_ms");
     auto connection = pool_.lease();
     const auto sent_at = SteadyClock::now();
-    if (handle.session_bound) {
+    const auto check_session_bound = [&] {
       // A checked no-op: the grant lives by its session (ADR-0018).
       const auto checked =
           connection->execute("check_session_bound", {handle.key, handle.owner_id,
@@ -165,11 +165,14 @@ class PgStore final : public Backend {
       if (checked.rows() == 0) throw lost(handle.key, handle.fencing_token);
       return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
                          LockLease::session(), sent_at, checked, 0);
-    }
+    };
+    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
+    // server's extend) does not know it. kExtend never matches a session-bound row.
+    if (handle.session_bound) return check_session_bound();
     const auto result =
         connection->execute("extend", {handle.key, handle.owner_id, handle.session_id,
                                        token_text(handle.fencing_token), ms_text(ttl)});
-    if (result.rows() == 0) throw lost(handle.key, handle.fencing_token);
+    if (result.rows() == 0) return check_session_bound();
     LockHandle extended = handle;
     extended.client_deadline = sent_at + ttl;
     extended.server_expiry = util::from_unix_micros(result.int64(0, 0));

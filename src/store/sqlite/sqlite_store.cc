@@ -152,10 +152,13 @@ class SqliteStore final : public Backend {
   }
 
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
-    if (handle.session_bound) return check_session_bound(handle);
     check_ttl(ttl, limits_, "ttl_ms");
+    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
+    // server's extend) does not know it. The UPDATE never matches a session-bound row.
+    if (handle.session_bound) return check_session_bound(handle);
     const auto sent_at = SteadyClock::now();
     LockHandle extended = handle;
+    bool updated = false;
     writes_.write([&] {
       Statement& update = statements_.get(
           std::string("UPDATE locks SET expires_at = " DLOCK_SQLITE_NOW " + ?5 "
@@ -166,14 +169,13 @@ class SqliteStore final : public Backend {
       update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
       update.bind(4, static_cast<std::int64_t>(handle.fencing_token));
       update.bind(5, std::int64_t{ttl.count()});
-      if (!update.step()) {
-        throw LockLostError("lock " + handle.key + " token " +
-                            std::to_string(handle.fencing_token) + " is no longer held");
-      }
+      updated = update.step();
+      if (!updated) return false;  // nothing written
       extended.client_deadline = sent_at + ttl;
       extended.server_expiry = util::from_unix_micros(update.column_int64(0) * 1000);
       return true;
     });
+    if (!updated) return check_session_bound(handle);  // LockLostError unless session-bound
     return extended;
   }
 
