@@ -127,13 +127,12 @@ struct AcquireOptions {
   std::string ns;
   // Extend the lock from a background thread every ttl/3 while the Lock object lives.
   bool auto_extend = false;
-  // A lock that lives exactly as long as the session (docs/adr/0018-session-bound-locks.md):
+  // Called once, from the auto-extend thread, when the lock is lost: extend answered
+  // lock_lost, or the client deadline passed without a successful extend. Must not block long.
+  std::function<void(const std::string& reason)> on_lost;  // A lock that lives exactly as long as the session (docs/adr/0018-session-bound-locks.md):
   // no TTL of its own (`ttl` must be 0), kept by the session's keepalives, so `auto_extend` is
   // not needed (and is ignored); its deadline is the session's.
   bool session_bound = false;
-  // Called once, from the auto-extend thread, when the lock is lost: extend answered
-  // lock_lost, or the client deadline passed without a successful extend. Must not block long.
-  std::function<void(const std::string& reason)> on_lost;
 };
 
 class Client;
