@@ -109,8 +109,7 @@ class LockStore {
   // when the next session is no longer alive (then `from`'s grant has simply been released).
   // Throws LockLostError when `from` is not the live grant (nothing is changed).
   virtual std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
-                                             std::string_view next_session_id,
-                                             LockLease lease) = 0;
+                                             std::string_view next_session_id, LockLease lease) = 0;
 
   // Administrative force-release of whatever live grant holds `key`.
   virtual LockOutcome revoke(std::string_view key) = 0;

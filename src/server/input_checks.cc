@@ -131,9 +131,8 @@ milliseconds checked_ttl(std::optional<std::int64_t> ttl_ms, milliseconds fallba
   return ttl;
 }
 
-LockLease checked_lease(const std::optional<std::string>& lease,
-                        std::optional<std::int64_t> ttl_ms, milliseconds fallback,
-                        const TtlLimits& limits) {
+LockLease checked_lease(const std::optional<std::string>& lease, std::optional<std::int64_t> ttl_ms,
+                        milliseconds fallback, const TtlLimits& limits) {
   if (!lease || *lease == "ttl") return checked_ttl(ttl_ms, fallback, limits);
   if (*lease != "session") {
     throw InvalidArgumentError("lease", "lease must be \"ttl\" or \"session\"");

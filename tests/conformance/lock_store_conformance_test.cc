@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "dlock/lock_store.h"
 #include "conformance/conformance_fixture.h"
+#include "dlock/lock_store.h"
 #include "support/backend_harness.h"
 #include "support/subprocess.h"
 

@@ -481,8 +481,8 @@ TEST_P(ServerEndToEnd, SessionBoundLockLivesAndDiesWithItsSession) {
   const auto bob = open_session("bob", 60000);
   const auto key = fresh_key();
   const auto target = "/v1/locks/" + key + "/acquire";
-  const auto both = call("POST", target, R"({"session_id":")" + alice +
-                                             R"(","lease":"session","ttl_ms":5000})");
+  const auto both =
+      call("POST", target, R"({"session_id":")" + alice + R"(","lease":"session","ttl_ms":5000})");
   EXPECT_EQ(both.status, 400);
   EXPECT_EQ(both.json.at("error").at("field").as_string(), "ttl_ms");
   const auto bogus = call("POST", target, R"({"session_id":")" + alice + R"(","lease":"forever"})");
@@ -509,10 +509,9 @@ TEST_P(ServerEndToEnd, SessionBoundLockLivesAndDiesWithItsSession) {
   EXPECT_EQ(waited.json.at("lease").as_string(), "session");
   EXPECT_GT(token_of(waited), token_of(held));
 
-  const auto extended =
-      call("POST", "/v1/locks/" + key + "/extend",
-           R"({"session_id":")" + bob + R"(","fencing_token":)" +
-               std::to_string(token_of(waited)) + R"(,"ttl_ms":5000})");
+  const auto extended = call("POST", "/v1/locks/" + key + "/extend",
+                             R"({"session_id":")" + bob + R"(","fencing_token":)" +
+                                 std::to_string(token_of(waited)) + R"(,"ttl_ms":5000})");
   ASSERT_EQ(extended.status, 200) << extended.body;
   EXPECT_EQ(token_of(extended), token_of(waited));
   EXPECT_EQ(extended.json.at("lease").as_string(), "session");

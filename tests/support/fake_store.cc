@@ -61,16 +61,11 @@ LockHandle FakeStore::grant(std::string_view key, std::string_view owner_id,
                             std::string_view session_id, LockLease lease,
                             SteadyClock::time_point sent_at, WallClock::time_point now) {
   // A session-bound grant lives until its session's expiry (the session is live here).
-  const auto expires_at = lease.session_bound()
-                              ? s_.sessions.find(session_id)->second.expires_at
-                              : now + lease.ttl();
-  LockInfo info{std::string(key),
-                std::string(owner_id),
-                std::string(session_id),
-                s_.next_token++,
-                now,
-                expires_at,
-                lease.session_bound()};
+  const auto expires_at =
+      lease.session_bound() ? s_.sessions.find(session_id)->second.expires_at : now + lease.ttl();
+  LockInfo info{
+      std::string(key), std::string(owner_id), std::string(session_id), s_.next_token++, now,
+      expires_at,       lease.session_bound()};
   s_.locks.insert_or_assign(std::string(key), info);
   return LockHandle{info.key,
                     info.owner_id,
@@ -165,8 +160,7 @@ bool FakeStore::delete_if_owner(std::string_view key, std::string_view owner_id,
 
 std::optional<LockHandle> FakeStore::handover(const LockHandle& from,
                                               std::string_view next_owner_id,
-                                              std::string_view next_session_id,
-                                              LockLease lease) {
+                                              std::string_view next_session_id, LockLease lease) {
   const auto sent_at = SteadyClock::now();
   util::check_owner(next_owner_id);
   util::check_session_id(next_session_id);

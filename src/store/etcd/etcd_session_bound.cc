@@ -14,8 +14,7 @@ LockLostError lost(std::string_view key, FencingToken token) {
 }
 
 WallClock::time_point wall_at(SteadyClock::time_point until) {
-  return wall_now() +
-         std::chrono::duration_cast<WallClock::duration>(until - SteadyClock::now());
+  return wall_now() + std::chrono::duration_cast<WallClock::duration>(until - SteadyClock::now());
 }
 
 // The Txn operations that put a session-bound grant of (owner, session) on `lease_id`.
@@ -50,8 +49,7 @@ std::optional<LockHandle> SessionBoundGrants::acquire(std::string_view key,
   etcdserverpb::TxnRequest request;
   *request.add_compare() = compare_create_revision(etcd_key, 0);
   *request.add_compare() = compare_exists(record_key);
-  add_grant_puts(request, etcd_key, key, owner_id, session_id, record->lease_id(),
-                 wall_at(*until));
+  add_grant_puts(request, etcd_key, key, owner_id, session_id, record->lease_id(), wall_at(*until));
   *request.add_failure() = get_op(etcd_key);
   *request.add_failure() = get_op(record_key);
   auto response = client_.txn(request, CallKind::kWrite);
@@ -75,8 +73,7 @@ std::optional<LockHandle> SessionBoundGrants::acquire(std::string_view key,
     etcdserverpb::TxnRequest again;
     *again.add_compare() = compare_mod_revision(etcd_key, previous.mod_revision());
     *again.add_compare() = compare_exists(record_key);
-    add_grant_puts(again, etcd_key, key, owner_id, session_id, record->lease_id(),
-                   wall_at(*until));
+    add_grant_puts(again, etcd_key, key, owner_id, session_id, record->lease_id(), wall_at(*until));
     response = client_.txn(again, CallKind::kWrite);
     if (!response.succeeded()) {
       throw ContentionError("lock " + std::string(key) +

@@ -196,8 +196,9 @@ std::vector<LockInfo> Sessions::session_bound_grants(std::string_view session_id
   for (const auto& kv : read_keys(client_, etcd_keys)) {
     if (kv.lease() != record.lease_id()) continue;  // taken by another session since
     LockInfo info = lock_info(kv);
-    if (until) info.expires_at = wall_now() + std::chrono::duration_cast<WallClock::duration>(
-                                                  *until - SteadyClock::now());
+    if (until)
+      info.expires_at =
+          wall_now() + std::chrono::duration_cast<WallClock::duration>(*until - SteadyClock::now());
     grants.push_back(std::move(info));
   }
   return grants;

@@ -260,8 +260,7 @@ class EtcdStore final : public Backend {
                      const etcdserverpb::TxnResponse& response, GrantLease& grant, milliseconds ttl,
                      WallClock::time_point now);
   // The lock key while it is the grant (token, owner, session), else std::nullopt.
-  std::optional<mvccpb::KeyValue> live_grant(const std::string& etcd_key,
-                                             std::string_view owner_id,
+  std::optional<mvccpb::KeyValue> live_grant(const std::string& etcd_key, std::string_view owner_id,
                                              std::string_view session_id, FencingToken token);
   // When the next session of a hand-over is gone, the outgoing grant is simply released.
   std::optional<LockHandle> release_instead_of_handover(const LockHandle& from);

@@ -8,26 +8,31 @@
 #define DLOCK_PG_MS(param) param "::bigint * interval '1 millisecond'"
 // Whether the row `t` is a live grant: until its own expiry or, session-bound (expires_at NULL,
 // docs/adr/0018-session-bound-locks.md), exactly while its session is. Never NULL.
-#define DLOCK_PG_LIVE(t)                                                                       \
-  "(CASE WHEN " t ".expires_at IS NULL THEN EXISTS (SELECT 1 FROM lock_session s "             \
-  "WHERE s.session_id = " t ".session_id AND s.expires_at > now()) ELSE " t ".expires_at > now() " \
+#define DLOCK_PG_LIVE(t)                                                    \
+  "(CASE WHEN " t                                                           \
+  ".expires_at IS NULL THEN EXISTS (SELECT 1 FROM lock_session s "          \
+  "WHERE s.session_id = " t ".session_id AND s.expires_at > now()) ELSE " t \
+  ".expires_at > now() "                                                    \
   "END)"
 // The same, for statements that end a session-bound grant because its session is dead (acquire's
 // takeover, the reap): the session row is read FOR SHARE whatever its expiry, so a heartbeat
 // in flight is waited for and its renewed expiry seen (READ COMMITTED re-reads a locked row), and
 // a heartbeat arriving later waits for this statement and then finds the session expired
 // (kHeartbeat checks clock_timestamp()). A session cannot be renewed under a taken-over grant.
-#define DLOCK_PG_LIVE_LOCKING(t)                                                               \
-  "(CASE WHEN " t ".expires_at IS NULL THEN coalesce((SELECT s.expires_at > now() "            \
-  "FROM lock_session s WHERE s.session_id = " t ".session_id FOR SHARE), false) "              \
+#define DLOCK_PG_LIVE_LOCKING(t)                                    \
+  "(CASE WHEN " t                                                   \
+  ".expires_at IS NULL THEN coalesce((SELECT s.expires_at > now() " \
+  "FROM lock_session s WHERE s.session_id = " t                     \
+  ".session_id FOR SHARE), false) "                                 \
   "ELSE " t ".expires_at > now() END)"
 // The expiry a grant reports: its own, or its session's (now() once the session row is gone).
-#define DLOCK_PG_EXPIRY(t)                                                                     \
-  "coalesce(" t ".expires_at, (SELECT s.expires_at FROM lock_session s "                       \
+#define DLOCK_PG_EXPIRY(t)                                 \
+  "coalesce(" t                                            \
+  ".expires_at, (SELECT s.expires_at FROM lock_session s " \
   "WHERE s.session_id = " t ".session_id), now())"
 // Column 5 is the expiry the grant reports, column 6 whether it is session-bound.
-#define DLOCK_PG_LOCK_COLUMNS                                                                   \
-  "key, owner_id, session_id, fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US(     \
+#define DLOCK_PG_LOCK_COLUMNS                                                               \
+  "key, owner_id, session_id, fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US( \
       DLOCK_PG_EXPIRY("locks")) ", locks.expires_at IS NULL"
 
 namespace dlock::store::pg::sql {

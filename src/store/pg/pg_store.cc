@@ -64,16 +64,14 @@ LockHandle handle_from(std::string_view key, std::string_view owner_id, std::str
                        FencingToken token, const LockLease& lease, SteadyClock::time_point sent_at,
                        const PgResult& result, int expiry) {
   const std::int64_t expires_us = result.int64(0, expiry);
-  const auto lifetime = lease.session_bound()
-                            ? std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::microseconds(expires_us - result.int64(0, expiry + 1)))
-                            : lease.ttl();
-  return LockHandle{std::string(key),
-                    std::string(owner_id),
-                    std::string(session_id),
-                    token,
-                    sent_at + lifetime,
-                    util::from_unix_micros(expires_us),
+  const auto lifetime =
+      lease.session_bound()
+          ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::microseconds(expires_us - result.int64(0, expiry + 1)))
+          : lease.ttl();
+  return LockHandle{std::string(key),        std::string(owner_id),
+                    std::string(session_id), token,
+                    sent_at + lifetime,      util::from_unix_micros(expires_us),
                     lease.session_bound()};
 }
 
@@ -158,10 +156,9 @@ class PgStore final : public Backend {
     const auto sent_at = SteadyClock::now();
     const auto check_session_bound = [&] {
       // A checked no-op: the grant lives by its session (ADR-0018).
-      const auto checked =
-          connection->execute("check_session_bound", {handle.key, handle.owner_id,
-                                                      handle.session_id,
-                                                      token_text(handle.fencing_token)});
+      const auto checked = connection->execute(
+          "check_session_bound",
+          {handle.key, handle.owner_id, handle.session_id, token_text(handle.fencing_token)});
       if (checked.rows() == 0) throw lost(handle.key, handle.fencing_token);
       return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
                          LockLease::session(), sent_at, checked, 0);

@@ -12,14 +12,15 @@
 
 // Whether the row `locks` is a live grant: until its own expiry or, session-bound (expires_at
 // NULL, docs/adr/0018-session-bound-locks.md), exactly while its session is. Never NULL.
-#define DLOCK_SQLITE_LIVE_GRANT                                                                 \
-  "(CASE WHEN locks.expires_at IS NULL THEN EXISTS (SELECT 1 FROM lock_session s "              \
-  "WHERE s.session_id = locks.session_id AND s.expires_at > " DLOCK_SQLITE_NOW ") "             \
+#define DLOCK_SQLITE_LIVE_GRANT                                                    \
+  "(CASE WHEN locks.expires_at IS NULL THEN EXISTS (SELECT 1 FROM lock_session s " \
+  "WHERE s.session_id = locks.session_id AND s.expires_at > " DLOCK_SQLITE_NOW     \
+  ") "                                                                             \
   "ELSE locks.expires_at > " DLOCK_SQLITE_NOW " END)"
 
 // The expiry a grant reports: its own, or its session's (0 once the session row is gone).
-#define DLOCK_SQLITE_GRANT_EXPIRY                                                                 \
-  "coalesce(locks.expires_at, (SELECT s.expires_at FROM lock_session s "                        \
+#define DLOCK_SQLITE_GRANT_EXPIRY                                        \
+  "coalesce(locks.expires_at, (SELECT s.expires_at FROM lock_session s " \
   "WHERE s.session_id = locks.session_id), 0)"
 
 namespace dlock::store::sqlite::sql {

@@ -71,12 +71,9 @@ LockHandle handle_from(std::string_view key, std::string_view owner_id, std::str
   const auto lifetime = lease.session_bound()
                             ? std::chrono::milliseconds(expires_ms - row.column_int64(expiry + 1))
                             : lease.ttl();
-  return LockHandle{std::string(key),
-                    std::string(owner_id),
-                    std::string(session_id),
-                    token,
-                    sent_at + lifetime,
-                    util::from_unix_micros(expires_ms * 1000),
+  return LockHandle{std::string(key),        std::string(owner_id),
+                    std::string(session_id), token,
+                    sent_at + lifetime,      util::from_unix_micros(expires_ms * 1000),
                     lease.session_bound()};
 }
 
@@ -118,9 +115,9 @@ class SqliteStore final : public Backend {
       acquire.bind(4, static_cast<std::int64_t>(token));
       bind_lease(acquire, 5, lease);
       if (!acquire.step()) return false;  // held: rolling back returns the token unused
-      granted = handle_from(key, owner_id, session_id,
-                            static_cast<FencingToken>(acquire.column_int64(0)), lease, sent_at,
-                            acquire, 2);
+      granted =
+          handle_from(key, owner_id, session_id, static_cast<FencingToken>(acquire.column_int64(0)),
+                      lease, sent_at, acquire, 2);
       return true;
     });
     return granted;
@@ -129,9 +126,8 @@ class SqliteStore final : public Backend {
   std::optional<LockInfo> read(std::string_view key) override {
     util::check_key(key);
     std::lock_guard lock(mutex_);
-    Statement& select =
-        statements_.get(std::string("SELECT ") + kLockColumns +
-                        " FROM locks WHERE key = ?1 AND " DLOCK_SQLITE_LIVE_GRANT);
+    Statement& select = statements_.get(std::string("SELECT ") + kLockColumns +
+                                        " FROM locks WHERE key = ?1 AND " DLOCK_SQLITE_LIVE_GRANT);
     ResetGuard reset(select);
     select.bind(1, key);
     if (!select.step()) return std::nullopt;
@@ -140,10 +136,9 @@ class SqliteStore final : public Backend {
 
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
     std::lock_guard lock(mutex_);
-    Statement& select =
-        statements_.get(std::string("SELECT ") + kLockColumns +
-                        " FROM locks WHERE substr(key, 1, length(?1)) = ?1 AND " +
-                        DLOCK_SQLITE_LIVE_GRANT + " ORDER BY key LIMIT ?2");
+    Statement& select = statements_.get(std::string("SELECT ") + kLockColumns +
+                                        " FROM locks WHERE substr(key, 1, length(?1)) = ?1 AND " +
+                                        DLOCK_SQLITE_LIVE_GRANT + " ORDER BY key LIMIT ?2");
     ResetGuard reset(select);
     select.bind(1, prefix).bind(2, static_cast<std::int64_t>(limit));
     std::vector<LockInfo> result;
@@ -324,7 +319,8 @@ class SqliteStore final : public Backend {
       if (!granted) {
         throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
       }
-      next = handle_from(from.key, next_owner_id, next_session_id, token, lease, sent_at, update, 0);
+      next =
+          handle_from(from.key, next_owner_id, next_session_id, token, lease, sent_at, update, 0);
       return true;
     });
     return next;
