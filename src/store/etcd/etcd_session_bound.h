@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "dlock/types.h"
 #include "store/etcd/etcd_client.h"
