@@ -129,7 +129,12 @@ struct AcquireOptions {
   bool auto_extend = false;
   // Called once, from the auto-extend thread, when the lock is lost: extend answered
   // lock_lost, or the client deadline passed without a successful extend. Must not block long.
-  std::function<void(const std::string& reason)> on_lost;
+  std::function<void(const std::string& reason)>
+      on_lost;  // A lock that lives exactly as long as the session
+                // (docs/adr/0018-session-bound-locks.md):
+  // no TTL of its own (`ttl` must be 0), kept by the session's keepalives, so `auto_extend` is
+  // not needed (and is ignored); its deadline is the session's.
+  bool session_bound = false;
 };
 
 class Client;
@@ -245,10 +250,12 @@ class Client {
 
   // Empty = held after `wait`. LockHandle::client_deadline = steady time the granting request
   // was sent + min(ttl asked, ttl answered) less the clock-rate allowance (ttl 0 asks for the
-  // server's default: then the answered one). Waits longer than the server's maximum are
-  // re-issued until `wait`.
+  // server's default: then the answered one). `lease` is a TTL (a duration converts to it) or
+  // LockLease::session() (`"lease": "session"`, ADR-0018: the answered TTL is the session's and
+  // LockHandle::session_bound is set). Waits longer than the server's maximum are re-issued
+  // until `wait`.
   std::optional<LockHandle> acquire(const std::string& key, const std::string& session_id,
-                                    std::chrono::milliseconds ttl, std::chrono::milliseconds wait,
+                                    LockLease lease, std::chrono::milliseconds wait,
                                     const std::string& ns = {}, Deadline deadline = {});
   ExtendResult extend(const std::string& key, const std::string& session_id, FencingToken token,
                       std::chrono::milliseconds ttl, const std::string& ns = {},

@@ -36,6 +36,8 @@ struct TtlLimits {
 
 // Throws InvalidArgumentError naming `field` when `ttl` lies outside `limits`.
 void check_ttl(std::chrono::milliseconds ttl, const TtlLimits& limits, const char* field);
+// check_ttl(lease.ttl(), limits, "ttl_ms") for a TTL lease; a session-bound lease has none.
+void check_lease(const LockLease& lease, const TtlLimits& limits);
 
 // What reap_expired removed, so the caller can log and notify waiters.
 struct ReapReport {
@@ -61,23 +63,26 @@ class LockStore {
   LockStore& operator=(const LockStore&) = delete;
   virtual ~LockStore() = default;
 
-  // Atomically grants `key` to (owner_id, session_id) for `ttl`, in one backend operation with
-  // no read-then-write window. Returns the grant, or std::nullopt when a live grant of another
-  // session holds the key ("held" is a decision, not an error).
+  // Atomically grants `key` to (owner_id, session_id) for `lease`, in one backend operation
+  // with no read-then-write window. Returns the grant, or std::nullopt when a live grant of
+  // another session holds the key ("held" is a decision, not an error).
+  // - `lease` is a TTL of the grant's own, or LockLease::session(): the grant then lives exactly
+  //   as long as its session (heartbeats keep it, the session's expiry or close ends it) and the
+  //   handle's deadline and expiry are the session's as of the grant (ADR-0018).
   // - The token is strictly greater than every token ever issued for `key`, including the
   //   token of an expired holder being taken over.
   // - Re-entrant: the same (owner_id, session_id) re-acquiring gets a new, strictly greater
-  //   token and a later expiry.
+  //   token and the lease asked for this time.
   // - An expired holder is taken over without a reaper having run.
   // Throws InvalidArgumentError ("ttl_ms") for a TTL outside the limits, SessionNotFoundError
   // when the session does not exist or has expired, Unavailable/Contention on backend failure.
   virtual std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
-                                               std::string_view session_id,
-                                               std::chrono::milliseconds ttl) = 0;
+                                               std::string_view session_id, LockLease lease) = 0;
 
   // The live grant of `key`, or std::nullopt when nobody holds it (absent or expired).
   // A grant whose *session* has expired stays held (for read and try_insert alike) until its
   // own expiry or until reap_expired removes it: never released early, never granted twice.
+  // A session-bound grant is live exactly while its session is; it reports the session's expiry.
   virtual std::optional<LockInfo> read(std::string_view key) = 0;
 
   // Live grants whose key starts with `prefix`, ordered by key, at most `limit` of them.
@@ -87,6 +92,9 @@ class LockStore {
   // Returns the updated handle (same token, new client_deadline and server_expiry).
   // Throws LockLostError when `handle` is no longer the live grant of its key (expired,
   // released, revoked or taken over), InvalidArgumentError for a bad TTL.
+  // A session-bound handle has no TTL of its own to extend: `ttl` is ignored, nothing is
+  // written, and the answer (same token) carries the session's current expiry after checking
+  // that the grant is still live (LockLostError otherwise). Heartbeats extend it (ADR-0018).
   virtual LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) = 0;
 
   // Releases the grant identified by (key, owner_id, session_id, fencing_token). Returns true
@@ -96,12 +104,12 @@ class LockStore {
                                std::string_view session_id, FencingToken fencing_token) = 0;
 
   // Hands `from`'s live grant of its key to (next_owner_id, next_session_id) in one backend
-  // operation, minting a new, strictly greater token. Returns the new grant, or std::nullopt
+  // operation, minting a new, strictly greater token; the new grant has `lease` (a TTL, or bound
+  // to the next session). Returns the new grant, or std::nullopt
   // when the next session is no longer alive (then `from`'s grant has simply been released).
   // Throws LockLostError when `from` is not the live grant (nothing is changed).
   virtual std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
-                                             std::string_view next_session_id,
-                                             std::chrono::milliseconds ttl) = 0;
+                                             std::string_view next_session_id, LockLease lease) = 0;
 
   // Administrative force-release of whatever live grant holds `key`.
   virtual LockOutcome revoke(std::string_view key) = 0;
@@ -142,7 +150,8 @@ class SessionRegistry {
   // The live session, or std::nullopt.
   virtual std::optional<SessionInfo> get_session(std::string_view session_id) = 0;
 
-  // Closes the session and releases every lock it holds; returns the released grants.
+  // Closes the session and releases every lock it holds, session-bound or not; returns the
+  // released grants.
   // Throws SessionNotFoundError when the session does not exist or has expired.
   virtual std::vector<LockInfo> close_session(std::string_view session_id) = 0;
 };

@@ -16,6 +16,30 @@ using WallClock = std::chrono::system_clock;
 
 using FencingToken = std::uint64_t;
 
+// How long a grant lives (docs/adr/0018-session-bound-locks.md): a TTL of its own (expiring
+// unless extended), or exactly as long as its session (kept alive by the session's heartbeats,
+// ended by the session's expiry or close, never extended on its own).
+class LockLease {
+ public:
+  // A TTL of the grant's own. Implicit on purpose: every TTL is a lease choice, so callers that
+  // pass a duration keep meaning what they meant before session-bound grants existed.
+  template <class Rep, class Period>
+  LockLease(std::chrono::duration<Rep, Period> ttl)  // NOLINT(google-explicit-constructor)
+      : ttl_(std::chrono::milliseconds(ttl)) {}
+  // A grant that lives exactly as long as its session.
+  static LockLease session() { return LockLease(); }
+
+  bool session_bound() const { return !ttl_.has_value(); }
+  // The grant's own TTL; only for a lease that is not session-bound.
+  std::chrono::milliseconds ttl() const { return *ttl_; }
+
+  friend bool operator==(const LockLease&, const LockLease&) = default;
+
+ private:
+  LockLease() = default;
+  std::optional<std::chrono::milliseconds> ttl_;
+};
+
 // One successful acquisition of a key by (owner_id, session_id).
 struct LockHandle {
   // Namespace-qualified key, "<namespace>/<key>".
@@ -31,6 +55,9 @@ struct LockHandle {
   // Expiry as the backend's clock reports it. Informational only: never compare it with the
   // local clock to decide whether the lock is still held.
   WallClock::time_point server_expiry{};
+  // True for a grant that lives exactly as long as its session (LockLease::session()): its
+  // deadline and expiry are the session's as of the grant, and heartbeats keep it.
+  bool session_bound = false;
 };
 
 // What LockStore::read and LockStore::list report about a live grant.
@@ -40,7 +67,9 @@ struct LockInfo {
   std::string session_id;
   FencingToken fencing_token = 0;
   WallClock::time_point acquired_at{};
+  // A session-bound grant reports its session's expiry.
   WallClock::time_point expires_at{};
+  bool session_bound = false;
 };
 
 // Result of an administrative force-revoke. Appears nowhere on the acquire path.

@@ -70,10 +70,12 @@ void ClientCore::close_session(const std::string& session_id, const CallContext&
 }
 
 std::optional<Grant> ClientCore::acquire(const std::string& key, const std::string& session_id,
-                                         std::chrono::milliseconds ttl,
-                                         std::chrono::milliseconds wait, const std::string& ns,
-                                         const CallContext& context) {
+                                         LockLease lease, std::chrono::milliseconds wait,
+                                         const std::string& ns, const CallContext& context) {
   const std::string what = "acquire " + key;
+  // A session-bound lock asks for no TTL: the answered one (the session's) is the one to trust.
+  const std::chrono::milliseconds ttl =
+      lease.session_bound() ? std::chrono::milliseconds(0) : lease.ttl();
   const SteadyClock::time_point wait_until = clock.now() + wait;
   for (int round = 0;; ++round) {
     // Recomputed before every attempt, so retries after a 503 never wait past our deadline.
@@ -84,6 +86,7 @@ std::optional<Grant> ClientCore::acquire(const std::string& key, const std::stri
           std::max(std::chrono::milliseconds(0),
                    std::chrono::duration_cast<std::chrono::milliseconds>(wait_until - clock.now()));
       boost::json::object body{{"session_id", session_id}};
+      if (lease.session_bound()) body["lease"] = "session";
       if (ttl.count() > 0) body["ttl_ms"] = millis(ttl);
       if (asked_wait.count() > 0) body["wait_ms"] = millis(asked_wait);
       request.body = boost::json::serialize(body);
@@ -107,6 +110,7 @@ std::optional<Grant> ClientCore::acquire(const std::string& key, const std::stri
       // answer arrived, so the client stops believing no later than the server expires it.
       handle.client_deadline = lease_deadline(exchange.sent_at, grant.ttl);
       handle.server_expiry = time_member(object, "expires_at");
+      handle.session_bound = string_member(object, "lease", /*required=*/false) == "session";
       return grant;
     }
     const ApiError error = parse_api_error(response);

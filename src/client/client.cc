@@ -30,10 +30,9 @@ void Client::close_session(const std::string& session_id, Deadline deadline) {
 }
 
 std::optional<LockHandle> Client::acquire(const std::string& key, const std::string& session_id,
-                                          std::chrono::milliseconds ttl,
-                                          std::chrono::milliseconds wait, const std::string& ns,
-                                          Deadline deadline) {
-  auto grant = core_->acquire(key, session_id, ttl, wait, ns,
+                                          LockLease lease, std::chrono::milliseconds wait,
+                                          const std::string& ns, Deadline deadline) {
+  auto grant = core_->acquire(key, session_id, lease, wait, ns,
                               core_->context(core_->deadline_from(deadline, wait)));
   if (!grant) return std::nullopt;
   return std::move(grant->handle);

@@ -100,7 +100,7 @@ struct ClientCore {
                                                             const CallContext& context);
   void close_session(const std::string& session_id, const CallContext& context);
   std::optional<Grant> acquire(const std::string& key, const std::string& session_id,
-                               std::chrono::milliseconds ttl, std::chrono::milliseconds wait,
+                               LockLease lease, std::chrono::milliseconds wait,
                                const std::string& ns, const CallContext& context);
   ExtendResult extend(const std::string& key, const std::string& session_id, FencingToken token,
                       std::chrono::milliseconds ttl, const std::string& ns,

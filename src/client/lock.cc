@@ -10,9 +10,10 @@ namespace {
 
 void record_extension(LockState& state, const ExtendResult& result) {
   std::lock_guard lock(state.mutex);
+  state.server_expiry = result.server_expiry;
+  if (state.session_bound) return;  // its deadline is the session's, which keepalives move
   state.ttl = result.ttl;
   state.client_deadline = result.client_deadline;
-  state.server_expiry = result.server_expiry;
 }
 
 // Extends every ttl/3. Like the session keepalive, a transient failure only becomes "lost"
@@ -65,7 +66,11 @@ void extend_loop(const std::stop_token& stop, LockState& state) {
 
 std::optional<Lock> Session::acquire(const std::string& key, AcquireOptions options) {
   detail::ClientCore& core = *state_->core;
-  auto grant = core.acquire(key, state_->id, options.ttl, options.wait, options.ns,
+  if (options.session_bound && options.ttl.count() != 0) {
+    throw InvalidArgumentError("ttl_ms", "a session-bound lock has no TTL of its own");
+  }
+  const LockLease lease = options.session_bound ? LockLease::session() : LockLease(options.ttl);
+  auto grant = core.acquire(key, state_->id, lease, options.wait, options.ns,
                             core.context(core.deadline_from({}, options.wait)));
   if (!grant) return std::nullopt;
   const LockHandle* handle = &grant->handle;
@@ -79,7 +84,10 @@ std::optional<Lock> Session::acquire(const std::string& key, AcquireOptions opti
   state->client_deadline = handle->client_deadline;
   state->server_expiry = handle->server_expiry;
   state->ttl = grant->ttl;
-  if (options.auto_extend) {
+  state->session_bound = handle->session_bound;
+  // A session-bound lock is trusted exactly as long as its session (Lock::client_deadline).
+  if (state->session_bound) state->client_deadline = SteadyClock::time_point::max();
+  if (options.auto_extend && !state->session_bound) {
     state->extender = std::jthread(
         [raw = state.get()](std::stop_token stop) { detail::extend_loop(stop, *raw); });
   }

@@ -53,6 +53,8 @@ struct LockState {
   std::string key;
   std::string ns;
   FencingToken token = 0;
+  // Lives as long as the session (ADR-0018): its deadline is the session's, never extended.
+  bool session_bound = false;
   std::function<void(const std::string&)> on_lost;
   LossFlag loss;
   std::atomic<bool> released{false};

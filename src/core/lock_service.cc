@@ -159,7 +159,7 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
     std::optional<LockHandle> next;
     try {
       observer_.on_backend_attempt();
-      next = backend_.handover(from, head->owner_id, head->session_id, head->ttl);
+      next = backend_.handover(from, head->owner_id, head->session_id, head->lease);
     } catch (...) {
       {
         std::lock_guard lock(mutex_);

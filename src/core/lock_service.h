@@ -84,12 +84,13 @@ class LockService {
   void close_session(std::string session_id, Callback<std::vector<LockInfo>> done);
 
   // Grants `key` to the session, waiting at most `wait` behind earlier waiters. An empty
-  // optional value (with no error) means "held".
+  // optional value (with no error) means "held". `lease`: a TTL, or LockLease::session() for a
+  // grant that lives as long as the session (ADR-0018).
   // `cancellation` (may be null) ties the request to its client's connection (ADR-0007 "A wait
   // belongs to its connection"): cancelled while waiting, the waiter leaves its queue at once
   // and is answered as at its deadline ("held"); cancelled after a grant (the answer could not
   // be delivered), the grant is given back and the key's next waiter attempted.
-  void acquire(std::string key, std::string session_id, std::chrono::milliseconds ttl,
+  void acquire(std::string key, std::string session_id, LockLease lease,
                std::chrono::milliseconds wait, Callback<std::optional<LockHandle>> done,
                CancellationPtr cancellation = nullptr);
   void extend(std::string key, std::string session_id, FencingToken token,

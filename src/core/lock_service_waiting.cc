@@ -22,7 +22,7 @@ const char* outcome_label(const AcquireOutcome& outcome) {
 
 }  // namespace
 
-void LockService::acquire(std::string key, std::string session_id, milliseconds ttl,
+void LockService::acquire(std::string key, std::string session_id, LockLease lease,
                           milliseconds wait, Callback<std::optional<LockHandle>> done,
                           CancellationPtr cancellation) {
   const auto started = SteadyClock::now();
@@ -39,7 +39,7 @@ void LockService::acquire(std::string key, std::string session_id, milliseconds 
     }
     done(std::move(outcome));
   };
-  asio::post(workers_, [this, key = std::move(key), session_id = std::move(session_id), ttl, wait,
+  asio::post(workers_, [this, key = std::move(key), session_id = std::move(session_id), lease, wait,
                         cancellation, measured = std::move(measured)]() mutable {
     try {
       if (wait > options_.max_wait) {
@@ -59,7 +59,7 @@ void LockService::acquire(std::string key, std::string session_id, milliseconds 
         const auto holder = backend_.read(key);
         if (holder && holder->session_id == session_id) {
           observer_.on_backend_attempt();
-          measured({backend_.try_insert(key, owner_id, session_id, ttl), nullptr});
+          measured({backend_.try_insert(key, owner_id, session_id, lease), nullptr});
           return;
         }
         if (wait.count() <= 0) {
@@ -68,13 +68,13 @@ void LockService::acquire(std::string key, std::string session_id, milliseconds 
         }
       } else if (wait.count() <= 0) {
         observer_.on_backend_attempt();
-        measured({backend_.try_insert(key, owner_id, session_id, ttl), nullptr});
+        measured({backend_.try_insert(key, owner_id, session_id, lease), nullptr});
         return;
       }
       auto waiter = std::make_shared<Waiter>();
       waiter->session_id = session_id;
       waiter->owner_id = owner_id;
-      waiter->ttl = ttl;
+      waiter->lease = lease;
       waiter->done = measured;  // a copy: if queueing refuses, `measured` still answers below
       wait_in_queue(key, waiter, wait, cancellation);
     } catch (...) {
@@ -199,7 +199,7 @@ void LockService::attempt(const KeyStatePtr& state, const WaiterPtr& head) {
   Attempt result = Attempt::kHeld;
   try {
     observer_.on_backend_attempt();
-    granted = backend_.try_insert(state->key, head->owner_id, head->session_id, head->ttl);
+    granted = backend_.try_insert(state->key, head->owner_id, head->session_id, head->lease);
     if (granted) result = Attempt::kGranted;
   } catch (const SessionNotFoundError&) {
     failure = std::current_exception();

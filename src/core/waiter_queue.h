@@ -32,7 +32,7 @@ using AcquireOutcome = Outcome<std::optional<LockHandle>>;
 struct Waiter {
   std::string session_id;
   std::string owner_id;
-  std::chrono::milliseconds ttl{0};
+  LockLease lease{std::chrono::milliseconds(0)};  // a TTL, or session-bound (ADR-0018)
   std::function<void(AcquireOutcome)> done;
   std::unique_ptr<boost::asio::steady_timer> deadline;
   bool finished = false;  // guarded by the service's mutex: a waiter is answered exactly once

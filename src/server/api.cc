@@ -73,11 +73,14 @@ bool matches(std::string_view pattern, const std::vector<std::string>& path,
 // when this request arrived. A client counts it from its send time, which is earlier, so the
 // deadline it computes is one the backend keeps -- even where the backend kept less than asked
 // (an etcd lease renews for its first TTL, whatever an extend asks).
+// A session-bound grant asked for no TTL: its lifetime is its session's (ADR-0018).
 milliseconds honoured_ttl(const LockHandle& handle, milliseconds asked,
                           SteadyClock::time_point received) {
   const auto kept = std::chrono::floor<milliseconds>(handle.client_deadline - received);
-  return std::clamp(kept, milliseconds(0), asked);
+  return std::clamp(kept, milliseconds(0), handle.session_bound ? milliseconds::max() : asked);
 }
+
+const char* lease_name(bool session_bound) { return session_bound ? "session" : "ttl"; }
 
 std::string api_key(const std::string& stored) { return std::string(store_key::api_key(stored)); }
 
@@ -88,7 +91,8 @@ json::object handle_json(const LockHandle& handle, milliseconds asked,
           {"owner", shown_owner(handle.owner_id, auth_enabled)},
           {"session_id", handle.session_id},
           {"ttl_ms", honoured_ttl(handle, asked, received).count()},
-          {"expires_at", format_time(handle.server_expiry)}};
+          {"expires_at", format_time(handle.server_expiry)},
+          {"lease", lease_name(handle.session_bound)}};
 }
 
 // A lock as `caller` may see it: session_id only for its own session or with admin on the
@@ -98,7 +102,8 @@ json::object info_json(const LockInfo& info, const auth::Principal* caller, bool
                     {"fencing_token", info.fencing_token},
                     {"owner", shown_owner(info.owner_id, auth_enabled)},
                     {"acquired_at", format_time(info.acquired_at)},
-                    {"expires_at", format_time(info.expires_at)}};
+                    {"expires_at", format_time(info.expires_at)},
+                    {"lease", lease_name(info.session_bound)}};
   const auto parts = store_key::split(info.key);
   if (may_see_session(caller, info.owner_id, parts ? parts->ns : "")) {
     body["session_id"] = info.session_id;
@@ -353,12 +358,14 @@ void Api::release(const RequestContext& context, const Reply& reply) {
 
 void Api::acquire(const RequestContext& context, const Reply& reply) {
   const auto name = checked_key(context.params[0]);
-  const BodyReader reader(context.body, {"session_id", "ttl_ms", "wait_ms", "ns"});
+  const BodyReader reader(context.body, {"session_id", "ttl_ms", "wait_ms", "ns", "lease"});
   const auto ns = body_namespace(reader, context);
   const auto key = store_key::join(ns, name);
   const auto session_id = checked_session_id(required(reader.string("session_id"), "session_id"));
-  const auto ttl =
-      checked_ttl(reader.integer("ttl_ms"), config_.default_lock_ttl, config_.store.limits);
+  const auto lease = checked_lease(reader.string("lease"), reader.integer("ttl_ms"),
+                                   config_.default_lock_ttl, config_.store.limits);
+  // What the answer's ttl_ms is clamped to; a session-bound grant answers its session's.
+  const auto ttl = lease.session_bound() ? milliseconds::max() : lease.ttl();
   const auto wait = checked_wait(reader.integer("wait_ms"), config_.max_wait);
   if (auto denied = auth_.authorize(context, auth::Role::kLock, ns)) return reply(*denied);
   const auto received = context.received;
@@ -389,7 +396,7 @@ void Api::acquire(const RequestContext& context, const Reply& reply) {
     }
     // A wait ends when its client's connection closes; a grant its client never receives is
     // given back (ADR-0007 "A wait belongs to its connection").
-    service_.acquire(key, session_id, ttl, wait, std::move(done), cancellation);
+    service_.acquire(key, session_id, lease, wait, std::move(done), cancellation);
   });
 }
 

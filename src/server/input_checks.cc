@@ -131,6 +131,20 @@ milliseconds checked_ttl(std::optional<std::int64_t> ttl_ms, milliseconds fallba
   return ttl;
 }
 
+LockLease checked_lease(const std::optional<std::string>& lease, std::optional<std::int64_t> ttl_ms,
+                        milliseconds fallback, const TtlLimits& limits) {
+  if (!lease || *lease == "ttl") return checked_ttl(ttl_ms, fallback, limits);
+  if (*lease != "session") {
+    throw InvalidArgumentError("lease", "lease must be \"ttl\" or \"session\"");
+  }
+  if (ttl_ms) {
+    throw InvalidArgumentError("ttl_ms",
+                               "ttl_ms must be absent with \"lease\": \"session\": the lock "
+                               "lives as long as its session");
+  }
+  return LockLease::session();
+}
+
 milliseconds checked_wait(std::optional<std::int64_t> wait_ms, milliseconds max_wait) {
   const auto wait = milliseconds(wait_ms.value_or(0));
   if (wait.count() < 0 || wait > max_wait) {

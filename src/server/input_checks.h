@@ -38,6 +38,11 @@ std::string checked_prefix(std::string_view prefix);
 // The TTL asked (or `fallback` when none was), within `limits` (field "ttl_ms").
 std::chrono::milliseconds checked_ttl(std::optional<std::int64_t> ttl_ms,
                                       std::chrono::milliseconds fallback, const TtlLimits& limits);
+// The lease an acquire asks for (ADR-0018): "lease" absent or "ttl" -> checked_ttl(ttl_ms, ...);
+// "session" -> LockLease::session(), and then "ttl_ms" must be absent (field "ttl_ms"). Any other
+// value is field "lease".
+LockLease checked_lease(const std::optional<std::string>& lease, std::optional<std::int64_t> ttl_ms,
+                        std::chrono::milliseconds fallback, const TtlLimits& limits);
 // The wait asked (0 when none was), from 0 to `max_wait` (field "wait_ms").
 std::chrono::milliseconds checked_wait(std::optional<std::int64_t> wait_ms,
                                        std::chrono::milliseconds max_wait);

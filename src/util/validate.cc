@@ -16,6 +16,10 @@ void check_ttl(std::chrono::milliseconds ttl, const TtlLimits& limits, const cha
   }
 }
 
+void check_lease(const LockLease& lease, const TtlLimits& limits) {
+  if (!lease.session_bound()) check_ttl(lease.ttl(), limits, "ttl_ms");
+}
+
 namespace util {
 namespace {
 

@@ -473,6 +473,51 @@ TEST_P(ServerEndToEnd, WaiterIsGrantedOnReleaseWithAGreaterToken) {
   EXPECT_GT(token_of(waited), token_of(held));
 }
 
+// "lease": "session" (C3, ADR-0018): no TTL of its own, the session's lifetime answered; closing
+// the session releases it to a waiting session-bound acquire, which gets a greater token; extend
+// changes nothing and answers the session's lifetime.
+TEST_P(ServerEndToEnd, SessionBoundLockLivesAndDiesWithItsSession) {
+  const auto alice = open_session("alice", 60000);
+  const auto bob = open_session("bob", 60000);
+  const auto key = fresh_key();
+  const auto target = "/v1/locks/" + key + "/acquire";
+  const auto both =
+      call("POST", target, R"({"session_id":")" + alice + R"(","lease":"session","ttl_ms":5000})");
+  EXPECT_EQ(both.status, 400);
+  EXPECT_EQ(both.json.at("error").at("field").as_string(), "ttl_ms");
+  const auto bogus = call("POST", target, R"({"session_id":")" + alice + R"(","lease":"forever"})");
+  EXPECT_EQ(bogus.status, 400);
+  EXPECT_EQ(bogus.json.at("error").at("field").as_string(), "lease");
+
+  const auto held = call("POST", target, R"({"session_id":")" + alice + R"(","lease":"session"})");
+  ASSERT_EQ(held.status, 200) << held.body;
+  EXPECT_EQ(held.json.at("lease").as_string(), "session");
+  EXPECT_GT(held.json.at("ttl_ms").as_int64(), 50000);
+  EXPECT_LE(held.json.at("ttl_ms").as_int64(), 60000);
+  EXPECT_EQ(call("GET", "/v1/locks/" + key).json.at("lease").as_string(), "session");
+
+  HttpResult waited;
+  std::thread waiter([&] {
+    waited = call("POST", target,
+                  R"({"session_id":")" + bob + R"(","lease":"session","wait_ms":20000})");
+  });
+  ASSERT_TRUE(wait_for_waiters(1));
+  EXPECT_EQ(call("DELETE", "/v1/sessions/" + alice).status, 204);
+  waiter.join();
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  EXPECT_EQ(waited.json.at("session_id").as_string(), bob);
+  EXPECT_EQ(waited.json.at("lease").as_string(), "session");
+  EXPECT_GT(token_of(waited), token_of(held));
+
+  const auto extended = call("POST", "/v1/locks/" + key + "/extend",
+                             R"({"session_id":")" + bob + R"(","fencing_token":)" +
+                                 std::to_string(token_of(waited)) + R"(,"ttl_ms":5000})");
+  ASSERT_EQ(extended.status, 200) << extended.body;
+  EXPECT_EQ(token_of(extended), token_of(waited));
+  EXPECT_EQ(extended.json.at("lease").as_string(), "session");
+  EXPECT_GT(extended.json.at("ttl_ms").as_int64(), 50000) << "the session's, not the 5 s asked";
+}
+
 TEST_P(ServerEndToEnd, HolderReacquiresWhileOthersWait) {
   const auto alice = open_session("alice");
   const auto bob = open_session("bob");

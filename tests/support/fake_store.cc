@@ -38,30 +38,51 @@ bool FakeStore::session_live(std::string_view session_id, WallClock::time_point 
   return found != s_.sessions.end() && found->second.expires_at > now;
 }
 
+bool FakeStore::live(const LockInfo& row, WallClock::time_point now) const {
+  return row.session_bound ? session_live(row.session_id, now) : row.expires_at > now;
+}
+
+LockInfo FakeStore::reported(const LockInfo& row) const {
+  LockInfo info = row;
+  if (const auto session = s_.sessions.find(row.session_id);
+      row.session_bound && session != s_.sessions.end()) {
+    info.expires_at = session->second.expires_at;
+  }
+  return info;
+}
+
 const LockInfo* FakeStore::live_grant(std::string_view key, WallClock::time_point now) const {
   const auto found = s_.locks.find(key);
-  if (found == s_.locks.end() || found->second.expires_at <= now) return nullptr;
+  if (found == s_.locks.end() || !live(found->second, now)) return nullptr;
   return &found->second;
 }
 
 LockHandle FakeStore::grant(std::string_view key, std::string_view owner_id,
-                            std::string_view session_id, milliseconds ttl,
+                            std::string_view session_id, LockLease lease,
                             SteadyClock::time_point sent_at, WallClock::time_point now) {
+  // A session-bound grant lives until its session's expiry (the session is live here).
+  const auto expires_at =
+      lease.session_bound() ? s_.sessions.find(session_id)->second.expires_at : now + lease.ttl();
   LockInfo info{
       std::string(key), std::string(owner_id), std::string(session_id), s_.next_token++, now,
-      now + ttl};
+      expires_at,       lease.session_bound()};
   s_.locks.insert_or_assign(std::string(key), info);
-  return LockHandle{info.key,           info.owner_id, info.session_id,
-                    info.fencing_token, sent_at + ttl, info.expires_at};
+  return LockHandle{info.key,
+                    info.owner_id,
+                    info.session_id,
+                    info.fencing_token,
+                    sent_at + std::chrono::duration_cast<milliseconds>(expires_at - now),
+                    info.expires_at,
+                    info.session_bound};
 }
 
 std::optional<LockHandle> FakeStore::try_insert(std::string_view key, std::string_view owner_id,
-                                                std::string_view session_id, milliseconds ttl) {
+                                                std::string_view session_id, LockLease lease) {
   const auto sent_at = SteadyClock::now();
   util::check_key(key);
   util::check_owner(owner_id);
   util::check_session_id(session_id);
-  check_ttl(ttl, options_.limits, "ttl_ms");
+  check_lease(lease, options_.limits);
   const auto lock = enter();
   const auto now = options_.now();
   if (!session_live(session_id, now)) {
@@ -70,14 +91,14 @@ std::optional<LockHandle> FakeStore::try_insert(std::string_view key, std::strin
   if (const auto* holder = live_grant(key, now)) {
     if (holder->owner_id != owner_id || holder->session_id != session_id) return std::nullopt;
   }
-  return grant(key, owner_id, session_id, ttl, sent_at, now);
+  return grant(key, owner_id, session_id, lease, sent_at, now);
 }
 
 std::optional<LockInfo> FakeStore::read(std::string_view key) {
   const auto lock = enter();
   const auto* holder = live_grant(key, options_.now());
   if (!holder) return std::nullopt;
-  return *holder;
+  return reported(*holder);
 }
 
 std::vector<LockInfo> FakeStore::list(std::string_view prefix, std::size_t limit) {
@@ -87,7 +108,7 @@ std::vector<LockInfo> FakeStore::list(std::string_view prefix, std::size_t limit
   for (auto row = s_.locks.lower_bound(prefix); row != s_.locks.end() && found.size() < limit;
        ++row) {
     if (!row->first.starts_with(prefix)) break;
-    if (row->second.expires_at > now) found.push_back(row->second);
+    if (live(row->second, now)) found.push_back(reported(row->second));
   }
   return found;
 }
@@ -98,10 +119,20 @@ LockHandle FakeStore::extend(const LockHandle& handle, milliseconds ttl) {
   const auto lock = enter();
   const auto now = options_.now();
   const auto row = s_.locks.find(handle.key);
-  if (row == s_.locks.end() || row->second.expires_at <= now ||
+  if (row == s_.locks.end() || !live(row->second, now) ||
       row->second.fencing_token != handle.fencing_token ||
       row->second.session_id != handle.session_id || row->second.owner_id != handle.owner_id) {
     throw LockLostError("lock " + handle.key + " is not held by this grant");
+  }
+  if (row->second.session_bound) {
+    // A checked no-op: the grant lives by its session, whose expiry is the answer (ADR-0018).
+    auto checked = handle;
+    const auto session_expiry = reported(row->second).expires_at;
+    checked.client_deadline =
+        sent_at + std::chrono::duration_cast<milliseconds>(session_expiry - now);
+    checked.server_expiry = session_expiry;
+    checked.session_bound = true;
+    return checked;
   }
   row->second.expires_at = now + ttl;
   auto extended = handle;
@@ -120,7 +151,7 @@ bool FakeStore::delete_if_owner(std::string_view key, std::string_view owner_id,
         row->second.owner_id != owner_id || row->second.session_id != session_id) {
       return false;
     }
-    released = row->second.expires_at > options_.now();
+    released = live(row->second, options_.now());
     s_.locks.erase(row);
   }
   s_.hub.notify(key);
@@ -129,11 +160,11 @@ bool FakeStore::delete_if_owner(std::string_view key, std::string_view owner_id,
 
 std::optional<LockHandle> FakeStore::handover(const LockHandle& from,
                                               std::string_view next_owner_id,
-                                              std::string_view next_session_id, milliseconds ttl) {
+                                              std::string_view next_session_id, LockLease lease) {
   const auto sent_at = SteadyClock::now();
   util::check_owner(next_owner_id);
   util::check_session_id(next_session_id);
-  check_ttl(ttl, options_.limits, "ttl_ms");
+  check_lease(lease, options_.limits);
   {
     const auto lock = enter();
     const auto now = options_.now();
@@ -143,7 +174,7 @@ std::optional<LockHandle> FakeStore::handover(const LockHandle& from,
       throw LockLostError("lock " + from.key + " is not held by this grant");
     }
     if (session_live(next_session_id, now)) {
-      return grant(from.key, next_owner_id, next_session_id, ttl, sent_at, now);
+      return grant(from.key, next_owner_id, next_session_id, lease, sent_at, now);
     }
     s_.locks.erase(from.key);
   }
@@ -169,6 +200,14 @@ ReapReport FakeStore::reap_expired() {
   {
     const auto lock = enter();
     const auto now = options_.now();
+    for (auto row = s_.locks.begin(); row != s_.locks.end();) {
+      if (live(row->second, now) && session_live(row->second.session_id, now)) {
+        ++row;
+        continue;
+      }
+      report.expired_locks.push_back(reported(row->second));
+      row = s_.locks.erase(row);
+    }
     for (auto session = s_.sessions.begin(); session != s_.sessions.end();) {
       if (session->second.expires_at > now) {
         ++session;
@@ -176,15 +215,6 @@ ReapReport FakeStore::reap_expired() {
       }
       report.expired_sessions.push_back(session->first);
       session = s_.sessions.erase(session);
-    }
-    for (auto row = s_.locks.begin(); row != s_.locks.end();) {
-      const bool session_gone = !s_.sessions.contains(row->second.session_id);
-      if (row->second.expires_at > now && !session_gone) {
-        ++row;
-        continue;
-      }
-      report.expired_locks.push_back(row->second);
-      row = s_.locks.erase(row);
     }
   }
   for (const auto& info : report.expired_locks) s_.hub.notify(info.key);
@@ -233,15 +263,15 @@ std::vector<LockInfo> FakeStore::close_session(std::string_view session_id) {
     if (!session_live(session_id, now)) {
       throw SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
     }
-    s_.sessions.erase(s_.sessions.find(session_id));
     for (auto row = s_.locks.begin(); row != s_.locks.end();) {
       if (row->second.session_id != session_id) {
         ++row;
         continue;
       }
-      if (row->second.expires_at > now) released.push_back(row->second);
+      if (live(row->second, now)) released.push_back(reported(row->second));
       row = s_.locks.erase(row);
     }
+    s_.sessions.erase(s_.sessions.find(session_id));
   }
   for (const auto& info : released) s_.hub.notify(info.key);
   return released;

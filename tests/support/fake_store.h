@@ -63,16 +63,14 @@ class FakeStore : public Backend {
                      std::shared_ptr<FakeStorage> storage = std::make_shared<FakeStorage>());
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
-                                       std::string_view session_id,
-                                       std::chrono::milliseconds ttl) override;
+                                       std::string_view session_id, LockLease lease) override;
   std::optional<LockInfo> read(std::string_view key) override;
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override;
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override;
   bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
                        FencingToken fencing_token) override;
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
-                                     std::string_view next_session_id,
-                                     std::chrono::milliseconds ttl) override;
+                                     std::string_view next_session_id, LockLease lease) override;
   LockOutcome revoke(std::string_view key) override;
   ReapReport reap_expired() override;
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
@@ -92,10 +90,14 @@ class FakeStore : public Backend {
   std::unique_lock<std::mutex> enter() const;
   bool session_live(std::string_view session_id,
                     WallClock::time_point now) const;  // under the storage mutex
+  // A row is live until its own expiry or, session-bound, while its session is (ADR-0018).
+  bool live(const LockInfo& row, WallClock::time_point now) const;  // under the storage mutex
+  // The row as read/list report it: a session-bound one with its session's expiry.
+  LockInfo reported(const LockInfo& row) const;  // under the storage mutex
   const LockInfo* live_grant(std::string_view key,
                              WallClock::time_point now) const;  // under the storage mutex
   LockHandle grant(std::string_view key, std::string_view owner_id, std::string_view session_id,
-                   std::chrono::milliseconds ttl, SteadyClock::time_point sent_at,
+                   LockLease lease, SteadyClock::time_point sent_at,
                    WallClock::time_point now);  // under the storage mutex
 
   const FakeStoreOptions options_;

@@ -98,8 +98,8 @@ auto FaultInjectingStore::invoke(std::string_view operation, Call call) -> declt
 std::optional<LockHandle> FaultInjectingStore::try_insert(std::string_view key,
                                                           std::string_view owner_id,
                                                           std::string_view session_id,
-                                                          milliseconds ttl) {
-  return invoke("try_insert", [&] { return inner_.try_insert(key, owner_id, session_id, ttl); });
+                                                          LockLease lease) {
+  return invoke("try_insert", [&] { return inner_.try_insert(key, owner_id, session_id, lease); });
 }
 
 std::optional<LockInfo> FaultInjectingStore::read(std::string_view key) {
@@ -123,9 +123,9 @@ bool FaultInjectingStore::delete_if_owner(std::string_view key, std::string_view
 std::optional<LockHandle> FaultInjectingStore::handover(const LockHandle& from,
                                                         std::string_view next_owner_id,
                                                         std::string_view next_session_id,
-                                                        milliseconds ttl) {
+                                                        LockLease lease) {
   return invoke("handover",
-                [&] { return inner_.handover(from, next_owner_id, next_session_id, ttl); });
+                [&] { return inner_.handover(from, next_owner_id, next_session_id, lease); });
 }
 
 LockOutcome FaultInjectingStore::revoke(std::string_view key) {

@@ -55,16 +55,14 @@ class FaultInjectingStore : public Backend {
   bool wait_for_blocked(std::size_t count, std::chrono::milliseconds timeout);
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
-                                       std::string_view session_id,
-                                       std::chrono::milliseconds ttl) override;
+                                       std::string_view session_id, LockLease lease) override;
   std::optional<LockInfo> read(std::string_view key) override;
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override;
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override;
   bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
                        FencingToken fencing_token) override;
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
-                                     std::string_view next_session_id,
-                                     std::chrono::milliseconds ttl) override;
+                                     std::string_view next_session_id, LockLease lease) override;
   LockOutcome revoke(std::string_view key) override;
   ReapReport reap_expired() override;
   ReleaseSubscriptionPtr watch_releases(std::string_view key,

@@ -177,7 +177,10 @@ void GrantLeases::recycle_lease(const mvccpb::KeyValue& released) {
   if (released.lease() == 0) return;
   std::int64_t ttl_seconds = 0;
   try {
-    ttl_seconds = lease_seconds_of(decode_grant(released));
+    const GrantRecord record = decode_grant(released);
+    // A session-bound grant's lease is its session's: never pooled, never revoked from here.
+    if (record.session_bound()) return;
+    ttl_seconds = lease_seconds_of(record);
   } catch (const Error&) {
   }
   recycle_lease(released.lease(), ttl_seconds, book_.take(released.lease()));

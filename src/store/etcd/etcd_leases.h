@@ -106,7 +106,8 @@ class GrantLeases {
   // The Txn made no grant on `grant`: its lease goes back to the pool.
   void recycle_unused(GrantLease& grant);
   // Leases that hold nothing any more go back to the pool (or are revoked when it is full).
-  // `released` is the lock key as its grant ended; its lease must hold nothing else.
+  // `released` is the lock key as its grant ended; its lease must hold nothing else. A
+  // session-bound grant's lease (its session's) is left alone.
   void recycle_lease(const mvccpb::KeyValue& released);
   // Best effort: a lease that is not revoked expires by itself after its TTL anyway.
   void revoke_lease(std::int64_t lease_id);

@@ -7,12 +7,14 @@
 namespace dlock::store::etcd {
 
 std::string encode_grant(std::string_view owner_id, std::string_view session_id,
-                         WallClock::time_point acquired_at, WallClock::time_point expires_at) {
+                         WallClock::time_point acquired_at, WallClock::time_point expires_at,
+                         bool session_bound) {
   GrantRecord record;
   record.set_owner_id(std::string(owner_id));
   record.set_session_id(std::string(session_id));
   record.set_acquired_at_us(util::to_unix_micros(acquired_at));
   record.set_server_expiry_us(util::to_unix_micros(expires_at));
+  record.set_session_bound(session_bound);
   return record.SerializeAsString();
 }
 
@@ -41,7 +43,8 @@ LockInfo lock_info(const mvccpb::KeyValue& kv) {
                   record.session_id(),
                   static_cast<FencingToken>(kv.mod_revision()),
                   util::from_unix_micros(record.acquired_at_us()),
-                  util::from_unix_micros(record.server_expiry_us())};
+                  util::from_unix_micros(record.server_expiry_us()),
+                  record.session_bound()};
 }
 
 }  // namespace dlock::store::etcd

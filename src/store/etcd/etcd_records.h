@@ -12,7 +12,8 @@
 namespace dlock::store::etcd {
 
 std::string encode_grant(std::string_view owner_id, std::string_view session_id,
-                         WallClock::time_point acquired_at, WallClock::time_point expires_at);
+                         WallClock::time_point acquired_at, WallClock::time_point expires_at,
+                         bool session_bound = false);
 // Throws InternalError when the value is not a grant record.
 GrantRecord decode_grant(const mvccpb::KeyValue& kv);
 

@@ -42,10 +42,12 @@ SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl) {
   record.set_lease_id(lease.id());
   put.set_value(record.SerializeAsString());
   put.set_lease(lease.id());
+  const auto steady_sent_at = SteadyClock::now();
   client_.put(put);  // on failure the lease, holding nothing, expires by itself
   remember(session_id, record);
   // What the lease keeps, counted from before it was asked for (etcd may grant another TTL).
   const auto kept = std::min(ttl, milliseconds(seconds(lease.ttl())));
+  leases_.note_renewed(lease.id(), steady_sent_at + kept);
   return SessionInfo{session_id, std::string(owner_id), kept, sent_at + kept};
 }
 
@@ -55,6 +57,7 @@ SessionInfo Sessions::heartbeat(std::string_view session_id) {
   const auto record = lookup(session_id);
   if (!record) throw session_not_found(session_id);
   const auto sent_at = wall_now();
+  const auto steady_sent_at = SteadyClock::now();
   const std::int64_t renewed_seconds = client_.lease_keep_alive(record->lease_id());
   if (renewed_seconds <= 0) {
     forget(session_id);
@@ -62,6 +65,7 @@ SessionInfo Sessions::heartbeat(std::string_view session_id) {
   }
   const auto kept =
       std::min(milliseconds(record->ttl_ms()), milliseconds(seconds(renewed_seconds)));
+  leases_.note_renewed(record->lease_id(), steady_sent_at + kept);
   return SessionInfo{std::string(session_id), record->owner_id(), kept, sent_at + kept};
 }
 
@@ -83,6 +87,8 @@ std::vector<LockInfo> Sessions::close(std::string_view session_id) {
   util::check_session_id(session_id);
   const auto record = lookup(session_id);
   if (!record) throw session_not_found(session_id);
+  // Session-bound grants are on the session's lease and go with it: list them first.
+  std::vector<LockInfo> released = session_bound_grants(session_id, *record);
   // Revoke the session first: from then on no acquire for it can pass its Txn's session check,
   // so the grants listed below are all the session will ever have.
   forget(session_id);
@@ -99,9 +105,9 @@ std::vector<LockInfo> Sessions::close(std::string_view session_id) {
     const auto parts = parse_session_key(kv.key());
     if (parts && !parts->lock_key.empty()) etcd_keys.push_back(format_lock_key(parts->lock_key));
   }
-  std::vector<LockInfo> released;
   for (const auto& kv : read_keys(client_, etcd_keys)) {
-    if (decode_grant(kv).session_id() != session_id) continue;
+    const GrantRecord grant = decode_grant(kv);
+    if (grant.session_id() != session_id || grant.session_bound()) continue;
     // The grant's lease is its own: revoking it removes exactly this grant and its index entry.
     try {
       client_.lease_revoke(kv.lease());
@@ -144,16 +150,58 @@ ReapReport Sessions::reap_expired() {
     std::vector<std::string> etcd_keys;
     for (const auto& key : keys) etcd_keys.push_back(format_lock_key(key));
     for (const auto& kv : read_keys(client_, etcd_keys)) {
-      if (decode_grant(kv).session_id() != session_id) continue;  // handed over since
+      const GrantRecord grant = decode_grant(kv);
+      if (grant.session_id() != session_id) continue;  // handed over since
       etcdserverpb::TxnRequest remove;
       *remove.add_compare() = compare_mod_revision(kv.key(), kv.mod_revision());
       *remove.add_success() = delete_op(kv.key());
       if (!client_.txn(remove, CallKind::kWrite).succeeded()) continue;
       report.expired_locks.push_back(lock_info(kv));
-      leases_.revoke_lease(kv.lease());  // takes the grant's index entry with it
+      // A session-bound grant's lease is the dead session's own (its keys went with it).
+      if (!grant.session_bound()) leases_.revoke_lease(kv.lease());  // and its index entry
     }
   }
   return report;
+}
+
+std::optional<SteadyClock::time_point> Sessions::alive_until(const SessionRecord& record) {
+  if (const auto known = leases_.known_alive_until(record.lease_id());
+      known && *known > SteadyClock::now()) {
+    return known;
+  }
+  const auto sent_at = SteadyClock::now();
+  const auto remaining = client_.lease_time_to_live(record.lease_id(), false);
+  if (remaining.ttl() <= 0) return std::nullopt;
+  const auto until =
+      sent_at + std::min(milliseconds(record.ttl_ms()), milliseconds(seconds(remaining.ttl())));
+  leases_.note_renewed(record.lease_id(), until);
+  return until;
+}
+
+std::vector<LockInfo> Sessions::session_bound_grants(std::string_view session_id,
+                                                     const SessionRecord& record) {
+  // Index entries on the session's lease belong to session-bound grants (a TTL grant's entry is
+  // on the grant's own lease).
+  std::vector<std::string> etcd_keys;
+  const auto entries = client_.range(prefix_request(session_locks_prefix(session_id)));
+  for (const auto& kv : entries.kvs()) {
+    const auto parts = parse_session_key(kv.key());
+    if (parts && !parts->lock_key.empty() && kv.lease() == record.lease_id()) {
+      etcd_keys.push_back(format_lock_key(parts->lock_key));
+    }
+  }
+  std::vector<LockInfo> grants;
+  if (etcd_keys.empty()) return grants;
+  const auto until = alive_until(record);
+  for (const auto& kv : read_keys(client_, etcd_keys)) {
+    if (kv.lease() != record.lease_id()) continue;  // taken by another session since
+    LockInfo info = lock_info(kv);
+    if (until)
+      info.expires_at =
+          wall_now() + std::chrono::duration_cast<WallClock::duration>(*until - SteadyClock::now());
+    grants.push_back(std::move(info));
+  }
+  return grants;
 }
 
 std::optional<SessionRecord> Sessions::lookup(std::string_view session_id) {

@@ -38,13 +38,21 @@ class Sessions {
   // Ends the grants whose session ended first (their own leases would keep them).
   ReapReport reap_expired();
 
- private:
   // The record of `session_id` (its owner, TTL and lease): from the cache, else from etcd.
   // std::nullopt when there is none (never opened, closed or expired).
   std::optional<SessionRecord> lookup(std::string_view session_id);
-  void remember(const std::string& session_id, const SessionRecord& record);
   // Evidence that the session ended: drop it from the cache.
   void forget(std::string_view session_id);
+  // Until when the session's lease (and every session-bound grant on it) is certain to live: as
+  // noted by an open or heartbeat through this store, else asked of etcd (whole seconds, rounded
+  // down). std::nullopt when the lease is gone.
+  std::optional<SteadyClock::time_point> alive_until(const SessionRecord& record);
+
+ private:
+  void remember(const std::string& session_id, const SessionRecord& record);
+  // The session-bound grants of `record`'s session, read before its lease is revoked.
+  std::vector<LockInfo> session_bound_grants(std::string_view session_id,
+                                             const SessionRecord& record);
 
   EtcdClient& client_;
   GrantLeases& leases_;

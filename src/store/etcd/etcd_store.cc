@@ -11,6 +11,7 @@
 #include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_leases.h"
 #include "store/etcd/etcd_records.h"
+#include "store/etcd/etcd_session_bound.h"
 #include "store/etcd/etcd_sessions.h"
 #include "store/etcd/etcd_watch.h"
 #include "util/backend_names.h"
@@ -38,17 +39,19 @@ class EtcdStore final : public Backend {
                 options.call_timeout),
         leases_(client_),
         sessions_(client_, leases_, limits_),
+        session_bound_(client_, leases_, sessions_, watches_, after_grant_for_test_),
         watches_(client_) {}
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
-                                       std::string_view session_id, milliseconds ttl) override {
+                                       std::string_view session_id, LockLease lease) override {
     util::check_key(key);
     util::check_owner(owner_id);
     util::check_session_id(session_id);
-    check_ttl(ttl, limits_, "ttl_ms");
+    check_lease(lease, limits_);
     const std::string etcd_key = format_lock_key(key);
     if (!is_session_id(session_id)) throw session_not_found(session_id);
-    return acquire(key, etcd_key, owner_id, session_id, ttl);
+    if (lease.session_bound()) return session_bound_.acquire(key, owner_id, session_id);
+    return acquire(key, etcd_key, owner_id, session_id, lease.ttl());
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
@@ -83,11 +86,16 @@ class EtcdStore final : public Backend {
     check_ttl(ttl, limits_, "ttl_ms");
     const std::string etcd_key = format_lock_key(handle.key);
     if (!is_session_id(handle.session_id)) throw lost(handle.key, handle.fencing_token);
+    if (handle.session_bound) return session_bound_.extend(handle);
     const auto sent_at = SteadyClock::now();
     const auto wall_sent_at = wall_now();
-    const auto grant_lease =
-        live_grant_lease(etcd_key, handle.owner_id, handle.session_id, handle.fencing_token);
-    if (!grant_lease) throw lost(handle.key, handle.fencing_token);
+    const auto grant =
+        live_grant(etcd_key, handle.owner_id, handle.session_id, handle.fencing_token);
+    if (!grant) throw lost(handle.key, handle.fencing_token);
+    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
+    // server's extend) does not know it. A session-bound grant's lease is its session's.
+    if (decode_grant(*grant).session_bound()) return session_bound_.extend(handle);
+    const std::optional<std::int64_t> grant_lease = grant->lease();
     // A lease renews for the TTL it was granted with; a Put to attach a longer one would move
     // the key's revision, i.e. change the token. So the TTL can be renewed, never lengthened:
     // the handle says the shorter lifetime (docs/adr/0011-honest-lock-lifetimes.md).
@@ -140,12 +148,17 @@ class EtcdStore final : public Backend {
   }
 
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
-                                     std::string_view next_session_id, milliseconds ttl) override {
+                                     std::string_view next_session_id, LockLease lease) override {
     util::check_owner(next_owner_id);
     util::check_session_id(next_session_id);
-    check_ttl(ttl, limits_, "ttl_ms");
+    check_lease(lease, limits_);
     const std::string etcd_key = format_lock_key(from.key);
     if (!is_session_id(next_session_id)) return release_instead_of_handover(from);
+    if (lease.session_bound()) {
+      if (auto next = session_bound_.handover(from, next_owner_id, next_session_id)) return next;
+      return release_instead_of_handover(from);  // the next session is gone
+    }
+    const milliseconds ttl = lease.ttl();
     GrantLease grant = leases_.lease_for(ttl);
     const auto now = grant.wall_from;
     const std::string next_record = session_record_key(next_session_id);
@@ -196,8 +209,18 @@ class EtcdStore final : public Backend {
       const auto& kv = response.prev_kvs(0);
       outcome.revoked = true;
       outcome.fencing_token = static_cast<FencingToken>(kv.mod_revision());
-      outcome.owner_id = decode_grant(kv).owner_id();
-      leases_.revoke_lease(kv.lease());  // takes the grant's session index entry with it
+      const GrantRecord record = decode_grant(kv);
+      outcome.owner_id = record.owner_id();
+      if (record.session_bound()) {
+        // Its lease is its session's, which lives on: remove the index entry instead.
+        const std::string index_key = session_lock_key(record.session_id(), key);
+        etcdserverpb::TxnRequest remove;
+        *remove.add_compare() = compare_mod_revision(index_key, kv.mod_revision());
+        *remove.add_success() = delete_op(index_key);
+        client_.txn(remove, CallKind::kWrite);
+      } else {
+        leases_.revoke_lease(kv.lease());  // takes the grant's session index entry with it
+      }
     }
     return outcome;
   }
@@ -236,9 +259,9 @@ class EtcdStore final : public Backend {
   LockHandle granted(std::string_view key, std::string_view owner_id, std::string_view session_id,
                      const etcdserverpb::TxnResponse& response, GrantLease& grant, milliseconds ttl,
                      WallClock::time_point now);
-  std::optional<std::int64_t> live_grant_lease(const std::string& etcd_key,
-                                               std::string_view owner_id,
-                                               std::string_view session_id, FencingToken token);
+  // The lock key while it is the grant (token, owner, session), else std::nullopt.
+  std::optional<mvccpb::KeyValue> live_grant(const std::string& etcd_key, std::string_view owner_id,
+                                             std::string_view session_id, FencingToken token);
   // When the next session of a hand-over is gone, the outgoing grant is simply released.
   std::optional<LockHandle> release_instead_of_handover(const LockHandle& from);
   // The grant as read and list report it, its expiry the later of the one written at the grant
@@ -250,6 +273,8 @@ class EtcdStore final : public Backend {
   EtcdClient client_;
   GrantLeases leases_;
   Sessions sessions_;
+  // Holds references only (watches_ is constructed after it and used only after construction).
+  SessionBoundGrants session_bound_;
   // Declared last: destroyed first, so no watch callback outlives the rest of the store.
   ReleaseWatches watches_;
 };
@@ -339,17 +364,17 @@ LockHandle EtcdStore::granted(std::string_view key, std::string_view owner_id,
                     now + *believed};
 }
 
-std::optional<std::int64_t> EtcdStore::live_grant_lease(const std::string& etcd_key,
-                                                        std::string_view owner_id,
-                                                        std::string_view session_id,
-                                                        FencingToken token) {
+std::optional<mvccpb::KeyValue> EtcdStore::live_grant(const std::string& etcd_key,
+                                                      std::string_view owner_id,
+                                                      std::string_view session_id,
+                                                      FencingToken token) {
   const auto current = client_.range(range_request(etcd_key));
   if (current.kvs_size() == 0) return std::nullopt;
   const auto& kv = current.kvs(0);
   if (kv.mod_revision() != to_revision(token)) return std::nullopt;
   const GrantRecord record = decode_grant(kv);
   if (record.owner_id() != owner_id || record.session_id() != session_id) return std::nullopt;
-  return kv.lease();
+  return kv;
 }
 
 std::optional<LockHandle> EtcdStore::release_instead_of_handover(const LockHandle& from) {

@@ -6,32 +6,61 @@
 
 #define DLOCK_PG_US(column) "(extract(epoch from " column ") * 1000000)::bigint"
 #define DLOCK_PG_MS(param) param "::bigint * interval '1 millisecond'"
+// Whether the row `t` is a live grant: until its own expiry or, session-bound (expires_at NULL,
+// docs/adr/0018-session-bound-locks.md), exactly while its session is. Never NULL.
+#define DLOCK_PG_LIVE(t)                                                    \
+  "(CASE WHEN " t                                                           \
+  ".expires_at IS NULL THEN EXISTS (SELECT 1 FROM lock_session s "          \
+  "WHERE s.session_id = " t ".session_id AND s.expires_at > now()) ELSE " t \
+  ".expires_at > now() "                                                    \
+  "END)"
+// The same, for statements that end a session-bound grant because its session is dead (acquire's
+// takeover, the reap): the session row is read FOR SHARE whatever its expiry, so a heartbeat
+// in flight is waited for and its renewed expiry seen (READ COMMITTED re-reads a locked row), and
+// a heartbeat arriving later waits for this statement and then finds the session expired
+// (kHeartbeat checks clock_timestamp()). A session cannot be renewed under a taken-over grant.
+#define DLOCK_PG_LIVE_LOCKING(t)                                    \
+  "(CASE WHEN " t                                                   \
+  ".expires_at IS NULL THEN coalesce((SELECT s.expires_at > now() " \
+  "FROM lock_session s WHERE s.session_id = " t                     \
+  ".session_id FOR SHARE), false) "                                 \
+  "ELSE " t ".expires_at > now() END)"
+// The expiry a grant reports: its own, or its session's (now() once the session row is gone).
+#define DLOCK_PG_EXPIRY(t)                                 \
+  "coalesce(" t                                            \
+  ".expires_at, (SELECT s.expires_at FROM lock_session s " \
+  "WHERE s.session_id = " t ".session_id), now())"
+// Column 5 is the expiry the grant reports, column 6 whether it is session-bound.
 #define DLOCK_PG_LOCK_COLUMNS                                                               \
   "key, owner_id, session_id, fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US( \
-      "expires_at")
+      DLOCK_PG_EXPIRY("locks")) ", locks.expires_at IS NULL"
 
 namespace dlock::store::pg::sql {
 
 // C1 acquire: one statement, one round trip. One row -> granted, zero rows -> held.
 // C1 Warning 1: BOTH nextval('fencing_token_seq') are required. Without the one in DO UPDATE a
 // takeover of an expired lease (and a re-entrant re-acquire) re-issues the previous token.
+// $4 is the TTL in ms, or 0 for a session-bound grant (never a valid TTL): expires_at NULL.
+// Returns the token, acquired_at, the expiry the grant reports and now().
 inline constexpr const char* kAcquire =
     "INSERT INTO locks AS l (key, owner_id, session_id, fencing_token, acquired_at, expires_at) "
-    "VALUES ($1, $2, $3, nextval('fencing_token_seq'), now(), now() + " DLOCK_PG_MS("$4") ") "
+    "VALUES ($1, $2, $3, nextval('fencing_token_seq'), now(), "
+    "now() + nullif($4::bigint, 0) * interval '1 millisecond') "
     "ON CONFLICT (key) DO UPDATE "
     "SET owner_id = EXCLUDED.owner_id, session_id = EXCLUDED.session_id, "
     "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, "
     "fencing_token = nextval('fencing_token_seq') "
-    "WHERE l.expires_at <= now() "
+    "WHERE NOT " DLOCK_PG_LIVE_LOCKING("l") " "
     "OR (l.owner_id, l.session_id) = (EXCLUDED.owner_id, EXCLUDED.session_id) "
-    "RETURNING fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US("expires_at");
+    "RETURNING fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US(
+        DLOCK_PG_EXPIRY("l")) ", " DLOCK_PG_US("now()");
 
 inline constexpr const char* kRead =
-    "SELECT " DLOCK_PG_LOCK_COLUMNS " FROM locks WHERE key = $1 AND expires_at > now()";
+    "SELECT " DLOCK_PG_LOCK_COLUMNS " FROM locks WHERE key = $1 AND " DLOCK_PG_LIVE("locks");
 
 inline constexpr const char* kList = "SELECT " DLOCK_PG_LOCK_COLUMNS
                                      " FROM locks WHERE starts_with(key, $1) "
-                                     "AND expires_at > now() ORDER BY key LIMIT $2";
+                                     "AND " DLOCK_PG_LIVE("locks") " ORDER BY key LIMIT $2";
 
 inline constexpr const char* kExtend =
     "UPDATE locks SET expires_at = now() + " DLOCK_PG_MS("$5") " "
@@ -40,24 +69,34 @@ inline constexpr const char* kExtend =
     "WHERE s.session_id = locks.session_id AND s.expires_at > now()) "
     "RETURNING " DLOCK_PG_US("expires_at");
 
+// extend of a session-bound grant: a checked no-op answering the session's expiry (ADR-0018).
+inline constexpr const char* kCheckSessionBound =
+    "SELECT " DLOCK_PG_US(DLOCK_PG_EXPIRY("locks")) ", " DLOCK_PG_US("now()") " FROM locks "
+    "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
+    "AND expires_at IS NULL AND " DLOCK_PG_LIVE("locks");
+
 inline constexpr const char* kDeleteIfOwner =
     "DELETE FROM locks WHERE key = $1 AND owner_id = $2 AND session_id = $3 "
-    "AND fencing_token = $4 RETURNING expires_at > now()";
+    "AND fencing_token = $4 RETURNING " DLOCK_PG_LIVE("locks");
 
 // Release and re-grant in one statement; the session trigger refuses a dead next session.
+// $7 as kAcquire's $4: a TTL, or 0 for a grant bound to the next session.
 inline constexpr const char* kHandover =
     "UPDATE locks SET owner_id = $5, session_id = $6, "
     "fencing_token = nextval('fencing_token_seq'), acquired_at = now(), "
-    "expires_at = now() + " DLOCK_PG_MS("$7") " "
+    "expires_at = now() + nullif($7::bigint, 0) * interval '1 millisecond' "
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
-    "AND expires_at > now() RETURNING fencing_token, " DLOCK_PG_US("expires_at");
+    "AND " DLOCK_PG_LIVE("locks") " RETURNING fencing_token, " DLOCK_PG_US(
+        DLOCK_PG_EXPIRY("locks")) ", " DLOCK_PG_US("now()");
 
 inline constexpr const char* kRevoke =
-    "DELETE FROM locks WHERE key = $1 RETURNING fencing_token, owner_id, expires_at > now()";
+    "DELETE FROM locks WHERE key = $1 RETURNING fencing_token, owner_id, " DLOCK_PG_LIVE("locks");
 
+// Expired grants, session-bound grants of dead sessions, and TTL grants of dead sessions.
 inline constexpr const char* kReapLocks =
-    "DELETE FROM locks WHERE expires_at <= now() OR NOT EXISTS (SELECT 1 FROM lock_session s "
-    "WHERE s.session_id = locks.session_id AND s.expires_at > now()) "
+    "DELETE FROM locks WHERE NOT " DLOCK_PG_LIVE_LOCKING("locks") " OR (expires_at IS NOT NULL "
+    "AND NOT EXISTS (SELECT 1 FROM lock_session s "
+    "WHERE s.session_id = locks.session_id AND s.expires_at > now())) "
     "RETURNING " DLOCK_PG_LOCK_COLUMNS;
 
 inline constexpr const char* kReapSessions =
@@ -70,9 +109,11 @@ inline constexpr const char* kOpenSession =
     "VALUES ($3, $1, $2, now() + " DLOCK_PG_MS("$2") ") "
     "RETURNING session_id, " DLOCK_PG_US("expires_at");
 
+// clock_timestamp(), not now(): re-evaluated after waiting for a statement that read the row
+// FOR SHARE (DLOCK_PG_LIVE_LOCKING), so a session found dead there is never renewed here.
 inline constexpr const char* kHeartbeat =
     "UPDATE lock_session SET expires_at = now() + ttl_ms * interval '1 millisecond' "
-    "WHERE session_id = $1 AND expires_at > now() "
+    "WHERE session_id = $1 AND expires_at > clock_timestamp() "
     "RETURNING owner_id, ttl_ms, " DLOCK_PG_US("expires_at");
 
 inline constexpr const char* kGetSession =
@@ -82,8 +123,10 @@ inline constexpr const char* kGetSession =
 inline constexpr const char* kCloseSession =
     "DELETE FROM lock_session WHERE session_id = $1 RETURNING expires_at > now()";
 
+// After kCloseSession (no new grant can follow): a session-bound grant was live if its session
+// was, which kCloseSession reports.
 inline constexpr const char* kReleaseSessionLocks =
     "DELETE FROM locks WHERE session_id = $1 RETURNING " DLOCK_PG_LOCK_COLUMNS
-    ", expires_at > now()";
+    ", coalesce(expires_at > now(), true)";
 
 }  // namespace dlock::store::pg::sql

@@ -33,6 +33,7 @@ const std::vector<PreparedStatement>& prepared_statements() {
       {"read", sql::kRead},
       {"list", sql::kList},
       {"extend", sql::kExtend},
+      {"check_session_bound", sql::kCheckSessionBound},
       {"delete_if_owner", sql::kDeleteIfOwner},
       {"handover", sql::kHandover},
       {"revoke", sql::kRevoke},
@@ -53,11 +54,33 @@ LockInfo lock_info_from(const PgResult& result, int row) {
                   result.text(row, 2),
                   static_cast<FencingToken>(result.int64(row, 3)),
                   util::from_unix_micros(result.int64(row, 4)),
-                  util::from_unix_micros(result.int64(row, 5))};
+                  util::from_unix_micros(result.int64(row, 5)),
+                  result.boolean(row, 6)};
+}
+
+// The handle of a grant from a row holding its expiry (column `expiry`) and the database's now()
+// (the next column): a session-bound grant's deadline is its session's, counted from `sent_at`.
+LockHandle handle_from(std::string_view key, std::string_view owner_id, std::string_view session_id,
+                       FencingToken token, const LockLease& lease, SteadyClock::time_point sent_at,
+                       const PgResult& result, int expiry) {
+  const std::int64_t expires_us = result.int64(0, expiry);
+  const auto lifetime =
+      lease.session_bound()
+          ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::microseconds(expires_us - result.int64(0, expiry + 1)))
+          : lease.ttl();
+  return LockHandle{std::string(key),        std::string(owner_id),
+                    std::string(session_id), token,
+                    sent_at + lifetime,      util::from_unix_micros(expires_us),
+                    lease.session_bound()};
 }
 
 std::string token_text(FencingToken token) { return std::to_string(token); }
 std::string ms_text(std::chrono::milliseconds ttl) { return std::to_string(ttl.count()); }
+// kAcquire's and kHandover's TTL parameter: 0 asks for a session-bound grant.
+std::string lease_text(const LockLease& lease) {
+  return lease.session_bound() ? "0" : ms_text(lease.ttl());
+}
 
 LockLostError lost(std::string_view key, FencingToken token) {
   return LockLostError("lock " + std::string(key) + " token " + std::to_string(token) +
@@ -99,19 +122,18 @@ class PgStore final : public Backend {
               prepared_statements(), kRaiseTokenFloor) {}
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
-                                       std::string_view session_id,
-                                       std::chrono::milliseconds ttl) override {
+                                       std::string_view session_id, LockLease lease) override {
     util::check_key(key);
     util::check_owner(owner_id);
     util::check_session_id(session_id);
-    check_ttl(ttl, limits_, "ttl_ms");
+    check_lease(lease, limits_);
     auto connection = pool_.lease();
     const auto sent_at = SteadyClock::now();
-    const auto granted = connection->execute("acquire", {key, owner_id, session_id, ms_text(ttl)});
+    const auto granted =
+        connection->execute("acquire", {key, owner_id, session_id, lease_text(lease)});
     if (granted.rows() == 0) return std::nullopt;  // held by a live grant: a decision
-    return LockHandle{std::string(key),        std::string(owner_id),
-                      std::string(session_id), static_cast<FencingToken>(granted.int64(0, 0)),
-                      sent_at + ttl,           util::from_unix_micros(granted.int64(0, 2))};
+    return handle_from(key, owner_id, session_id, static_cast<FencingToken>(granted.int64(0, 0)),
+                       lease, sent_at, granted, 2);
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
@@ -132,10 +154,22 @@ class PgStore final : public Backend {
     check_ttl(ttl, limits_, "ttl_ms");
     auto connection = pool_.lease();
     const auto sent_at = SteadyClock::now();
+    const auto check_session_bound = [&] {
+      // A checked no-op: the grant lives by its session (ADR-0018).
+      const auto checked = connection->execute(
+          "check_session_bound",
+          {handle.key, handle.owner_id, handle.session_id, token_text(handle.fencing_token)});
+      if (checked.rows() == 0) throw lost(handle.key, handle.fencing_token);
+      return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
+                         LockLease::session(), sent_at, checked, 0);
+    };
+    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
+    // server's extend) does not know it. kExtend never matches a session-bound row.
+    if (handle.session_bound) return check_session_bound();
     const auto result =
         connection->execute("extend", {handle.key, handle.owner_id, handle.session_id,
                                        token_text(handle.fencing_token), ms_text(ttl)});
-    if (result.rows() == 0) throw lost(handle.key, handle.fencing_token);
+    if (result.rows() == 0) return check_session_bound();
     LockHandle extended = handle;
     extended.client_deadline = sent_at + ttl;
     extended.server_expiry = util::from_unix_micros(result.int64(0, 0));
@@ -150,24 +184,19 @@ class PgStore final : public Backend {
   }
 
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
-                                     std::string_view next_session_id,
-                                     std::chrono::milliseconds ttl) override {
+                                     std::string_view next_session_id, LockLease lease) override {
     util::check_owner(next_owner_id);
     util::check_session_id(next_session_id);
-    check_ttl(ttl, limits_, "ttl_ms");
+    check_lease(lease, limits_);
     auto connection = pool_.lease();
     const auto sent_at = SteadyClock::now();
     try {
       const auto result = connection->execute(
           "handover", {from.key, from.owner_id, from.session_id, token_text(from.fencing_token),
-                       next_owner_id, next_session_id, ms_text(ttl)});
+                       next_owner_id, next_session_id, lease_text(lease)});
       if (result.rows() == 0) throw lost(from.key, from.fencing_token);
-      return LockHandle{from.key,
-                        std::string(next_owner_id),
-                        std::string(next_session_id),
-                        static_cast<FencingToken>(result.int64(0, 0)),
-                        sent_at + ttl,
-                        util::from_unix_micros(result.int64(0, 1))};
+      return handle_from(from.key, next_owner_id, next_session_id,
+                         static_cast<FencingToken>(result.int64(0, 0)), lease, sent_at, result, 1);
     } catch (const SessionNotFoundError&) {
       // The next session died while it waited: release `from` instead (rare path).
       const auto released = connection->execute(
@@ -250,7 +279,7 @@ class PgStore final : public Backend {
     const auto locks = connection->execute("release_session_locks", {session_id});
     std::vector<LockInfo> released;
     for (int row = 0; row < locks.rows(); ++row) {
-      if (locks.boolean(row, 6)) released.push_back(lock_info_from(locks, row));
+      if (locks.boolean(row, 7)) released.push_back(lock_info_from(locks, row));
     }
     if (closed.rows() == 0 || !closed.boolean(0, 0)) {
       throw SessionNotFoundError("session not found or expired");

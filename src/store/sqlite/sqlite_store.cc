@@ -58,7 +58,28 @@ LockInfo lock_info_from(const Statement& row) {
                   row.column_text(2),
                   static_cast<FencingToken>(row.column_int64(3)),
                   util::from_unix_micros(row.column_int64(4) * 1000),
-                  util::from_unix_micros(row.column_int64(5) * 1000)};
+                  util::from_unix_micros(row.column_int64(5) * 1000),
+                  row.column_int64(6) != 0};
+}
+
+// The handle of a grant from a statement returning its expiry (column `expiry`) and the store's
+// now (the next column): a session-bound grant's deadline is its session's, counted from `sent_at`.
+LockHandle handle_from(std::string_view key, std::string_view owner_id, std::string_view session_id,
+                       FencingToken token, const LockLease& lease, SteadyClock::time_point sent_at,
+                       const Statement& row, int expiry) {
+  const std::int64_t expires_ms = row.column_int64(expiry);
+  const auto lifetime = lease.session_bound()
+                            ? std::chrono::milliseconds(expires_ms - row.column_int64(expiry + 1))
+                            : lease.ttl();
+  return LockHandle{std::string(key),        std::string(owner_id),
+                    std::string(session_id), token,
+                    sent_at + lifetime,      util::from_unix_micros(expires_ms * 1000),
+                    lease.session_bound()};
+}
+
+// A TTL in ms for a TTL lease; a session-bound one leaves the parameter unbound (NULL).
+void bind_lease(Statement& statement, int index, const LockLease& lease) {
+  if (!lease.session_bound()) statement.bind(index, std::int64_t{lease.ttl().count()});
 }
 
 class SqliteStore final : public Backend {
@@ -79,12 +100,11 @@ class SqliteStore final : public Backend {
   }
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
-                                       std::string_view session_id,
-                                       std::chrono::milliseconds ttl) override {
+                                       std::string_view session_id, LockLease lease) override {
     util::check_key(key);
     util::check_owner(owner_id);
     util::check_session_id(session_id);
-    check_ttl(ttl, limits_, "ttl_ms");
+    check_lease(lease, limits_);
     const auto sent_at = SteadyClock::now();
     std::optional<LockHandle> granted;
     writes_.write([&] {
@@ -92,12 +112,12 @@ class SqliteStore final : public Backend {
       Statement& acquire = statements_.get(kAcquire);
       ResetGuard reset(acquire);
       acquire.bind(1, key).bind(2, owner_id).bind(3, session_id);
-      acquire.bind(4, static_cast<std::int64_t>(token)).bind(5, std::int64_t{ttl.count()});
+      acquire.bind(4, static_cast<std::int64_t>(token));
+      bind_lease(acquire, 5, lease);
       if (!acquire.step()) return false;  // held: rolling back returns the token unused
-      granted = LockHandle{
-          std::string(key),        std::string(owner_id),
-          std::string(session_id), static_cast<FencingToken>(acquire.column_int64(0)),
-          sent_at + ttl,           util::from_unix_micros(acquire.column_int64(2) * 1000)};
+      granted =
+          handle_from(key, owner_id, session_id, static_cast<FencingToken>(acquire.column_int64(0)),
+                      lease, sent_at, acquire, 2);
       return true;
     });
     return granted;
@@ -106,9 +126,8 @@ class SqliteStore final : public Backend {
   std::optional<LockInfo> read(std::string_view key) override {
     util::check_key(key);
     std::lock_guard lock(mutex_);
-    Statement& select =
-        statements_.get(std::string("SELECT ") + kLockColumns +
-                        " FROM locks WHERE key = ?1 AND expires_at > " + DLOCK_SQLITE_NOW);
+    Statement& select = statements_.get(std::string("SELECT ") + kLockColumns +
+                                        " FROM locks WHERE key = ?1 AND " DLOCK_SQLITE_LIVE_GRANT);
     ResetGuard reset(select);
     select.bind(1, key);
     if (!select.step()) return std::nullopt;
@@ -117,10 +136,9 @@ class SqliteStore final : public Backend {
 
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
     std::lock_guard lock(mutex_);
-    Statement& select =
-        statements_.get(std::string("SELECT ") + kLockColumns +
-                        " FROM locks WHERE substr(key, 1, length(?1)) = ?1 AND expires_at > " +
-                        DLOCK_SQLITE_NOW + " ORDER BY key LIMIT ?2");
+    Statement& select = statements_.get(std::string("SELECT ") + kLockColumns +
+                                        " FROM locks WHERE substr(key, 1, length(?1)) = ?1 AND " +
+                                        DLOCK_SQLITE_LIVE_GRANT + " ORDER BY key LIMIT ?2");
     ResetGuard reset(select);
     select.bind(1, prefix).bind(2, static_cast<std::int64_t>(limit));
     std::vector<LockInfo> result;
@@ -130,8 +148,12 @@ class SqliteStore final : public Backend {
 
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
     check_ttl(ttl, limits_, "ttl_ms");
+    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
+    // server's extend) does not know it. The UPDATE never matches a session-bound row.
+    if (handle.session_bound) return check_session_bound(handle);
     const auto sent_at = SteadyClock::now();
     LockHandle extended = handle;
+    bool updated = false;
     writes_.write([&] {
       Statement& update = statements_.get(
           std::string("UPDATE locks SET expires_at = " DLOCK_SQLITE_NOW " + ?5 "
@@ -142,14 +164,13 @@ class SqliteStore final : public Backend {
       update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
       update.bind(4, static_cast<std::int64_t>(handle.fencing_token));
       update.bind(5, std::int64_t{ttl.count()});
-      if (!update.step()) {
-        throw LockLostError("lock " + handle.key + " token " +
-                            std::to_string(handle.fencing_token) + " is no longer held");
-      }
+      updated = update.step();
+      if (!updated) return false;  // nothing written
       extended.client_deadline = sent_at + ttl;
       extended.server_expiry = util::from_unix_micros(update.column_int64(0) * 1000);
       return true;
     });
+    if (!updated) return check_session_bound(handle);  // LockLostError unless session-bound
     return extended;
   }
 
@@ -165,9 +186,8 @@ class SqliteStore final : public Backend {
   }
 
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
-                                     std::string_view next_session_id,
-                                     std::chrono::milliseconds ttl) override {
-    auto next = handover_locked(from, next_owner_id, next_session_id, ttl);
+                                     std::string_view next_session_id, LockLease lease) override {
+    auto next = handover_locked(from, next_owner_id, next_session_id, lease);
     if (!next) releases_.notify(from.key);
     return next;
   }
@@ -179,7 +199,7 @@ class SqliteStore final : public Backend {
       outcome = LockOutcome{};
       Statement& remove = statements_.get(
           "DELETE FROM locks WHERE key = ?1 RETURNING fencing_token, "
-          "owner_id, expires_at > " DLOCK_SQLITE_NOW);
+          "owner_id, " DLOCK_SQLITE_LIVE_GRANT);
       ResetGuard reset(remove);
       remove.bind(1, key);
       if (remove.step() && remove.column_int64(2) != 0) {
@@ -264,11 +284,10 @@ class SqliteStore final : public Backend {
   // The bodies of handover, reap_expired and close_session, run under the mutex; their public
   // wrappers notify waiters after the mutex is released.
   std::optional<LockHandle> handover_locked(const LockHandle& from, std::string_view next_owner_id,
-                                            std::string_view next_session_id,
-                                            std::chrono::milliseconds ttl) {
+                                            std::string_view next_session_id, LockLease lease) {
     util::check_owner(next_owner_id);
     util::check_session_id(next_session_id);
-    check_ttl(ttl, limits_, "ttl_ms");
+    check_lease(lease, limits_);
     const auto sent_at = SteadyClock::now();
     std::optional<LockHandle> next;
     writes_.write([&] {
@@ -278,12 +297,14 @@ class SqliteStore final : public Backend {
           "UPDATE locks SET owner_id = ?5, session_id = ?6, fencing_token = ?7, "
           "acquired_at = " DLOCK_SQLITE_NOW ", expires_at = " DLOCK_SQLITE_NOW
           " + ?8 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-          "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW " RETURNING expires_at");
+          "AND fencing_token = ?4 AND " DLOCK_SQLITE_LIVE_GRANT
+          " RETURNING " DLOCK_SQLITE_GRANT_EXPIRY ", " DLOCK_SQLITE_NOW);
       ResetGuard reset(update);
       update.bind(1, from.key).bind(2, from.owner_id).bind(3, from.session_id);
       update.bind(4, static_cast<std::int64_t>(from.fencing_token));
       update.bind(5, next_owner_id).bind(6, next_session_id);
-      update.bind(7, static_cast<std::int64_t>(token)).bind(8, std::int64_t{ttl.count()});
+      update.bind(7, static_cast<std::int64_t>(token));
+      bind_lease(update, 8, lease);
       bool granted = false;
       try {
         granted = update.step();
@@ -298,12 +319,8 @@ class SqliteStore final : public Backend {
       if (!granted) {
         throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
       }
-      next = LockHandle{from.key,
-                        std::string(next_owner_id),
-                        std::string(next_session_id),
-                        token,
-                        sent_at + ttl,
-                        util::from_unix_micros(update.column_int64(0) * 1000)};
+      next =
+          handle_from(from.key, next_owner_id, next_session_id, token, lease, sent_at, update, 0);
       return true;
     });
     return next;
@@ -334,21 +351,23 @@ class SqliteStore final : public Backend {
     writes_.write([&] {
       released.clear();
       {
-        Statement& remove = statements_.get(
-            "DELETE FROM lock_session WHERE session_id = ?1 "
-            "RETURNING expires_at > " DLOCK_SQLITE_NOW);
-        ResetGuard reset(remove);
-        remove.bind(1, session_id);
-        was_live = remove.step() && remove.column_int64(0) != 0;
+        // Before the session row goes: a session-bound grant is live while the session is, and
+        // reports the session's expiry. One transaction, so no grant slips in between.
+        Statement& locks = statements_.get(std::string("DELETE FROM locks WHERE session_id = ?1 "
+                                                       "RETURNING ") +
+                                           kLockColumns + ", " DLOCK_SQLITE_LIVE_GRANT);
+        ResetGuard reset(locks);
+        locks.bind(1, session_id);
+        while (locks.step()) {
+          if (locks.column_int64(7) != 0) released.push_back(lock_info_from(locks));
+        }
       }
-      Statement& locks = statements_.get(std::string("DELETE FROM locks WHERE session_id = ?1 "
-                                                     "RETURNING ") +
-                                         kLockColumns + ", expires_at > " DLOCK_SQLITE_NOW);
-      ResetGuard reset(locks);
-      locks.bind(1, session_id);
-      while (locks.step()) {
-        if (locks.column_int64(6) != 0) released.push_back(lock_info_from(locks));
-      }
+      Statement& remove = statements_.get(
+          "DELETE FROM lock_session WHERE session_id = ?1 "
+          "RETURNING expires_at > " DLOCK_SQLITE_NOW);
+      ResetGuard reset(remove);
+      remove.bind(1, session_id);
+      was_live = remove.step() && remove.column_int64(0) != 0;
       return true;
     });
     if (!was_live) throw SessionNotFoundError("session not found or expired");
@@ -409,6 +428,25 @@ class SqliteStore final : public Backend {
     ResetGuard reset(next_token);
     if (!next_token.step()) throw InternalError("sqlite: fencing_token_seq row is missing");
     return static_cast<FencingToken>(next_token.column_int64(0));
+  }
+
+  // extend of a session-bound grant: a checked no-op answering the session's expiry (ADR-0018).
+  LockHandle check_session_bound(const LockHandle& handle) {
+    const auto sent_at = SteadyClock::now();
+    std::lock_guard lock(mutex_);
+    Statement& select = statements_.get(
+        "SELECT " DLOCK_SQLITE_GRANT_EXPIRY ", " DLOCK_SQLITE_NOW
+        " FROM locks WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+        "AND fencing_token = ?4 AND expires_at IS NULL AND " DLOCK_SQLITE_LIVE_GRANT);
+    ResetGuard reset(select);
+    select.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
+    select.bind(4, static_cast<std::int64_t>(handle.fencing_token));
+    if (!select.step()) {
+      throw LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
+                          " is no longer held");
+    }
+    return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
+                       LockLease::session(), sent_at, select, 0);
   }
 
   bool delete_grant(std::string_view key, std::string_view owner_id, std::string_view session_id,

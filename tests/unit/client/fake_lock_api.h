@@ -18,6 +18,7 @@ class FakeLockApi {
   std::atomic<int> lock_ttl_ms{1000};
   std::atomic<std::uint64_t> token{42};
   std::atomic<bool> held{false};                   // acquire -> 409 held
+  std::atomic<bool> session_bound{false};          // grants answer "lease": "session"
   std::atomic<bool> acquire_unavailable{false};    // acquire -> 503 unavailable
   std::atomic<bool> lock_lost{false};              // extend/release -> 409 lock_lost
   std::atomic<bool> extend_unavailable{false};     // extend -> 503 unavailable
@@ -63,7 +64,9 @@ class FakeLockApi {
   std::string grant() const {
     return R"({"key":"k","fencing_token":)" + std::to_string(token.load()) +
            R"(,"owner":"tester","session_id":"s-1","ttl_ms":)" +
-           std::to_string(lock_ttl_ms.load()) + R"(,"expires_at":"2030-01-01T00:00:00Z"})";
+           std::to_string(lock_ttl_ms.load()) +
+           R"(,"expires_at":"2030-01-01T00:00:00Z","lease":")" +
+           (session_bound ? "session" : "ttl") + R"("})";
   }
 };
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "dlock/client.h"
 #include "fake_lock_api.h"
 #include "wait_until.h"
@@ -99,6 +101,36 @@ TEST_F(SessionLockTest, StillValidEndsAtTheClientDeadlineWithoutExtend) {
   const auto deadline = lock->client_deadline();
   ASSERT_TRUE(wait_until([&] { return !lock->still_valid(); }, milliseconds(3000)));
   EXPECT_GE(SteadyClock::now(), deadline);
+}
+
+// A session-bound lock (ADR-0018) asks for no TTL, is never extended, and stays valid for as
+// long as the session's keepalives keep the session.
+TEST_F(SessionLockTest, SessionBoundLockLivesByTheSessionsKeepalives) {
+  Session session(*client_, {"tester", milliseconds(1000), {}});
+  api_.session_bound = true;
+  AcquireOptions options;
+  options.session_bound = true;
+  options.auto_extend = true;  // ignored: there is no TTL of the lock's own to renew
+  auto lock = session.acquire("k", options);
+  ASSERT_TRUE(lock);
+  const auto requests = server_.requests();
+  const auto acquire = std::find_if(requests.begin(), requests.end(), [](const auto& request) {
+    return request.target.ends_with("/acquire");
+  });
+  ASSERT_NE(acquire, requests.end());
+  EXPECT_NE(acquire->body.find(R"("lease":"session")"), std::string::npos) << acquire->body;
+  EXPECT_EQ(acquire->body.find("ttl_ms"), std::string::npos) << acquire->body;
+  // Well past the lock's first answered TTL (1 s): still valid, the keepalives moved it.
+  ASSERT_TRUE(server_.wait_for_requests(matching("POST", "/keepalive"), 4, milliseconds(3000)));
+  EXPECT_TRUE(lock->still_valid());
+  const auto all = server_.requests();
+  EXPECT_EQ(std::count_if(all.begin(), all.end(), matching("POST", "/extend")), 0);
+  api_.session_gone = true;
+  ASSERT_TRUE(wait_until([&] { return !lock->still_valid(); }, milliseconds(3000)));
+  AcquireOptions with_ttl;
+  with_ttl.ttl = milliseconds(5000);
+  with_ttl.session_bound = true;
+  EXPECT_THROW(session.acquire("k", with_ttl), InvalidArgumentError);
 }
 
 TEST_F(SessionLockTest, AutoExtendKeepsTheLockAndReportsItsLoss) {

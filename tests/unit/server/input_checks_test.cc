@@ -94,6 +94,24 @@ TEST(InputChecks, SessionIdsTokensLimitsTtlsAndWaits) {
   EXPECT_FALSE(constant_time_equal("Bearer", "Bearer t"));
 }
 
+// "lease" on acquire (C3, ADR-0018): "ttl" or absent -> the checked TTL; "session" -> no TTL, and
+// then ttl_ms must be absent.
+TEST(InputChecks, LeaseIsTtlOrSessionAndSessionTakesNoTtl) {
+  const TtlLimits ttl_limits;
+  EXPECT_EQ(checked_lease(std::nullopt, std::nullopt, milliseconds(5000), ttl_limits),
+            LockLease(milliseconds(5000)));
+  EXPECT_EQ(checked_lease("ttl", 2000, milliseconds(5000), ttl_limits),
+            LockLease(milliseconds(2000)));
+  EXPECT_TRUE(
+      checked_lease("session", std::nullopt, milliseconds(5000), ttl_limits).session_bound());
+  EXPECT_EQ(field_of([&] { checked_lease("session", 2000, milliseconds(5000), ttl_limits); }),
+            "ttl_ms");
+  EXPECT_EQ(
+      field_of([&] { checked_lease("forever", std::nullopt, milliseconds(5000), ttl_limits); }),
+      "lease");
+  EXPECT_EQ(field_of([&] { checked_lease("ttl", 1, milliseconds(5000), ttl_limits); }), "ttl_ms");
+}
+
 template <typename E>
 Response mapped(const E& error) {
   return error_response(std::make_exception_ptr(error));
