@@ -129,11 +129,10 @@ struct AcquireOptions {
   bool auto_extend = false;
   // Called once, from the auto-extend thread, when the lock is lost: extend answered
   // lock_lost, or the client deadline passed without a successful extend. Must not block long.
-  std::function<void(const std::string& reason)>
-      on_lost;  // A lock that lives exactly as long as the session
-                // (docs/adr/0018-session-bound-locks.md):
-  // no TTL of its own (`ttl` must be 0), kept by the session's keepalives, so `auto_extend` is
-  // not needed (and is ignored); its deadline is the session's.
+  std::function<void(const std::string& reason)> on_lost;
+  // A lock that lives exactly as long as the session (docs/adr/0018-session-bound-locks.md): no
+  // TTL of its own (`ttl` must be 0), kept by the session's keepalives, so `auto_extend` is not
+  // needed (and is ignored); its deadline is the session's.
   bool session_bound = false;
 };
 
