@@ -16,14 +16,9 @@
 #include "auth/crypto.h"
 #include "auth/permissions.h"
 #include "auth/tokens_file.h"
+#include "support/dlockd_backends.h"
 #include "support/dlockd_process.h"
 #include "support/subprocess.h"
-#ifdef DLOCK_WITH_PG
-#include "support/postgres_server.h"
-#endif
-#ifdef DLOCK_WITH_ETCD
-#include "support/etcd_server.h"
-#endif
 
 namespace dlock {
 namespace {
@@ -32,36 +27,6 @@ using testing::DlockdOptions;
 using testing::DlockdProcess;
 using testing::HttpResult;
 namespace json = boost::json;
-
-#ifdef DLOCK_WITH_PG
-testing::PostgresServer& postgres() {
-  static testing::PostgresServer server;
-  static const bool created = [] {
-    server.ensure_database("dlock_authz");
-    return true;
-  }();
-  (void)created;
-  return server;
-}
-#endif
-
-#ifdef DLOCK_WITH_ETCD
-testing::EtcdCluster& etcd() {
-  static testing::EtcdCluster cluster(1);
-  return cluster;
-}
-#endif
-
-std::vector<std::string> backends() {
-  std::vector<std::string> result = {"sqlite"};
-#ifdef DLOCK_WITH_PG
-  result.push_back("pg");
-#endif
-#ifdef DLOCK_WITH_ETCD
-  result.push_back("etcd");
-#endif
-  return result;
-}
 
 // A caller of the matrix: its name, its bearer token ("" = no header) and its permissions.
 struct Caller {
@@ -110,14 +75,7 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
                                    auth::parse_permissions(victim_.permissions))
          << "\n";
     file.close();
-    DlockdOptions options;
-    options.backend = GetParam();
-#ifdef DLOCK_WITH_PG
-    if (GetParam() == "pg") options.pg_url = postgres().url("dlock_authz");
-#endif
-#ifdef DLOCK_WITH_ETCD
-    if (GetParam() == "etcd") options.etcd_endpoints = etcd().endpoints();
-#endif
+    DlockdOptions options = testing::dlockd_options(GetParam(), "dlock_authz");
     options.log_level = "info";
     options.extra_args = {"--auth-tokens-file", dir_ + "/tokens"};
     server_ = std::make_unique<DlockdProcess>(options);
@@ -361,7 +319,7 @@ TEST_P(AuthzMatrix, BadTokensAreThrottledAndOpenRoutesStayOpen) {
       << counted;
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, AuthzMatrix, ::testing::ValuesIn(backends()),
+INSTANTIATE_TEST_SUITE_P(Backends, AuthzMatrix, ::testing::ValuesIn(testing::dlockd_backends()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -10,9 +10,8 @@
 #include <thread>
 
 #include "dlock/client.h"
+#include "support/dlockd_backends.h"
 #include "support/dlockd_process.h"
-#include "support/etcd_server.h"
-#include "support/postgres_server.h"
 #include "support/subprocess.h"
 
 namespace dlock::testing {
@@ -20,30 +19,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
-PostgresServer& postgres() {
-  static PostgresServer server;
-  static const bool created = [] {
-    server.ensure_database("dlock_failover");
-    return true;
-  }();
-  (void)created;
-  return server;
-}
-
-#ifdef DLOCK_WITH_ETCD
-EtcdCluster& etcd() {
-  static EtcdCluster cluster;
-  return cluster;
-}
-#endif
-
 DlockdOptions backend_dlockd(const std::string& backend) {
-  DlockdOptions options;
-  options.backend = backend;
-  if (backend == "pg") options.pg_url = postgres().url("dlock_failover");
-#ifdef DLOCK_WITH_ETCD
-  if (backend == "etcd") options.etcd_endpoints = etcd().endpoints();
-#endif
+  DlockdOptions options = dlockd_options(backend, "dlock_failover");
   options.fixed_port = true;  // the client keeps its server list across restarts
   options.log_level = "info";
   return options;

@@ -12,13 +12,8 @@
 #include <set>
 #include <thread>
 
+#include "support/dlockd_backends.h"
 #include "support/dlockd_process.h"
-#ifdef DLOCK_WITH_PG
-#include "support/postgres_server.h"
-#endif
-#ifdef DLOCK_WITH_ETCD
-#include "support/etcd_server.h"
-#endif
 
 namespace dlock {
 namespace {
@@ -32,47 +27,10 @@ using testing::HttpResult;
 constexpr const char* kAdminToken = "e2e-admin-token-0123456789abcdefgh";
 namespace json = boost::json;
 
-#ifdef DLOCK_WITH_PG
-testing::PostgresServer& postgres() {
-  static testing::PostgresServer server;
-  static const bool created = [] {
-    server.ensure_database("dlock_e2e");
-    return true;
-  }();
-  (void)created;
-  return server;
-}
-#endif
-
-#ifdef DLOCK_WITH_ETCD
-testing::EtcdCluster& etcd() {
-  static testing::EtcdCluster cluster(1);
-  return cluster;
-}
-#endif
-
-std::vector<std::string> e2e_backends() {
-  std::vector<std::string> backends = {"sqlite"};
-#ifdef DLOCK_WITH_PG
-  backends.push_back("pg");
-#endif
-#ifdef DLOCK_WITH_ETCD
-  backends.push_back("etcd");
-#endif
-  return backends;
-}
-
 class ServerEndToEnd : public ::testing::TestWithParam<std::string> {
  protected:
   DlockdOptions options(std::vector<std::string> extra = {}) {
-    DlockdOptions result;
-    result.backend = GetParam();
-#ifdef DLOCK_WITH_PG
-    if (GetParam() == "pg") result.pg_url = postgres().url("dlock_e2e");
-#endif
-#ifdef DLOCK_WITH_ETCD
-    if (GetParam() == "etcd") result.etcd_endpoints = etcd().endpoints();
-#endif
+    DlockdOptions result = testing::dlockd_options(GetParam(), "dlock_e2e");
     result.extra_args = std::move(extra);
     return result;
   }
@@ -733,11 +691,11 @@ class BackendOutage {
       EXPECT_EQ(sqlite3_exec(blocker_, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
 #ifdef DLOCK_WITH_PG
     } else if (backend_ == "pg") {
-      postgres().crash();
+      testing::shared_postgres().crash();
 #endif
 #ifdef DLOCK_WITH_ETCD
     } else if (backend_ == "etcd") {
-      etcd().kill(0);
+      testing::shared_etcd().kill(0);
 #endif
     }
   }
@@ -749,11 +707,11 @@ class BackendOutage {
       sqlite3_close(blocker_);
 #ifdef DLOCK_WITH_PG
     } else if (backend_ == "pg") {
-      postgres().start();
+      testing::shared_postgres().start();
 #endif
 #ifdef DLOCK_WITH_ETCD
     } else if (backend_ == "etcd") {
-      etcd().start(0);
+      testing::shared_etcd().start(0);
 #endif
     }
   }
@@ -801,7 +759,7 @@ TEST_P(ServerEndToEnd, MetricsAndHealth) {
   EXPECT_EQ(call("GET", "/readyz").status, 200);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ServerEndToEnd, ::testing::ValuesIn(e2e_backends()),
+INSTANTIATE_TEST_SUITE_P(Backends, ServerEndToEnd, ::testing::ValuesIn(testing::dlockd_backends()),
                          [](const auto& info) { return info.param; });
 
 // A waiter whose session ends while it waits is answered at once with 404 session_not_found (as
@@ -849,7 +807,8 @@ TEST_P(EndedSessionWaiter, ExpiredSessionsWaiterIsAnsweredAtOnceAndNeverGranted)
       alice, bob, [] {}, seconds(8));
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, EndedSessionWaiter, ::testing::ValuesIn(e2e_backends()),
+INSTANTIATE_TEST_SUITE_P(Backends, EndedSessionWaiter,
+                         ::testing::ValuesIn(testing::dlockd_backends()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -31,51 +31,16 @@
 #include "auth/crypto.h"
 #include "auth/permissions.h"
 #include "auth/tokens_file.h"
+#include "support/dlockd_backends.h"
 #include "support/dlockd_process.h"
 #include "support/subprocess.h"
 #include "support/test_certs.h"
-#ifdef DLOCK_WITH_PG
-#include "support/postgres_server.h"
-#endif
-#ifdef DLOCK_WITH_ETCD
-#include "support/etcd_server.h"
-#endif
 
 namespace dlock::testing {
 namespace {
 
 using namespace std::chrono_literals;
 namespace json = boost::json;
-
-#ifdef DLOCK_WITH_PG
-PostgresServer& postgres() {
-  static PostgresServer server;
-  static const bool created = [] {
-    server.ensure_database("dlock_waits");
-    return true;
-  }();
-  (void)created;
-  return server;
-}
-#endif
-
-#ifdef DLOCK_WITH_ETCD
-EtcdCluster& etcd() {
-  static EtcdCluster cluster(1);
-  return cluster;
-}
-#endif
-
-std::vector<std::string> backends() {
-  std::vector<std::string> names = {"sqlite"};
-#ifdef DLOCK_WITH_PG
-  names.push_back("pg");
-#endif
-#ifdef DLOCK_WITH_ETCD
-  names.push_back("etcd");
-#endif
-  return names;
-}
 
 // A client socket the test closes by hand: a FIN (close) or a reset (SO_LINGER 0).
 class WaiterSocket {
@@ -143,14 +108,7 @@ std::string acquire_request(const std::string& key, const std::string& session, 
 class WaitsTest : public ::testing::TestWithParam<std::string> {
  protected:
   void start(std::vector<std::string> args = {}) {
-    DlockdOptions options;
-    options.backend = GetParam();
-#ifdef DLOCK_WITH_PG
-    if (GetParam() == "pg") options.pg_url = postgres().url("dlock_waits");
-#endif
-#ifdef DLOCK_WITH_ETCD
-    if (GetParam() == "etcd") options.etcd_endpoints = etcd().endpoints();
-#endif
+    DlockdOptions options = dlockd_options(GetParam(), "dlock_waits");
     options.extra_args = std::move(args);
     dlockd_ = std::make_unique<DlockdProcess>(options);
     key_ = "waits-" + std::to_string(::getpid()) + "-" + std::to_string(++keys_);
@@ -295,7 +253,7 @@ TEST_P(WaitsTest, GrantThatCannotBeWrittenIsGivenBack) {
       << "the undelivered grant is still held (its TTL is 30 s)";
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, WaitsTest, ::testing::ValuesIn(backends()),
+INSTANTIATE_TEST_SUITE_P(Backends, WaitsTest, ::testing::ValuesIn(dlockd_backends()),
                          [](const auto& info) { return info.param; });
 
 // With authentication, a gone waiter's place under auth.max.waiters.per.principal is free too
