@@ -33,6 +33,7 @@
 #include "auth/tokens_file.h"
 #include "support/dlockd_backends.h"
 #include "support/dlockd_process.h"
+#include "support/raw_socket.h"
 #include "support/subprocess.h"
 #include "support/test_certs.h"
 
@@ -42,61 +43,12 @@ namespace {
 using namespace std::chrono_literals;
 namespace json = boost::json;
 
-// A client socket the test closes by hand: a FIN (close) or a reset (SO_LINGER 0).
-class WaiterSocket {
- public:
-  explicit WaiterSocket(const std::string& address) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in peer{};
-    peer.sin_family = AF_INET;
-    peer.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1))));
-    peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) != 0) {
-      ::close(fd_);
-      throw std::runtime_error("connect failed");
-    }
-    timeval timeout{5, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  }
-  WaiterSocket(const WaiterSocket&) = delete;
-  WaiterSocket& operator=(const WaiterSocket&) = delete;
-  ~WaiterSocket() { close(); }
-
-  void send(const std::string& bytes) {
-    ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL),
-              static_cast<ssize_t>(bytes.size()));
-  }
-  // Reads until `until` has come, the peer closes, or the receive timeout; returns what came.
-  std::string receive(const std::string& until) {
-    std::string text;
-    char chunk[4096];
-    while (text.find(until) == std::string::npos) {
-      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
-      if (n <= 0) break;
-      text.append(chunk, static_cast<std::size_t>(n));
-    }
-    return text;
-  }
-  void close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  void reset() {
-    const linger abort{1, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
-    close();
-  }
-
- private:
-  int fd_ = -1;
-};
-
 std::string acquire_body(const std::string& session, int wait_ms) {
   return json::serialize(
       json::object{{"session_id", session}, {"ttl_ms", 30000}, {"wait_ms", wait_ms}});
 }
 
-// The raw bytes of a waiting acquire (for a WaiterSocket).
+// The raw bytes of a waiting acquire (for a RawSocket).
 std::string acquire_request(const std::string& key, const std::string& session, int wait_ms,
                             const std::string& extra_headers = "") {
   const auto body = acquire_body(session, wait_ms);
@@ -161,8 +113,8 @@ class WaitsTest : public ::testing::TestWithParam<std::string> {
     b_ = open_session("b");
     grant_ = acquire(a_);
     ASSERT_EQ(grant_.status, 200) << grant_.body;
-    b_socket_ = std::make_unique<WaiterSocket>(address());
-    b_socket_->send(acquire_request(key_, b_, 30000) + trailer);
+    b_socket_ = std::make_unique<RawSocket>(address());
+    ASSERT_TRUE(b_socket_->send(acquire_request(key_, b_, 30000) + trailer));
     ASSERT_TRUE(waiters_become(1));
   }
   int release_a() { return release(a_, grant_); }
@@ -172,7 +124,7 @@ class WaitsTest : public ::testing::TestWithParam<std::string> {
   static inline int keys_ = 0;
   std::string a_, b_;
   HttpResult grant_;
-  std::unique_ptr<WaiterSocket> b_socket_;
+  std::unique_ptr<RawSocket> b_socket_;
 };
 
 // (a) and (c): B closes its socket while it waits behind A; C, queued behind B, is handed the
@@ -214,8 +166,8 @@ TEST_P(WaitsTest, GoneWaitersPlaceUnderMaxWaitersIsFree) {
   b_socket_->reset();
   ASSERT_TRUE(waiters_become(0, 2s));
   const auto e = open_session("e");
-  WaiterSocket e_socket(address());
-  e_socket.send(acquire_request(key_, e, 30000));
+  RawSocket e_socket(address());
+  ASSERT_TRUE(e_socket.send(acquire_request(key_, e, 30000)));
   ASSERT_TRUE(waiters_become(1)) << "a new waiter was not accepted";
   ASSERT_EQ(release_a(), 204);
   const auto answer = e_socket.receive("}");
@@ -228,7 +180,7 @@ TEST_P(WaitsTest, GoneWaitersPlaceUnderMaxWaitersIsFree) {
 // watching read that receives it.
 TEST_P(WaitsTest, RequestPipelinedBehindAWaitIsAnsweredAfterIt) {
   ASSERT_NO_FATAL_FAILURE(a_holds_b_waits());
-  b_socket_->send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(b_socket_->send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"));
   EXPECT_FALSE(waiters_become(0, 300ms)) << "the pipelined request cancelled the wait";
   ASSERT_EQ(release_a(), 204);
   const auto answers = b_socket_->receive("\"status\"");
@@ -282,8 +234,9 @@ TEST(WaitsWithAuth, GoneWaitersPlaceUnderItsPrincipalsQuotaIsFree) {
   const auto holder = session();
   const auto waiter = session();
   ASSERT_EQ(call("POST", "/v1/locks/q/acquire", acquire_body(holder, 0)).status, 200);
-  WaiterSocket b(dlockd.address());
-  b.send(acquire_request("q", waiter, 30000, "Authorization: Bearer " + token + "\r\n"));
+  RawSocket b(dlockd.address());
+  ASSERT_TRUE(
+      b.send(acquire_request("q", waiter, 30000, "Authorization: Bearer " + token + "\r\n")));
   const auto waiters = [&](const std::string& value) {
     return wait_for(
         [&] {
