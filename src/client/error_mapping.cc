@@ -42,33 +42,38 @@ bool is_transient_status(int status) {
   return status == 429 || status == 502 || status == 503 || status == 504;
 }
 
+// The wire codes are the server's own names of dlock/errors.h (to_string(ErrorCode), C3); the
+// few spelled out below are codes with no ErrorCode: "held" (a decision), "lock_not_found",
+// "payload_too_large", and C3's older names of the C6 codes.
 void throw_api_error(const ApiError& error, const std::string& what) {
   const std::string message = what + ": " + error.message;
   const std::string& code = error.code;
-  if (code == "invalid_argument" || (code.empty() && error.status == 400)) {
+  if (code == to_string(ErrorCode::kInvalidArgument) || (code.empty() && error.status == 400)) {
     throw InvalidArgumentError(error.field.empty() ? "request" : error.field, message);
   }
   if (code == "payload_too_large" || (code.empty() && error.status == 413)) {
     throw InvalidArgumentError(error.field.empty() ? "body" : error.field, message);
   }
   // Contract C6 spells them unauthenticated / permission_denied; C3 unauthorized / forbidden.
-  if (code == "unauthenticated" || code == "unauthorized" ||
+  if (code == to_string(ErrorCode::kUnauthenticated) || code == "unauthorized" ||
       (code.empty() && error.status == 401)) {
     throw UnauthenticatedError(message +
                                " (a bearer token is missing or unknown: see DLOCK_TOKEN)");
   }
-  if (code == "permission_denied" || code == "forbidden" || (code.empty() && error.status == 403)) {
+  if (code == to_string(ErrorCode::kPermissionDenied) || code == "forbidden" ||
+      (code.empty() && error.status == 403)) {
     throw PermissionDeniedError(message);
   }
-  if (code == "session_not_found") throw SessionNotFoundError(message);
+  if (code == to_string(ErrorCode::kSessionNotFound)) throw SessionNotFoundError(message);
   // For extend and release both mean "this grant is gone": the outcome the caller must act on.
-  if (code == "lock_lost" || code == "lock_not_found") throw LockLostError(message);
-  if (code == "not_leader") throw NotLeaderError(message);
+  if (code == to_string(ErrorCode::kLockLost) || code == "lock_not_found")
+    throw LockLostError(message);
+  if (code == to_string(ErrorCode::kNotLeader)) throw NotLeaderError(message);
   // A server limit (waiters, sessions): the server is up, just full.
-  if (code == "too_many_requests" || (code.empty() && error.status == 429)) {
+  if (code == to_string(ErrorCode::kResourceExhausted) || (code.empty() && error.status == 429)) {
     throw ResourceExhaustedError(message);
   }
-  if (code == "unavailable" || is_transient_status(error.status)) {
+  if (code == to_string(ErrorCode::kUnavailable) || is_transient_status(error.status)) {
     throw UnavailableError(message);
   }
   if (error.status >= 400 && error.status < 500 && code != "held") {
