@@ -35,6 +35,17 @@
   "key, owner_id, session_id, fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US( \
       DLOCK_PG_EXPIRY("locks")) ", locks.expires_at IS NULL"
 
+#include <vector>
+
+#include "store/pg/pg_connection.h"
+
+namespace dlock::store::pg {
+
+// Every statement below under its name, as each pooled connection prepares them (pg_store.cc).
+const std::vector<PreparedStatement>& prepared_statements();
+
+}  // namespace dlock::store::pg
+
 namespace dlock::store::pg::sql {
 
 // C1 acquire: one statement, one round trip. One row -> granted, zero rows -> held.
