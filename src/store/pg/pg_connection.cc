@@ -3,6 +3,7 @@
 #include <libpq-fe.h>
 
 #include <charconv>
+#include <string_view>
 
 #include "dlock/errors.h"
 
@@ -80,17 +81,92 @@ PgConnection::PgConnection(const std::string& url, std::chrono::milliseconds cal
 
 PgConnection::~PgConnection() { PQfinish(conn_); }
 
-bool PgConnection::healthy() const { return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK; }
+bool PgConnection::healthy() const {
+  return !broken_ && conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK;
+}
 
 PgResult PgConnection::execute(const char* statement_name,
                                std::initializer_list<std::string_view> params) {
-  std::vector<std::string> owned(params.begin(), params.end());
+  return execute(statement_name, std::vector<std::string>(params.begin(), params.end()));
+}
+
+PgResult PgConnection::execute(const char* statement_name, const std::vector<std::string>& params) {
   std::vector<const char*> values;
-  values.reserve(owned.size());
-  for (const auto& value : owned) values.push_back(value.c_str());
+  values.reserve(params.size());
+  for (const auto& value : params) values.push_back(value.c_str());
   return check(PQexecPrepared(conn_, statement_name, static_cast<int>(values.size()), values.data(),
                               nullptr, nullptr, 0),
                statement_name);
+}
+
+void PgConnection::throw_broken(const char* what) {
+  broken_ = true;
+  throw UnknownOutcomeError(std::string("pg: ") + what + ": " + PQerrorMessage(conn_));
+}
+
+std::optional<std::vector<PgResult>> PgConnection::execute_pipelined(
+    const std::vector<PreparedCall>& calls, std::size_t* failed) {
+  if (PQenterPipelineMode(conn_) != 1) throw_broken("pipeline");
+  const auto send_simple = [&](const char* sql) {
+    return PQsendQueryParams(conn_, sql, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+  };
+  bool sent = send_simple("BEGIN");
+  std::vector<const char*> values;
+  for (const auto& call : calls) {
+    if (!sent) break;
+    values.clear();
+    for (const auto& value : *call.params) values.push_back(value.c_str());
+    sent = PQsendQueryPrepared(conn_, call.name, static_cast<int>(values.size()), values.data(),
+                               nullptr, nullptr, 0) == 1;
+  }
+  // Nothing is on the wire before the Sync flushes it, so a failed send committed nothing; the
+  // connection is discarded all the same.
+  if (!(sent && send_simple("COMMIT") && PQpipelineSync(conn_) == 1)) throw_broken("pipeline");
+
+  // One result per query (BEGIN, the calls, COMMIT), each ended by a null one, then the Sync's.
+  // The first failure is kept; the queries after it come back PGRES_PIPELINE_ABORTED.
+  std::vector<PgResult> results;
+  results.reserve(calls.size() + 2);
+  std::optional<std::size_t> first_failure;
+  std::string sqlstate;
+  std::string message;
+  bool committed = false;
+  for (std::size_t query = 0; query < calls.size() + 2; ++query) {
+    pg_result* raw = PQgetResult(conn_);
+    if (raw == nullptr || PQstatus(conn_) != CONNECTION_OK) {
+      PQclear(raw);
+      throw_broken("pipeline");
+    }
+    const ExecStatusType status = PQresultStatus(raw);
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && !first_failure) {
+      first_failure = query;
+      const char* state = PQresultErrorField(raw, PG_DIAG_SQLSTATE);
+      sqlstate = state == nullptr ? "" : state;
+      message = PQresultErrorMessage(raw);
+    }
+    if (query == calls.size() + 1) committed = std::string_view(PQcmdStatus(raw)) == "COMMIT";
+    results.emplace_back(raw);
+    while (pg_result* rest = PQgetResult(conn_)) PQclear(rest);
+  }
+  pg_result* sync = PQgetResult(conn_);
+  const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+  PQclear(sync);
+  if (!synced || PQexitPipelineMode(conn_) != 1) throw_broken("pipeline");
+
+  if (!first_failure && committed) {
+    std::vector<PgResult> answers;
+    answers.reserve(calls.size());
+    for (std::size_t i = 1; i <= calls.size(); ++i) answers.push_back(std::move(results[i]));
+    return answers;
+  }
+  // An error aborted the transaction; the session stays in it until a ROLLBACK.
+  if (PQtransactionStatus(conn_) != PQTRANS_IDLE) run("ROLLBACK");
+  if (first_failure && *first_failure >= 1 && *first_failure <= calls.size()) {
+    *failed = *first_failure - 1;
+    return std::nullopt;
+  }
+  throw_for_state(sqlstate.empty() ? nullptr : sqlstate.c_str(),
+                  "pg: pipelined transaction: " + message);
 }
 
 PgResult PgConnection::run(const std::string& sql) {

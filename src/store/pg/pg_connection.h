@@ -9,9 +9,11 @@
 //   DLS01 (the session trigger)                                         -> SessionNotFoundError
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +26,12 @@ namespace dlock::store::pg {
 struct PreparedStatement {
   const char* name;
   const char* sql;
+};
+
+// One call of a prepared statement, for PgConnection::execute_pipelined.
+struct PreparedCall {
+  const char* name;
+  const std::vector<std::string>* params;
 };
 
 class PgResult {
@@ -54,6 +62,15 @@ class PgConnection {
   ~PgConnection();
 
   PgResult execute(const char* statement_name, std::initializer_list<std::string_view> params);
+  PgResult execute(const char* statement_name, const std::vector<std::string>& params);
+  // Runs `calls` in one transaction in libpq's pipeline mode: BEGIN, every call, COMMIT and one
+  // Sync go out together (one round trip, one WAL flush; docs/adr/0019-pg-batched-writes.md).
+  // Returns their results once the COMMIT succeeded, or std::nullopt with `*failed` set to the
+  // first call that failed: then the transaction is rolled back and nothing of it is written.
+  // Throws as execute() when the transaction itself fails (BEGIN, COMMIT, the connection;
+  // UnknownOutcomeError when the connection broke, since the COMMIT may have happened).
+  std::optional<std::vector<PgResult>> execute_pipelined(const std::vector<PreparedCall>& calls,
+                                                         std::size_t* failed);
   // A simple (unprepared, possibly multi-statement) query, for migrations and admin.
   PgResult run(const std::string& sql);
   // False once the connection is known to be broken; the pool then discards it.
@@ -61,8 +78,10 @@ class PgConnection {
 
  private:
   PgResult check(pg_result* result, const char* what);
+  [[noreturn]] void throw_broken(const char* what);
 
   pg_conn* conn_ = nullptr;
+  bool broken_ = false;  // a pipeline left in an unknown state: the pool discards the connection
 };
 
 }  // namespace dlock::store::pg

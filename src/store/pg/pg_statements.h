@@ -4,6 +4,10 @@
 // Timestamps leave the database as integer microseconds since the epoch, computed from now():
 // the lease clock is the database clock (C1 Warning 2). Nothing here takes a client time.
 
+#include <vector>
+
+#include "store/pg/pg_connection.h"
+
 #define DLOCK_PG_US(column) "(extract(epoch from " column ") * 1000000)::bigint"
 #define DLOCK_PG_MS(param) param "::bigint * interval '1 millisecond'"
 // Whether the row `t` is a live grant: until its own expiry or, session-bound (expires_at NULL,
@@ -34,6 +38,13 @@
 #define DLOCK_PG_LOCK_COLUMNS                                                               \
   "key, owner_id, session_id, fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US( \
       DLOCK_PG_EXPIRY("locks")) ", locks.expires_at IS NULL"
+
+namespace dlock::store::pg {
+
+// Every statement below under its name, as each pooled connection prepares them (pg_store.cc).
+const std::vector<PreparedStatement>& prepared_statements();
+
+}  // namespace dlock::store::pg
 
 namespace dlock::store::pg::sql {
 

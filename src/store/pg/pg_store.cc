@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "store/pg/pg_batch.h"
 #include "store/pg/pg_listener.h"
 #include "store/pg/pg_pool.h"
 #include "store/pg/pg_statements.h"
@@ -27,6 +28,8 @@ constexpr const char* kMigrationLockId = "7275364001";
 // breaks its connections, and the pool reconnects).
 constexpr const char* kRaiseTokenFloor = "SELECT dlock_raise_token_floor()";
 
+}  // namespace
+
 const std::vector<PreparedStatement>& prepared_statements() {
   static const std::vector<PreparedStatement> kStatements = {
       {"acquire", sql::kAcquire},
@@ -47,6 +50,8 @@ const std::vector<PreparedStatement>& prepared_statements() {
   };
   return kStatements;
 }
+
+namespace {
 
 LockInfo lock_info_from(const PgResult& result, int row) {
   return LockInfo{result.text(row, 0),
@@ -119,7 +124,8 @@ class PgStore final : public Backend {
       : options_(options),
         limits_(options.limits),
         pool_((migrate(options), options.url), options.pool_size, options.call_timeout,
-              prepared_statements(), kRaiseTokenFloor) {}
+              prepared_statements(), kRaiseTokenFloor),
+        writes_(pool_) {}
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
                                        std::string_view session_id, LockLease lease) override {
@@ -127,10 +133,8 @@ class PgStore final : public Backend {
     util::check_owner(owner_id);
     util::check_session_id(session_id);
     check_lease(lease, limits_);
-    auto connection = pool_.lease();
     const auto sent_at = SteadyClock::now();
-    const auto granted =
-        connection->execute("acquire", {key, owner_id, session_id, lease_text(lease)});
+    const auto granted = writes_.execute("acquire", {key, owner_id, session_id, lease_text(lease)});
     if (granted.rows() == 0) return std::nullopt;  // held by a live grant: a decision
     return handle_from(key, owner_id, session_id, static_cast<FencingToken>(granted.int64(0, 0)),
                        lease, sent_at, granted, 2);
@@ -152,11 +156,10 @@ class PgStore final : public Backend {
 
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
     check_ttl(ttl, limits_, "ttl_ms");
-    auto connection = pool_.lease();
     const auto sent_at = SteadyClock::now();
     const auto check_session_bound = [&] {
       // A checked no-op: the grant lives by its session (ADR-0018).
-      const auto checked = connection->execute(
+      const auto checked = pool_.lease()->execute(
           "check_session_bound",
           {handle.key, handle.owner_id, handle.session_id, token_text(handle.fencing_token)});
       if (checked.rows() == 0) throw lost(handle.key, handle.fencing_token);
@@ -166,9 +169,8 @@ class PgStore final : public Backend {
     // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
     // server's extend) does not know it. kExtend never matches a session-bound row.
     if (handle.session_bound) return check_session_bound();
-    const auto result =
-        connection->execute("extend", {handle.key, handle.owner_id, handle.session_id,
-                                       token_text(handle.fencing_token), ms_text(ttl)});
+    const auto result = writes_.execute("extend", {handle.key, handle.owner_id, handle.session_id,
+                                                   token_text(handle.fencing_token), ms_text(ttl)});
     if (result.rows() == 0) return check_session_bound();
     LockHandle extended = handle;
     extended.client_deadline = sent_at + ttl;
@@ -178,8 +180,8 @@ class PgStore final : public Backend {
 
   bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
                        FencingToken fencing_token) override {
-    const auto result = pool_.lease()->execute(
-        "delete_if_owner", {key, owner_id, session_id, token_text(fencing_token)});
+    const auto result =
+        writes_.execute("delete_if_owner", {key, owner_id, session_id, token_text(fencing_token)});
     return result.rows() == 1 && result.boolean(0, 0);
   }
 
@@ -258,7 +260,7 @@ class PgStore final : public Backend {
 
   SessionInfo heartbeat(std::string_view session_id) override {
     util::check_session_id(session_id);
-    const auto result = pool_.lease()->execute("heartbeat", {session_id});
+    const auto result = writes_.execute("heartbeat", {session_id});
     if (result.rows() == 0) throw SessionNotFoundError("session not found or expired");
     return session_from(session_id, result);
   }
@@ -297,6 +299,8 @@ class PgStore final : public Backend {
   const PgStoreOptions options_;
   const TtlLimits limits_;
   PgPool pool_;
+  // acquire, extend, delete_if_owner and heartbeat: the hot writes, batched (ADR-0019).
+  PgBatcher writes_;
   util::ReleaseHub releases_;
   std::mutex listener_mutex_;
   std::unique_ptr<PgListener> listener_;  // after releases_: stops feeding it before it dies

@@ -1,0 +1,66 @@
+#pragma once
+
+// Group commit of the PostgreSQL store's writes (docs/adr/0019-pg-batched-writes.md): writes
+// that arrive while one batch is at the database form the next one, which goes out in one
+// pipelined transaction on one pooled connection (one round trip, one WAL flush). Each write
+// keeps its own outcome; none is answered before the COMMIT that made it durable returned.
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <initializer_list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/pg/pg_connection.h"
+#include "store/pg/pg_pool.h"
+
+namespace dlock::store::pg {
+
+// One write statement and its own outcome: a result or an error.
+struct PgWrite {
+  const char* statement;
+  std::vector<std::string> params;
+  std::optional<PgResult> result;
+  std::exception_ptr error;
+};
+
+// Runs `writes` on `connection` and gives each its outcome. One write alone runs as one
+// autocommitted statement (as without batching). Several run in one pipelined transaction
+// (PgConnection::execute_pipelined); when one of them fails, nothing is written and the failed
+// write runs again alone, the others again as a batch, so no write inherits another's error.
+// A failure of the transaction itself (its COMMIT, the connection) is every write's outcome.
+void run_batch(PgConnection& connection, const std::vector<PgWrite*>& writes);
+
+// The leader/follower queue in front of run_batch: the first write runs at once; writes arriving
+// meanwhile wait and form the next batch (no timer). At most one batch is at the database.
+class PgBatcher {
+ public:
+  explicit PgBatcher(PgPool& pool, std::size_t max_batch = 128);
+  PgBatcher(const PgBatcher&) = delete;
+  PgBatcher& operator=(const PgBatcher&) = delete;
+
+  // Runs the prepared write `statement` in the next batch; returns its result once committed,
+  // or throws its own error (the errors of PgConnection::execute).
+  PgResult execute(const char* statement, std::initializer_list<std::string_view> params);
+
+ private:
+  struct Waiter {
+    PgWrite* write;
+    bool done = false;
+  };
+  void run(const std::vector<Waiter*>& batch);
+
+  PgPool& pool_;
+  const std::size_t max_batch_;
+  std::mutex mutex_;
+  std::condition_variable finished_;
+  std::deque<Waiter*> queue_;
+  bool running_ = false;
+};
+
+}  // namespace dlock::store::pg
