@@ -80,6 +80,11 @@ class LockService {
   // SessionNotFoundError when there is no such live session. The server checks ownership
   // with it before acting on a session (ADR-0016).
   void session_owner(std::string session_id, Callback<std::string> done);
+  // The same answer when this server has the owner cached (nullopt otherwise: ask
+  // session_owner), at once on the calling thread: no store call, no hop to the worker pool.
+  std::optional<std::string> cached_session_owner(const std::string& session_id) const {
+    return sessions_.owner(session_id);
+  }
   void keepalive(std::string session_id, Callback<SessionInfo> done);
   void close_session(std::string session_id, Callback<std::vector<LockInfo>> done);
 

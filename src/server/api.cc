@@ -157,6 +157,14 @@ AuditWho audit_who(const RequestContext& context) {
   return {context.principal ? context.principal->name : "", context.remote_address};
 }
 
+// Another principal's session is answered as a missing one (ADR-0016).
+void check_session_owner(std::string_view stored_owner, std::string_view principal,
+                         const std::string& session_id) {
+  if (principal_of_owner(stored_owner) != principal) {
+    throw SessionNotFoundError("session " + session_id + " not found or expired");
+  }
+}
+
 Response not_found(const RequestContext& context) {
   return error_response(404, "not_found", "no such route: " + std::string(context.url.path()));
 }
@@ -249,19 +257,23 @@ void Api::metrics(const RequestContext&, const Reply& reply) {
 void Api::with_own_session(const RequestContext& context, const std::string& session_id,
                            const Reply& reply, std::function<void()> act) {
   if (!context.principal) return act();
-  service_.session_owner(
-      session_id, [reply, session_id, act = std::move(act),
-                   principal = context.principal->name](core::Outcome<std::string> owner) {
-        if (owner.error) return reply(error_response(owner.error));
-        try {
-          if (principal_of_owner(*owner.value) != principal) {
-            throw SessionNotFoundError("session " + session_id + " not found or expired");
-          }
-          act();
-        } catch (...) {
-          reply(error_response(std::current_exception()));
-        }
-      });
+  // A cached owner (the common case: the session was opened or used here before) is checked on
+  // this thread; throwing here is answered as from the callback below.
+  if (const auto owner = service_.cached_session_owner(session_id)) {
+    check_session_owner(*owner, context.principal->name, session_id);
+    return act();
+  }
+  service_.session_owner(session_id,
+                         [reply, session_id, act = std::move(act),
+                          principal = context.principal->name](core::Outcome<std::string> owner) {
+                           if (owner.error) return reply(error_response(owner.error));
+                           try {
+                             check_session_owner(*owner.value, principal, session_id);
+                             act();
+                           } catch (...) {
+                             reply(error_response(std::current_exception()));
+                           }
+                         });
 }
 
 void Api::open_session(const RequestContext& context, const Reply& reply) {

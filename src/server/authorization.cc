@@ -159,6 +159,7 @@ bool may_see_session(const auth::Principal* caller, std::string_view stored, std
 void audit(std::string_view action, std::string_view principal, std::string_view ns,
            std::string_view key, std::optional<std::uint64_t> fencing_token,
            std::string_view remote, std::string_view reason) {
+  if (!log_enabled("info")) return;
   boost::json::object fields{
       {"action", action}, {"principal", principal}, {"ns", ns}, {"key", key}, {"remote", remote}};
   if (fencing_token) fields["fencing_token"] = *fencing_token;

@@ -200,8 +200,12 @@ std::string_view client_of(const boost::json::object& fields) {
 
 void set_log_level(std::string_view level) { g_log_threshold = level_rank(level); }
 
+bool log_enabled(std::string_view level) {
+  return level_rank(level) >= g_log_threshold.load(std::memory_order_relaxed);
+}
+
 void log_event(std::string_view level, std::string_view event, boost::json::object fields) {
-  if (level_rank(level) < g_log_threshold.load(std::memory_order_relaxed)) return;
+  if (!log_enabled(level)) return;
   auto& log = async_log();
   if (const auto client = client_of(fields); !client.empty()) {
     std::string kind(event);
@@ -340,7 +344,18 @@ std::string Telemetry::scrape() const {
 }
 
 void Telemetry::on_http_request(int status) {
-  http_requests_->Add({{"code", std::to_string(status)}}).Increment();
+  if (status < 100 || status > 599) {
+    http_requests_->Add({{"code", std::to_string(status)}}).Increment();
+    return;
+  }
+  auto& slot = http_request_counters_[static_cast<std::size_t>(status - 100)];
+  auto* counter = slot.load(std::memory_order_acquire);
+  if (counter == nullptr) {
+    // Family::Add returns the one counter of these labels, so a racing first use stores the same.
+    counter = &http_requests_->Add({{"code", std::to_string(status)}});
+    slot.store(counter, std::memory_order_release);
+  }
+  counter->Increment();
 }
 
 void Telemetry::on_auth_denied(std::string_view reason) {
@@ -368,6 +383,7 @@ void Telemetry::on_acquire(std::string_view outcome, std::chrono::nanoseconds la
 
 void Telemetry::on_grant(const LockHandle& handle) {
   grants_->Increment();
+  if (!log_enabled("info")) return;  // the fields cost a SHA-256 and a time format
   log_event("info", "grant",
             {{"key", handle.key},
              {"fencing_token", handle.fencing_token},
@@ -378,11 +394,13 @@ void Telemetry::on_grant(const LockHandle& handle) {
 
 void Telemetry::on_release(std::string_view key, FencingToken token) {
   releases_->Increment();
+  if (!log_enabled("info")) return;
   log_event("info", "release", {{"key", key}, {"fencing_token", token}});
 }
 
 void Telemetry::on_expiry(const LockInfo& info) {
   expiries_->Increment();
+  if (!log_enabled("info")) return;  // the audit line below is at info too
   log_event("info", "expiry",
             {{"key", info.key},
              {"fencing_token", info.fencing_token},

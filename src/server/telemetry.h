@@ -8,6 +8,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <array>
 #include <atomic>
 #include <boost/json/object.hpp>
 #include <cstdint>
@@ -23,6 +24,9 @@ namespace dlock::server {
 void log_event(std::string_view level, std::string_view event, boost::json::object fields = {});
 // "debug" | "info" | "warn" | "error"; events below it are dropped.
 void set_log_level(std::string_view level);
+// Whether an event at `level` would be logged at all: callers test it before building the
+// fields of a frequent event (a grant, a release), which log_event would only drop.
+bool log_enabled(std::string_view level);
 
 // What logs carry instead of a session ID, a credential (contract C6): the first 12 hex digits
 // of its SHA-256.
@@ -71,6 +75,9 @@ class Telemetry final : public core::ServiceObserver {
   prometheus::Histogram* acquire_held_;
   prometheus::Histogram* acquire_error_;
   prometheus::Family<prometheus::Counter>* http_requests_;
+  // dlock_http_requests_total{code} per status code (100..599), added on first use: the
+  // per-request count is then an array read, not Family::Add's label hash under its mutex.
+  std::array<std::atomic<prometheus::Counter*>, 500> http_request_counters_{};
   prometheus::Family<prometheus::Counter>* backend_errors_;
   prometheus::Family<prometheus::Counter>* auth_denied_;
   prometheus::Family<prometheus::Counter>* auth_reloads_;

@@ -275,6 +275,28 @@ TEST_P(AuthzMatrix, EveryPrincipalRouteNamespaceAndSession) {
   RecordProperty("cells", cells_);
 }
 
+// ADR-0016 for a session this dlockd has not seen (here: opened before a restart; another dlockd
+// on the same backend alike): its owner is asked of the store, not taken from dlockd's cache,
+// and another principal's use of it is still answered as a missing session; the session's own
+// principal may still use it.
+TEST_P(AuthzMatrix, ASessionThisServerHasNotSeenIsCheckedAgainstTheStore) {
+  const Caller& intruder = callers_[1];  // locker-a: lock:a
+  ASSERT_EQ(intruder.name, "locker-a");
+  const auto session = open_session(victim_);
+  ASSERT_FALSE(session.empty());
+  server_->kill9();
+  server_->start();  // same storage, nothing cached
+  const std::string key = "k-" + run_ + "-unseen";
+  const auto refused = call(intruder, "POST", "/v1/locks/" + key + "/acquire?ns=a",
+                            {{"session_id", session}, {"ttl_ms", 60000}});
+  EXPECT_EQ(refused.status, 404) << refused.body;
+  EXPECT_EQ(refused.error_code(), "session_not_found") << refused.body;
+  EXPECT_FALSE(lock_of(key, "a"));
+  const auto own = call(victim_, "POST", "/v1/locks/" + key + "/acquire?ns=a",
+                        {{"session_id", session}, {"ttl_ms", 60000}});
+  EXPECT_EQ(own.status, 200) << own.body;
+}
+
 // Readers see a lock's session_id only when it is their own session or they are admins on the
 // namespace; the owner shown is the client's label, never the principal.
 TEST_P(AuthzMatrix, ReadsHideOtherPrincipalsSessionIds) {
