@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "dlock/lock_store.h"
 #include "http_load.h"
 #include "raw_paths.h"
 #include "report.h"
