@@ -84,10 +84,11 @@ void write_sessions_scale(std::ostream& md, const std::map<std::string, BackendE
             "(utime+stime from /proc; backend = the PostgreSQL or etcd server's processes), "
             "RSS at its end.\n\n"
          << "| backend | sessions | TTL s | keepalive every s | open s | lost | keepalives/s | "
-            "keepalive p50 ms | p99 ms | most behind ms | keepalive errors | pairs/s (clients) | "
+            "keepalive p50 ms | p99 ms | most behind ms | keepalive errors | reconnects | "
+            "pairs/s (clients) | "
             "dlockd CPU % | backend CPU % | dlockd RSS MiB |\n"
          << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-            "---: | ---: | ---: |\n";
+            "---: | ---: | ---: | ---: |\n";
       any = true;
     }
     const auto opt = [](std::optional<double> v, int digits) {
@@ -97,9 +98,9 @@ void write_sessions_scale(std::ostream& md, const std::map<std::string, BackendE
        << " | " << fixed(f.keepalive_every_s, 0) << " | " << fixed(f.open_seconds, 1) << " | "
        << f.lost << " | " << opt(f.keepalives_per_s, 0) << " | " << opt(f.keepalive_p50_ms, 3)
        << " | " << opt(f.keepalive_p99_ms, 3) << " | " << fixed(f.max_behind_ms, 0) << " | "
-       << f.keepalive_errors << " | " << opt(f.pairs_per_s, 0) << " (" << f.pairs_clients << ") | "
-       << opt(f.dlockd_cpu_percent, 0) << " | " << opt(f.backend_cpu_percent, 0) << " | "
-       << opt(f.rss_mib, 1) << " |\n";
+       << f.keepalive_errors << " | " << f.reconnects << " | " << opt(f.pairs_per_s, 0) << " ("
+       << f.pairs_clients << ") | " << opt(f.dlockd_cpu_percent, 0) << " | "
+       << opt(f.backend_cpu_percent, 0) << " | " << opt(f.rss_mib, 1) << " |\n";
   }
 }
 
@@ -151,6 +152,7 @@ void add_sessions_scale_keys(boost::json::object& o, std::map<std::string, std::
   o["sessions_scale_opened"] = count(&SessionsScaleFigures::opened);
   o["sessions_scale_lost"] = count(&SessionsScaleFigures::lost);
   o["sessions_scale_keepalive_errors"] = count(&SessionsScaleFigures::keepalive_errors);
+  o["sessions_scale_reconnects"] = count(&SessionsScaleFigures::reconnects);
   o["sessions_scale_open_seconds"] = f ? number_or_null(f->open_seconds) : nullptr;
   o["sessions_scale_max_behind_ms"] = f ? number_or_null(f->max_behind_ms) : nullptr;
   o["sessions_scale_keepalives_per_s"] = value(&SessionsScaleFigures::keepalives_per_s);

@@ -15,7 +15,7 @@ namespace dlock::bench {
 // The sessions-scale row (sessions_scale.h): N sessions kept alive while a lock workload runs.
 struct SessionsScaleFigures {
   std::uint64_t sessions = 0, opened = 0, open_errors = 0, lost = 0;
-  std::uint64_t keepalives = 0, keepalive_errors = 0;
+  std::uint64_t keepalives = 0, keepalive_errors = 0, reconnects = 0;
   double ttl_s = 0, keepalive_every_s = 0;
   double open_seconds = 0, window_seconds = 0, max_behind_ms = 0;
   std::optional<double> keepalive_p50_ms, keepalive_p99_ms, keepalives_per_s;

@@ -276,6 +276,7 @@ void run_sessions_scale(const Options& options, const std::string& name, const s
   figures.lost = result.lost;
   figures.keepalives = result.keepalives;
   figures.keepalive_errors = result.keepalive_errors;
+  figures.reconnects = result.reconnects;
   figures.ttl_s = options.scale_ttl_ms / 1000.0;
   figures.keepalive_every_s = options.scale_keepalive_ms / 1000.0;
   figures.open_seconds = result.open_seconds;
@@ -292,9 +293,9 @@ void run_sessions_scale(const Options& options, const std::string& name, const s
   log(name + " sessions-scale: " + std::to_string(result.opened) + " opened in " +
       std::to_string(result.open_seconds) + " s, " + std::to_string(result.lost) + " lost, " +
       std::to_string(result.keepalives) + " keepalives (" +
-      std::to_string(result.keepalive_errors) + " errors), p99 " +
-      std::to_string(figures.keepalive_p99_ms.value_or(-1)) + " ms, most behind schedule " +
-      std::to_string(result.max_behind_ms) + " ms, dlockd CPU " +
+      std::to_string(result.keepalive_errors) + " errors, " + std::to_string(result.reconnects) +
+      " reconnects), p99 " + std::to_string(figures.keepalive_p99_ms.value_or(-1)) +
+      " ms, most behind schedule " + std::to_string(result.max_behind_ms) + " ms, dlockd CPU " +
       std::to_string(figures.dlockd_cpu_percent.value_or(-1)) + " %, backend CPU " +
       std::to_string(figures.backend_cpu_percent.value_or(-1)) + " %, RSS " +
       std::to_string(figures.rss_mib.value_or(-1)) + " MiB");

@@ -1,5 +1,6 @@
 #include "sessions_scale.h"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <queue>
 
@@ -31,6 +32,7 @@ class ScaleDriver {
               const std::atomic<bool>& stop)
       : options_(options),
         stop_(stop),
+        target_(target),
         openers_(open_connections(io_, {target}, options.connections)),
         renewers_(open_connections(io_, {target}, options.connections)),
         idle_(renewers_.size(), true),
@@ -95,15 +97,34 @@ class ScaleDriver {
                          } else if (status == 404) {
                            ++result_.lost;
                            http_detail::report_unexpected("keepalive (session lost)", status, body);
+                         } else if (status < 0) {
+                           // dlockd closed the connection (a fresh one must send its first
+                           // request within server.header.timeout, 10 s, and a renewer may
+                           // wait that long for its first keepalive): connect again, as a
+                           // client would, outside this connection's handler.
+                           due_.push({Clock::now(), due.session});
+                           idle_[r] = false;
+                           asio::post(io_, [this, r] { reconnect(r); });
+                           return;
                          } else {
                            ++result_.keepalive_errors;
                            http_detail::report_unexpected("keepalive", status, body);
-                           if (status < 0)
-                             return;  // the connection is gone: this renewer stays busy
                            due_.push({Clock::now(), due.session});
                          }
                          dispatch();
                        });
+  }
+
+  void reconnect(std::size_t r) {
+    try {
+      renewers_[r] = std::make_unique<Connection>(io_, target_);
+      ++result_.reconnects;
+      idle_[r] = true;
+      dispatch();
+    } catch (const std::exception& e) {
+      ++result_.keepalive_errors;
+      http_detail::report_unexpected("keepalive reconnect", -1, e.what());
+    }
   }
 
   // Every idle renewer takes a due session.
@@ -116,7 +137,12 @@ class ScaleDriver {
   }
 
   void tick() {
-    if (stop_) return;  // the requests in flight finish, then io_.run() returns
+    if (stop_) {
+      // The requests in flight finish; whatever has not answered within 2 s is abandoned.
+      ticker_.expires_after(std::chrono::seconds(2));
+      ticker_.async_wait([this](boost::system::error_code) { io_.stop(); });
+      return;
+    }
     dispatch();
     const auto now = Clock::now();
     if (options_.progress && now - last_progress_ >= std::chrono::seconds(5)) {
@@ -127,6 +153,7 @@ class ScaleDriver {
                         std::to_string(result_.keepalives) + " keepalives, " +
                         std::to_string(result_.lost) + " lost, " +
                         std::to_string(result_.keepalive_errors) + " keepalive errors, " +
+                        std::to_string(result_.reconnects) + " reconnects, " +
                         std::to_string(static_cast<long long>(result_.max_behind_ms)) +
                         " ms most behind schedule");
     }
@@ -138,6 +165,7 @@ class ScaleDriver {
 
   const SessionsScaleOptions& options_;
   const std::atomic<bool>& stop_;
+  const HttpTarget target_;
   asio::io_context io_;
   std::vector<std::unique_ptr<Connection>> openers_, renewers_;
   std::vector<bool> idle_;

@@ -34,12 +34,14 @@ struct SessionsScaleResult {
   std::uint64_t keepalives = 0;        // answered 200
   std::uint64_t keepalive_errors = 0;  // anything but 200 and 404 (retried at once)
   std::uint64_t lost = 0;              // keepalive answered 404: the session had expired
+  std::uint64_t reconnects = 0;        // renewer connections dlockd had closed, opened again
   double max_behind_ms = 0;            // the latest a keepalive went out after it was due
   std::vector<double> keepalive_ms;    // latency of every keepalive sent after all_open
   double window_seconds = 0;           // from all_open to stop
 };
 
-// Runs until `stop` is set (after all_open), then lets the requests in flight finish.
+// Runs until `stop` is set (after all_open), then lets the requests in flight finish (2 s
+// at most).
 SessionsScaleResult http_sessions_scale(const HttpTarget& target,
                                         const SessionsScaleOptions& options,
                                         const std::atomic<bool>& stop);

@@ -7,12 +7,16 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/child_process.h"
 #include "fake_lock_api.h"
@@ -122,6 +126,45 @@ class DlockRunTest : public ::testing::Test {
 
   bool file_exists(const char* name) const { return std::filesystem::exists(dir_ / name); }
 
+  // The stop timeline (ADR-0014) when renewals fail: TTL (lock TTL, or session TTL for a
+  // session-bound lock) 3 s, renewed every 1 s, the lease's deadline at most last_ok() + 3 s
+  // once `failing` is set. SIGTERM at deadline - 1 s, SIGKILL 300 ms later, i.e. 700 ms before
+  // the deadline. `lease_flag`: "--ttl" (then a TTL lock) or "--lease=session".
+  void expect_stopped_before_the_deadline(
+      const std::string& lease_flag, const char* renewal, std::atomic<bool>& failing,
+      const std::function<std::chrono::steady_clock::time_point()>& last_ok) {
+    api_.lock_ttl_ms = 3000;
+    api_.session_ttl_ms = 3000;
+    std::vector<std::string> flags = {"--ttl", "3s",           "--stop-margin",
+                                      "1s",    "--kill-grace", "300ms"};
+    flags.insert(flags.begin(), {"--lease", lease_flag == "--ttl" ? "ttl" : "session"});
+    auto dlock = start(R"(trap 'echo term >> "$DIR/term"' TERM; echo $$ > "$DIR/pid";
+                          while :; do sleep 0.05; done)",
+                       flags);
+    const pid_t command = pid_from("pid");
+    ASSERT_GT(command, 0);
+    ASSERT_TRUE(server_.wait_for_requests(
+        [renewal](const FakeRequest& r) { return r.target.find(renewal) != std::string::npos; }, 1,
+        milliseconds(10'000)));
+    failing = true;
+    const auto failing_from = std::chrono::steady_clock::now();
+    ASSERT_TRUE(wait_until([&] { return gone(command); }, milliseconds(10'000)));
+    const auto died = std::chrono::steady_clock::now();
+    const auto deadline_bound = last_ok() + milliseconds(3000);
+    EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 76);
+    EXPECT_TRUE(file_exists("term")) << "SIGKILL without SIGTERM first";
+    // Dead at about deadline - 700 ms; 300 ms of that allowed for scheduling. Stopping at the
+    // deadline would kill it at about deadline_bound.
+    const auto before = std::chrono::duration_cast<milliseconds>(deadline_bound - died).count();
+    std::cout << "[ measured ] " << renewal << " failing: CMD died " << before
+              << " ms before the latest possible deadline\n";
+    EXPECT_LT(died, deadline_bound - milliseconds(400))
+        << "died " << before << " ms before the latest possible deadline";
+    // Not stopped while the lock was still far from its deadline.
+    EXPECT_GT(died, failing_from + milliseconds(500));
+    EXPECT_GT(died, deadline_bound - milliseconds(1500));
+  }
+
   FakeLockApi api_;
   std::function<void(const FakeRequest&)> on_request_;  // set before start()
   mutable std::mutex mutex_;
@@ -205,37 +248,9 @@ TEST_F(DlockRunTest, LostLockStopsEveryProcessOfTheCommandsGroup) {
 
 TEST_F(DlockRunTest, StopsTheGroupSoThatSigkillLandsBeforeTheDeadlineWhenExtendsFail) {
   // TTL 3 s: extends every 1 s. From the moment extends fail the lock is valid until
-  // (send time of the last successful extend) + 3 s <= last_extend_ok + 3 s. Timeline:
-  // SIGTERM at deadline - 1 s, SIGKILL 300 ms later, i.e. 700 ms before the deadline.
-  api_.lock_ttl_ms = 3000;
-  api_.session_ttl_ms = 3000;
-  auto dlock =
-      start(R"(trap 'echo term >> "$DIR/term"' TERM; echo $$ > "$DIR/pid";
-                        while :; do sleep 0.05; done)",
-            {"--lease", "ttl", "--ttl", "3s", "--stop-margin", "1s", "--kill-grace", "300ms"});
-  const pid_t command = pid_from("pid");
-  ASSERT_GT(command, 0);
-  ASSERT_TRUE(server_.wait_for_requests(
-      [](const FakeRequest& r) { return r.target.find("/extend") != std::string::npos; }, 1,
-      milliseconds(10'000)));
-  api_.extend_unavailable = true;
-  const auto failing_from = std::chrono::steady_clock::now();
-  ASSERT_TRUE(wait_until([&] { return gone(command); }, milliseconds(10'000)));
-  const auto died = std::chrono::steady_clock::now();
-  const auto deadline_bound = last_extend_ok() + milliseconds(3000);
-  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 76);
-  EXPECT_TRUE(file_exists("term")) << "SIGKILL without SIGTERM first";
-  // Dead at about deadline - 700 ms; 300 ms of that allowed for scheduling. Stopping at the
-  // deadline would kill it at about deadline_bound.
-  std::cout << "[ measured ] CMD died "
-            << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
-            << " ms before the latest possible deadline\n";
-  EXPECT_LT(died, deadline_bound - milliseconds(400))
-      << "died " << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
-      << " ms before the latest possible deadline";
-  // Not stopped while the lock was still far from its deadline.
-  EXPECT_GT(died, failing_from + milliseconds(500));
-  EXPECT_GT(died, deadline_bound - milliseconds(1500));
+  // (send time of the last successful extend) + 3 s <= last_extend_ok + 3 s.
+  expect_stopped_before_the_deadline("--ttl", "/extend", api_.extend_unavailable,
+                                     [this] { return last_extend_ok(); });
 }
 
 TEST_F(DlockRunTest, AnExtendThatShortensTheDeadlineIsNoticed) {
@@ -309,35 +324,11 @@ TEST_F(DlockRunTest, ASessionBoundLockStopsTheGroupWhenTheSessionIsGone) {
 }
 
 TEST_F(DlockRunTest, ASessionBoundLockStopsTheGroupBeforeTheSessionsDeadlineWhenKeepalivesFail) {
-  // The stop timeline of StopsTheGroupSoThatSigkillLandsBeforeTheDeadlineWhenExtendsFail, with
-  // the deadline the session's: (send time of the last successful keepalive) + 3 s. The grant
-  // checks still succeed, and must not move that deadline.
-  api_.lock_ttl_ms = 3000;
-  api_.session_ttl_ms = 3000;
-  auto dlock = start(R"(trap 'echo term >> "$DIR/term"' TERM; echo $$ > "$DIR/pid";
-                        while :; do sleep 0.05; done)",
-                     {"--ttl", "3s", "--stop-margin", "1s", "--kill-grace", "300ms"});
-  const pid_t command = pid_from("pid");
-  ASSERT_GT(command, 0);
-  ASSERT_TRUE(server_.wait_for_requests(
-      [](const FakeRequest& r) { return r.target.find("/keepalive") != std::string::npos; }, 1,
-      milliseconds(10'000)));
-  api_.keepalive_unavailable = true;
-  const auto failing_from = std::chrono::steady_clock::now();
-  ASSERT_TRUE(wait_until([&] { return gone(command); }, milliseconds(10'000)));
-  const auto died = std::chrono::steady_clock::now();
-  const auto deadline_bound = last_keepalive_ok() + milliseconds(3000);
-  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 76);
-  EXPECT_TRUE(file_exists("term")) << "SIGKILL without SIGTERM first";
+  // The same timeline with the deadline the session's: (send time of the last successful
+  // keepalive) + 3 s. The grant checks still succeed, and must not move that deadline.
+  expect_stopped_before_the_deadline("--lease=session", "/keepalive", api_.keepalive_unavailable,
+                                     [this] { return last_keepalive_ok(); });
   EXPECT_NE(acquire_body().find(R"("lease":"session")"), std::string::npos);
-  std::cout << "[ measured ] CMD died "
-            << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
-            << " ms before the session's latest possible deadline\n";
-  EXPECT_LT(died, deadline_bound - milliseconds(400))
-      << "died " << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
-      << " ms before the session's latest possible deadline";
-  EXPECT_GT(died, failing_from + milliseconds(500));
-  EXPECT_GT(died, deadline_bound - milliseconds(1500));
 }
 
 TEST_F(DlockRunTest, ProcessesLeftByACommandThatExitedAreStoppedBeforeTheRelease) {
