@@ -126,8 +126,8 @@ LEASE
   keepalives keep it, and it ends when the session expires. Fewer backend writes per run (on
   etcd no lease of its own). dlock still checks the grant every TTL/3 (a no-op extend that
   writes nothing) to notice a revoke. --lease ttl: the lock has a TTL of its own (--ttl, also
-  the session's) and dlock extends it every TTL/3; needed only for a dlockd that predates
-  session-bound locks. Both are equally safe here: a dlock that dies or loses its server leaves
+  the session's) and dlock extends it every TTL/3, as before ADR-0018 (for a dlockd that
+  predates session-bound locks). Both are equally safe here: a dlock that dies or loses its server leaves
   the lock held for at most --ttl, and CMD is stopped by the timeline below.
 
 STOP TIMELINE
@@ -145,7 +145,8 @@ STOP TIMELINE
 
 EXIT STATUS
   CMD's status (128+N if CMD was killed by signal N); 75 KEY still held after --wait; 76 lock
-  lost, or not extended by D - M, while CMD ran (its group was stopped); 69 server
+  lost, or not extended (session not kept alive) by D - M, while CMD ran (its group was
+  stopped); 69 server
   unavailable; 64 usage error; 127 CMD not found; 126 CMD not executable.
 
 EXAMPLE
