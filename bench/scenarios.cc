@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <exception>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -227,7 +228,9 @@ void run_sessions_scale(const Options& options, const std::string& name, const s
     extras.notes["sessions_scale_lost"] = "not measured in this run (--scale-sessions 0)";
     return;
   }
-  Dlockd dlockd(options, name, work_dir + "/" + name + "-scale.db", url);
+  // server.max.sessions (100 000 by default) must leave room for the lock workload's sessions.
+  Dlockd dlockd(options, name, work_dir + "/" + name + "-scale.db", url,
+                {"--server-max-sessions", std::to_string(options.scale_sessions + 1000)});
   SessionsScaleOptions scale;
   scale.sessions = options.scale_sessions;
   scale.ttl = milliseconds(options.scale_ttl_ms);
@@ -250,26 +253,32 @@ void run_sessions_scale(const Options& options, const std::string& name, const s
   });
   while (!all_open && !driver_done) std::this_thread::sleep_for(milliseconds(50));
   SessionsScaleFigures figures;
+  std::exception_ptr failure;
   if (all_open) {
-    const auto backend_before = backend_cpu(name, url);
-    const double dlockd_before = cpu_seconds(dlockd.pid());
-    const auto t0 = Clock::now();
-    Measurement pairs = http_pairs(dlockd.target(), name, options.scale_clients,
-                                   milliseconds(options.scale_window_ms));
-    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    figures.dlockd_cpu_percent = 100.0 * (cpu_seconds(dlockd.pid()) - dlockd_before) / elapsed;
-    if (name != "sqlite") {
-      figures.backend_cpu_percent =
-          100.0 * cpu_between(backend_before, backend_cpu(name, url)) / elapsed;
+    try {
+      const auto backend_before = backend_cpu(name, url);
+      const double dlockd_before = cpu_seconds(dlockd.pid());
+      const auto t0 = Clock::now();
+      Measurement pairs = http_pairs(dlockd.target(), name, options.scale_clients,
+                                     milliseconds(options.scale_window_ms));
+      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      figures.dlockd_cpu_percent = 100.0 * (cpu_seconds(dlockd.pid()) - dlockd_before) / elapsed;
+      if (name != "sqlite") {
+        figures.backend_cpu_percent =
+            100.0 * cpu_between(backend_before, backend_cpu(name, url)) / elapsed;
+      }
+      figures.rss_mib = rss_mib(dlockd.pid());
+      figures.pairs_per_s = pairs.per_second();
+      figures.pairs_clients = options.scale_clients;
+      pairs.workload = "pairs-scale";
+      record(std::move(pairs));
+    } catch (...) {
+      failure = std::current_exception();  // the driver is stopped and joined first
     }
-    figures.rss_mib = rss_mib(dlockd.pid());
-    figures.pairs_per_s = pairs.per_second();
-    figures.pairs_clients = options.scale_clients;
-    pairs.workload = "pairs-scale";
-    record(std::move(pairs));
   }
   stop = true;
   driver.join();
+  if (failure) std::rethrow_exception(failure);
   figures.sessions = scale.sessions;
   figures.opened = result.opened;
   figures.open_errors = result.open_errors;

@@ -55,8 +55,8 @@ testing::DlockdOptions dlockd_options(const Options& options, const std::string&
 class Dlockd {
  public:
   Dlockd(const Options& options, const std::string& backend, const std::string& sqlite_path,
-         const std::string& url)
-      : process_(dlockd_options(options, backend, sqlite_path, url)) {
+         const std::string& url, const std::vector<std::string>& extra_args = {})
+      : process_(with_args(dlockd_options(options, backend, sqlite_path, url), extra_args)) {
     const std::string& address = process_.address();
     const auto colon = address.rfind(':');
     target_.host = address.substr(0, colon);
@@ -65,6 +65,14 @@ class Dlockd {
   const HttpTarget& target() const { return target_; }
   pid_t pid() const { return process_.pid(); }
 
+ private:
+  static testing::DlockdOptions with_args(testing::DlockdOptions options,
+                                          const std::vector<std::string>& args) {
+    options.extra_args.insert(options.extra_args.end(), args.begin(), args.end());
+    return options;
+  }
+
+ public:
  private:
   testing::DlockdProcess process_;
   HttpTarget target_;
