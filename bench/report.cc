@@ -78,8 +78,9 @@ void write_sessions_scale(std::ostream& md, const std::map<std::string, BackendE
     if (!any) {
       md << "\n## Sessions at scale\n\n"
          << "N sessions opened through one dlockd (concurrently, over 32 connections) and kept "
-            "alive by the bench as their clients would (each renewed one keepalive interval "
-            "after its last renewal was sent), while uncontended pairs run for the window. "
+            "alive by the bench as their clients would, over N / 1000 (32 to 256) more "
+            "connections (each renewed one keepalive interval after its last renewal was sent), "
+            "while uncontended pairs run for the window. "
             "Lost = a keepalive answered 404 (the session had expired). CPU over the window "
             "(utime+stime from /proc; backend = the PostgreSQL or etcd server's processes), "
             "RSS at its end.\n\n"

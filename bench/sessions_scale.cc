@@ -1,5 +1,6 @@
 #include "sessions_scale.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <queue>
@@ -28,13 +29,18 @@ struct Due {
 // ticker (every 2 ms) hands due sessions to idle renewers and prints progress.
 class ScaleDriver {
  public:
+  static int renewer_count(const SessionsScaleOptions& options) {
+    if (options.renewers > 0) return options.renewers;
+    return static_cast<int>(std::clamp<std::uint64_t>(options.sessions / 1000, 32, 256));
+  }
+
   ScaleDriver(const HttpTarget& target, const SessionsScaleOptions& options,
               const std::atomic<bool>& stop)
       : options_(options),
         stop_(stop),
         target_(target),
         openers_(open_connections(io_, {target}, options.connections)),
-        renewers_(open_connections(io_, {target}, options.connections)),
+        renewers_(open_connections(io_, {target}, renewer_count(options))),
         idle_(renewers_.size(), true),
         ids_(options.sessions),
         ticker_(io_) {}
