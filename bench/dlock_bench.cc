@@ -20,8 +20,8 @@
 #include "http_load.h"
 #include "raw_paths.h"
 #include "report.h"
+#include "scenarios.h"
 #include "store/factory.h"
-#include "support/dlockd_process.h"
 #include "support/subprocess.h"
 #include "tls_cost.h"
 #ifdef DLOCK_WITH_PG
@@ -37,23 +37,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-struct Options {
-  std::string mode = "quick";
-  std::vector<std::string> backends{"sqlite", "pg", "etcd"};
-  std::vector<int> clients{1, 16, 64};
-  int duration_ms = 2000;
-  std::uint64_t fill_sessions = 1000;
-  std::uint64_t fill_locks = 10000;
-  std::string out;
-  std::string dlockd = DLOCK_DLOCKD_PATH;
-  int idle_ms = 2000;
-  // Backends whose scale figure uses 10k sessions and 100k locks whatever --fill-* say.
-  std::vector<std::string> big_fill_backends;
-  int waiters = 0;
-  bool tls = false;       // also measure the TLS cost (tls_cost.h)
-  bool tls_only = false;  // measure the TLS cost only
-};
-
 std::string now_utc() {
   const std::time_t t = std::time(nullptr);
   char buffer[32];
@@ -61,169 +44,12 @@ std::string now_utc() {
   return buffer;
 }
 
-void log(const std::string& line) { std::cerr << "[dlock-bench] " << line << std::endl; }
-
 void log_measurement(const Measurement& m) {
   std::ostringstream s;
   s << m.backend << " " << m.path << " " << m.workload << " c=" << m.clients << ": "
     << static_cast<long long>(m.per_second()) << "/s p50=" << m.p50_ms << "ms p99=" << m.p99_ms
     << "ms attempts=" << m.attempts << " errors=" << m.errors;
   log(s.str());
-}
-
-testing::DlockdOptions dlockd_options(const Options& options, const std::string& backend,
-                                      const std::string& sqlite_path, const std::string& url) {
-  testing::DlockdOptions result;
-  result.binary = options.dlockd;
-  result.backend = backend;
-  result.log_level = "warn";
-  if (backend == "sqlite") result.sqlite_path = sqlite_path;
-  if (backend == "pg") result.pg_url = url;
-  if (backend == "etcd") result.etcd_endpoints = url;
-  return result;
-}
-
-// Path 3's dlockd (tests/support/dlockd_process.h) and its HTTP target.
-class Dlockd {
- public:
-  Dlockd(const Options& options, const std::string& backend, const std::string& sqlite_path,
-         const std::string& url)
-      : process_(dlockd_options(options, backend, sqlite_path, url)) {
-    const std::string& address = process_.address();
-    const auto colon = address.rfind(':');
-    target_.host = address.substr(0, colon);
-    target_.port = static_cast<unsigned short>(std::stoi(address.substr(colon + 1)));
-  }
-  const HttpTarget& target() const { return target_; }
-  pid_t pid() const { return process_.pid(); }
-
- private:
-  testing::DlockdProcess process_;
-  HttpTarget target_;
-};
-
-// etcd_server_proposals_committed_total from etcd's /metrics (every Txn, granted or not, and
-// every lease grant/revoke is a committed raft proposal: a durable write); -1 if unavailable.
-double etcd_proposals(const std::string& endpoints) {
-  std::string first = endpoints.substr(0, endpoints.find(','));
-  if (first.rfind("http://", 0) == 0) first = first.substr(7);
-  const auto colon = first.rfind(':');
-  // No bearer token: it is dlockd's credential, never sent to etcd.
-  HttpTarget target{first.substr(0, colon),
-                    static_cast<unsigned short>(std::stoi(first.substr(colon + 1))), "", nullptr};
-  const std::string text = http_get_text(target, "/metrics");
-  const std::string name = "\netcd_server_proposals_committed_total ";
-  const auto at = text.find(name);
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + name.size()));
-}
-
-// The value of the first sample of `name` (any labels) in Prometheus text, or nullopt.
-std::optional<double> metric_value(const std::string& text, const std::string& name) {
-  std::size_t at = 0;
-  while ((at = text.find("\n" + name, at)) != std::string::npos) {
-    const auto start = at + 1 + name.size();
-    if (start < text.size() && (text[start] == ' ' || text[start] == '{')) {
-      const auto line_end = text.find('\n', start);
-      const auto line = text.substr(start, line_end - start);
-      return std::stod(line.substr(line.rfind(' ') + 1));
-    }
-    at = start;
-  }
-  return std::nullopt;
-}
-
-double rss_mib(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return -1;
-}
-
-// utime + stime of `pid`, in seconds.
-double cpu_seconds(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream fields(text.substr(text.rfind(')') + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(field);
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-Measurement spi_pairs(Backend& backend, const std::string& name,
-                      const std::vector<RawSession>& sessions, int clients, milliseconds duration) {
-  std::vector<ClientStats> stats;
-  const double seconds = drive_threads(
-      clients, duration,
-      [&](int i) {
-        const auto s = sessions[static_cast<std::size_t>(i) % sessions.size()];
-        const std::string key = "default/bench-spi-" + std::to_string(i);
-        return [&backend, s, key](ClientStats& out) {
-          try {
-            const auto t0 = Clock::now();
-            const auto handle =
-                backend.try_insert(key, s.owner_id, s.session_id, milliseconds(30000));
-            const auto t1 = Clock::now();
-            if (!handle) {
-              ++out.errors;
-              return;
-            }
-            if (!backend.delete_if_owner(key, s.owner_id, s.session_id, handle->fencing_token)) {
-              ++out.errors;
-            }
-            ++out.ops;
-            out.acquire_ms.push_back(ms_between(t0, t1));
-            out.op_ms.push_back(ms_between(t0, Clock::now()));
-          } catch (const std::exception&) {
-            ++out.errors;
-          }
-        };
-      },
-      stats);
-  return summarize(name, "spi", "pairs", clients, seconds, stats);
-}
-
-// The SPI on one hot key: every client retries try_insert in a loop and releases when granted
-// (the SPI has no queue; waiting is dlockd's). The herd against the store, in process.
-Measurement spi_hot(Backend& backend, const std::string& name,
-                    const std::vector<RawSession>& sessions, int clients, milliseconds duration) {
-  std::vector<ClientStats> stats;
-  const double seconds = drive_threads(
-      clients, duration,
-      [&](int i) {
-        const auto s = sessions[static_cast<std::size_t>(i) % sessions.size()];
-        auto started = std::make_shared<std::optional<Clock::time_point>>();
-        return [&backend, s, started](ClientStats& out) {
-          static const std::string key = "default/bench-spi-hot";
-          if (!*started) *started = Clock::now();
-          try {
-            ++out.attempts;
-            const auto handle =
-                backend.try_insert(key, s.owner_id, s.session_id, milliseconds(30000));
-            if (!handle) return;
-            ++out.ops;
-            out.op_ms.push_back(ms_between(**started, Clock::now()));
-            if (!backend.delete_if_owner(key, s.owner_id, s.session_id, handle->fencing_token)) {
-              ++out.errors;
-            }
-          } catch (const std::exception&) {
-            ++out.errors;
-          }
-          *started = Clock::now();
-        };
-      },
-      stats);
-  return summarize(name, "spi", "hot", clients, seconds, stats);
-}
-
-// dlockd's dlock_backend_acquire_attempts_total (every try_insert and hand-over it sent).
-std::optional<double> dlockd_attempts(const HttpTarget& target) {
-  return metric_value(http_get_text(target, "/metrics"), "dlock_backend_acquire_attempts_total");
 }
 
 // The TLS cost (tls_cost.h): a plain and a TLS dlockd of their own (for sqlite, each on its own
@@ -323,14 +149,19 @@ void run_backend(const Options& options, const std::string& name, const std::str
     for (int c : options.clients) record(spi_hot(*backend, name, sessions, c, duration));
   }
 
-  // Path 3: dlockd over HTTP.
+  // Path 3: dlockd over HTTP, TTL locks (http) and session-bound ones (http-sb, ADR-0018)
+  // alternately at each client count, so that drift hits both alike.
   Dlockd dlockd(options, name, sqlite_path, url);
-  for (int c : options.clients) record(http_pairs(dlockd.target(), name, c, duration));
-  // The hot key below the largest client count (the largest one follows, with its extras).
   for (int c : options.clients) {
-    if (c == cmax) continue;
+    record(http_pairs(dlockd.target(), name, c, duration));
+    record(http_pairs(dlockd.target(), name, c, duration, /*session_bound=*/true));
+  }
+  // The hot key (http below the largest client count: that one follows, with its extras).
+  for (int c : options.clients) {
     std::vector<double> ignored, ignored_sent;
-    record(http_hot({dlockd.target()}, name, c, duration, ignored, ignored_sent));
+    if (c != cmax) record(http_hot({dlockd.target()}, name, c, duration, ignored, ignored_sent));
+    record(http_hot({dlockd.target()}, name, c, duration, ignored, ignored_sent,
+                    /*session_bound=*/true));
   }
   const auto attempts_before = dlockd_attempts(dlockd.target());
 #ifdef DLOCK_WITH_PG
@@ -462,6 +293,7 @@ void run_backend(const Options& options, const std::string& name, const std::str
   } else {
     extras.notes["rss_mib_with_blocked_waiters"] = "not measured in this mode (--waiters 0)";
   }
+  run_sessions_scale(options, name, url, work_dir, extras, record);
   extras.notes["idle_cpu_percent"] =
       "dlockd CPU over --idle-ms idle-holding the filled sessions and locks, measured before "
       "the keepalive run (keepalives_per_s: the filled sessions renewed round robin over "
@@ -487,6 +319,14 @@ int run(int argc, char** argv) {
                "Also measure the TLS cost: uncontended pairs through an HTTPS dlockd against a "
                "plain one, alternately, at every client count");
   app.add_flag("--tls-only", options.tls_only, "Measure the TLS cost only");
+  app.add_option("--scale-sessions", options.scale_sessions,
+                 "Sessions kept alive in the sessions-scale row (0: not measured)");
+  app.add_option("--scale-ttl-ms", options.scale_ttl_ms, "Their TTL");
+  app.add_option("--scale-keepalive-ms", options.scale_keepalive_ms, "Their keepalive interval");
+  app.add_option("--scale-window-ms", options.scale_window_ms,
+                 "How long the lock workload runs once they are all open");
+  app.add_option("--scale-clients", options.scale_clients,
+                 "Clients of that lock workload (uncontended pairs)");
   app.add_option("--out", options.out, "Directory for report.md and summary.json")->required();
   CLI11_PARSE(app, argc, argv);
   std::sort(options.clients.begin(), options.clients.end());

@@ -1,5 +1,7 @@
 #include "http_load.h"
 
+#include "http_connection.h"
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -16,6 +18,11 @@
 
 namespace dlock::bench {
 
+using http_detail::Connection;
+using http_detail::json_number_field;
+using http_detail::json_string_field;
+using http_detail::open_connections;
+using http_detail::report_unexpected;
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -36,112 +43,6 @@ std::shared_ptr<asio::ssl::context> tls_client_context(const std::string& ca_fil
 }
 
 namespace {
-
-// The first few unexpected answers, to stderr: a benchmark's errors must be explainable.
-void report_unexpected(const char* what, int status, const std::string& body) {
-  static int reported = 0;
-  if (reported++ < 5) std::fprintf(stderr, "[dlock-bench] %s: %d %s\n", what, status, body.c_str());
-}
-
-std::string json_string_field(const std::string& body, const std::string& name) {
-  const std::string needle = "\"" + name + "\":\"";
-  const auto at = body.find(needle);
-  if (at == std::string::npos) return "";
-  const auto start = at + needle.size();
-  return body.substr(start, body.find('"', start) - start);
-}
-
-std::string json_number_field(const std::string& body, const std::string& name) {
-  const std::string needle = "\"" + name + "\":";
-  const auto at = body.find(needle);
-  if (at == std::string::npos) return "";
-  const auto start = at + needle.size();
-  auto end = start;
-  while (end < body.size() && body[end] >= '0' && body[end] <= '9') ++end;
-  return body.substr(start, end - start);
-}
-
-// One keep-alive connection: send a request, read the response, hand it to `done`.
-class Connection {
- public:
-  using Done = std::function<void(int status, const std::string& body)>;
-
-  Connection(asio::io_context& io, const HttpTarget& target) {
-    tcp::socket socket(io);
-    socket.connect({asio::ip::make_address(target.host), target.port});
-    socket.set_option(tcp::no_delay(true));
-    if (target.tls) {
-      // The chain is verified against the bench's CA; the name is not checked (the bench's
-      // certificate is made for 127.0.0.1 and localhost, where dlockd listens).
-      tls_.emplace(std::move(socket), *target.tls);
-      tls_->handshake(asio::ssl::stream_base::client);
-    } else {
-      plain_.emplace(std::move(socket));
-    }
-    host_ = target.host + ":" + std::to_string(target.port);
-    if (!target.token.empty()) authorization_ = "Bearer " + target.token;
-  }
-
-  void send(http::verb verb, std::string target, std::string body, Done done) {
-    request_ = {};
-    request_.method(verb);
-    request_.target(target);
-    request_.version(11);
-    request_.keep_alive(true);
-    request_.set(http::field::host, host_);
-    if (!authorization_.empty()) request_.set(http::field::authorization, authorization_);
-    if (!body.empty()) request_.set(http::field::content_type, "application/json");
-    request_.body() = std::move(body);
-    request_.prepare_payload();
-    done_ = std::move(done);
-    if (tls_) return exchange(*tls_);
-    exchange(*plain_);
-  }
-
-  std::string session_id;
-  std::string owner;
-
- private:
-  // Writes request_, reads response_, calls done_.
-  template <class Stream>
-  void exchange(Stream& stream) {
-    http::async_write(stream, request_, [this, &stream](beast::error_code ec, std::size_t) {
-      if (ec) return fail(ec);
-      response_ = {};
-      http::async_read(stream, buffer_, response_, [this](beast::error_code ec2, std::size_t) {
-        if (ec2) return fail(ec2);
-        auto done = std::move(done_);
-        done(static_cast<int>(response_.result_int()), response_.body());
-      });
-    });
-  }
-
-  void fail(beast::error_code ec) {
-    auto done = std::move(done_);
-    if (done) done(-1, ec.message());
-  }
-
-  std::optional<tcp::socket> plain_;
-  std::optional<beast::ssl_stream<tcp::socket>> tls_;  // as dlockd: coalesced writes
-  std::string host_;
-  std::string authorization_;
-  beast::flat_buffer buffer_;
-  http::request<http::string_body> request_;
-  http::response<http::string_body> response_;
-  Done done_;
-};
-
-// Connection i goes to targets[i % targets.size()].
-std::vector<std::unique_ptr<Connection>> open_connections(asio::io_context& io,
-                                                          const std::vector<HttpTarget>& targets,
-                                                          int count) {
-  std::vector<std::unique_ptr<Connection>> connections;
-  for (int i = 0; i < count; ++i) {
-    connections.push_back(
-        std::make_unique<Connection>(io, targets[static_cast<std::size_t>(i) % targets.size()]));
-  }
-  return connections;
-}
 
 // Opens one session per connection (before the clock starts).
 void open_sessions(asio::io_context& io, std::vector<std::unique_ptr<Connection>>& connections,
@@ -164,7 +65,8 @@ void open_sessions(asio::io_context& io, std::vector<std::unique_ptr<Connection>
 }  // namespace
 
 Measurement http_pairs(const HttpTarget& target, const std::string& backend, int clients,
-                       std::chrono::milliseconds duration) {
+                       std::chrono::milliseconds duration, bool session_bound) {
+  const std::string lease = session_bound ? R"("lease":"session")" : R"("ttl_ms":30000)";
   asio::io_context io;
   auto connections = open_connections(io, {target}, clients);
   open_sessions(io, connections, "bench-pairs");
@@ -179,7 +81,7 @@ Measurement http_pairs(const HttpTarget& target, const std::string& backend, int
     const std::string key = "bench-http-" + std::to_string(i);
     const auto t0 = Clock::now();
     c->send(http::verb::post, "/v1/locks/" + key + "/acquire",
-            "{\"session_id\":\"" + c->session_id + "\",\"ttl_ms\":30000}",
+            "{\"session_id\":\"" + c->session_id + "\"," + lease + "}",
             [&, c, i, key, t0](int status, const std::string& body) {
               const auto t1 = Clock::now();
               if (status != 200) {
@@ -208,12 +110,14 @@ Measurement http_pairs(const HttpTarget& target, const std::string& backend, int
   for (int i = 0; i < clients; ++i) pair(i);
   io.run();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return summarize(backend, "http", "pairs", clients, seconds, stats);
+  return summarize(backend, session_bound ? "http-sb" : "http", "pairs", clients, seconds, stats);
 }
 
 Measurement http_hot(const std::vector<HttpTarget>& targets, const std::string& backend,
                      int clients, std::chrono::milliseconds duration,
-                     std::vector<double>& handoff_ms, std::vector<double>& handoff_sent_ms) {
+                     std::vector<double>& handoff_ms, std::vector<double>& handoff_sent_ms,
+                     bool session_bound) {
+  const std::string lease = session_bound ? R"("lease":"session")" : R"("ttl_ms":30000)";
   asio::io_context io;
   auto connections = open_connections(io, targets, clients);
   open_sessions(io, connections, "bench-hot");
@@ -231,7 +135,7 @@ Measurement http_hot(const std::vector<HttpTarget>& targets, const std::string& 
     const auto t0 = Clock::now();
     ++out.attempts;
     c->send(http::verb::post, "/v1/locks/" + key + "/acquire",
-            "{\"session_id\":\"" + c->session_id + "\",\"ttl_ms\":30000,\"wait_ms\":60000}",
+            "{\"session_id\":\"" + c->session_id + "\"," + lease + ",\"wait_ms\":60000}",
             [&, c, i, t0](int status, const std::string& body) {
               const auto t1 = Clock::now();
               if (status != 200) {
@@ -273,7 +177,8 @@ Measurement http_hot(const std::vector<HttpTarget>& targets, const std::string& 
       handoff_sent_ms.push_back(ms_between(release_sent_at[k - 1], granted_at[k]));
     }
   }
-  return summarize(backend, targets.size() > 1 ? "http2" : "http", "hot", clients, seconds, stats);
+  const char* path = targets.size() > 1 ? "http2" : session_bound ? "http-sb" : "http";
+  return summarize(backend, path, "hot", clients, seconds, stats);
 }
 
 void http_handoff(const HttpTarget& holder_target, const HttpTarget& waiter_target, int waiters,

@@ -30,19 +30,22 @@ struct HttpTarget {
 // A client context that trusts `ca_file` (PEM) only, TLS 1.2 or later.
 std::shared_ptr<boost::asio::ssl::context> tls_client_context(const std::string& ca_file);
 
-// Uncontended: connection i opens a session, then acquires and releases key "bench-http-<i>".
+// Uncontended: connection i opens a session, then acquires and releases key "bench-http-<i>":
+// a 30 s TTL lock (path "http"), or with session_bound a session-bound one, `"lease":"session"`
+// and no ttl_ms (path "http-sb", ADR-0018).
 Measurement http_pairs(const HttpTarget& target, const std::string& backend, int clients,
-                       std::chrono::milliseconds duration);
+                       std::chrono::milliseconds duration, bool session_bound = false);
 
 // Hot key: every connection asks for one key with wait_ms and releases at once when granted.
 // `handoff_ms` gets, for each grant after the first, the time from the previous holder's
 // release acknowledgement to this grant's reception (negative when the grant arrived first),
 // and `handoff_sent_ms` the time from that release being *sent* to this grant's reception.
 // With several targets (dlockd sharing one backend) connection i uses target i % n and the
-// measurement's path is "http2".
+// measurement's path is "http2". session_bound: as for http_pairs (path "http-sb").
 Measurement http_hot(const std::vector<HttpTarget>& targets, const std::string& backend,
                      int clients, std::chrono::milliseconds duration,
-                     std::vector<double>& handoff_ms, std::vector<double>& handoff_sent_ms);
+                     std::vector<double>& handoff_ms, std::vector<double>& handoff_sent_ms,
+                     bool session_bound = false);
 
 // Handoff as the issue defines it, `rounds` times: the holder (on `holder_target`) takes one key,
 // `waiters` connections (on `waiter_target`) ask for it with a long wait_ms, and once

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <ostream>
 #include <stdexcept>
 
@@ -66,6 +67,109 @@ void write_tls_cost(std::ostream& md, const RunInfo& info, const std::vector<Mea
   }
 }
 
+// The sessions-scale row (sessions_scale.h) as a report.md table.
+void write_sessions_scale(std::ostream& md, const std::map<std::string, BackendExtras>& extras,
+                          const std::vector<std::string>& backends) {
+  bool any = false;
+  for (const auto& b : backends) {
+    const auto it = extras.find(b);
+    if (it == extras.end() || !it->second.sessions_scale) continue;
+    const SessionsScaleFigures& f = *it->second.sessions_scale;
+    if (!any) {
+      md << "\n## Sessions at scale\n\n"
+         << "N sessions opened through one dlockd (concurrently, over 32 connections) and kept "
+            "alive by the bench as their clients would, over N / 1000 (32 to 256) more "
+            "connections (each renewed one keepalive interval after its last renewal was sent), "
+            "while uncontended pairs run for the window. "
+            "Lost = a keepalive answered 404 (the session had expired). CPU over the window "
+            "(utime+stime from /proc; backend = the PostgreSQL or etcd server's processes), "
+            "RSS at its end.\n\n"
+         << "| backend | sessions | TTL s | keepalive every s | open s | lost | keepalives/s | "
+            "keepalive p50 ms | p99 ms | most behind ms | keepalive errors | reconnects | "
+            "pairs/s (clients) | "
+            "dlockd CPU % | backend CPU % | dlockd RSS MiB |\n"
+         << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+            "---: | ---: | ---: | ---: |\n";
+      any = true;
+    }
+    const auto opt = [](std::optional<double> v, int digits) {
+      return v ? fixed(*v, digits) : std::string("–");
+    };
+    md << "| " << b << " | " << f.opened << " of " << f.sessions << " | " << fixed(f.ttl_s, 0)
+       << " | " << fixed(f.keepalive_every_s, 0) << " | " << fixed(f.open_seconds, 1) << " | "
+       << f.lost << " | " << opt(f.keepalives_per_s, 0) << " | " << opt(f.keepalive_p50_ms, 3)
+       << " | " << opt(f.keepalive_p99_ms, 3) << " | " << fixed(f.max_behind_ms, 0) << " | "
+       << f.keepalive_errors << " | " << f.reconnects << " | " << opt(f.pairs_per_s, 0) << " ("
+       << f.pairs_clients << ") | " << opt(f.dlockd_cpu_percent, 0) << " | "
+       << opt(f.backend_cpu_percent, 0) << " | " << opt(f.rss_mib, 1) << " |\n";
+  }
+}
+
+using Rate = std::function<std::optional<double>(const char*, const char*, int)>;
+using P50 = std::function<std::optional<double>(const char*, int)>;
+
+// Session-bound locks (path http-sb) against raw, the anchor and TTL locks.
+void add_session_bound_keys(boost::json::object& o, std::map<std::string, std::string>& notes,
+                            const Rate& rate, const P50& p50, const std::string& backend, int cmin,
+                            int cmax) {
+  const auto sb = rate("http-sb", "pairs", cmax);
+  o["http_sb_over_raw_throughput_c64"] = number_or_null(ratio(sb, rate("raw", "pairs", cmax)));
+  o["http_sb_over_anchor_throughput_c64"] =
+      number_or_null(ratio(sb, rate("anchor", "pairs", cmax)));
+  o["http_sb_over_http_throughput_c64"] = number_or_null(ratio(sb, rate("http", "pairs", cmax)));
+  o["http_sb_p50_ms_c1"] = number_or_null(p50("http-sb", cmin));
+  o["http_sb_over_raw_p50_c1"] = number_or_null(ratio(p50("http-sb", cmin), p50("raw", cmin)));
+  o["anchor_p50_ms_c1"] = number_or_null(p50("anchor", cmin));
+  o["http_sb_over_anchor_p50_c1"] =
+      number_or_null(ratio(p50("http-sb", cmin), p50("anchor", cmin)));
+  // The p50 target: 1.2 x the reference + 0.2 ms, the reference being v3lock on etcd
+  // and the raw path elsewhere.
+  const auto reference = backend == "etcd" ? p50("anchor", cmin) : p50("raw", cmin);
+  o["http_sb_p50_target_ms_c1"] =
+      number_or_null(reference ? std::optional<double>(*reference * 1.2 + 0.2) : std::nullopt);
+  o["hot_key_sb_grants_per_s_c64"] = number_or_null(rate("http-sb", "hot", cmax));
+  o["hot_key_sb_over_serial_limit"] =
+      number_or_null(ratio(rate("http-sb", "hot", cmax), rate("raw", "pairs", cmin)));
+  if (!rate("anchor", "pairs", cmax)) {
+    for (const char* key :
+         {"http_sb_over_anchor_throughput_c64", "http_sb_over_anchor_p50_c1", "anchor_p50_ms_c1"}) {
+      notes.emplace(key, "no anchor path for this backend in this run");
+    }
+  }
+}
+
+// The sessions-scale row's summary keys (null with a note when it did not run).
+void add_sessions_scale_keys(boost::json::object& o, std::map<std::string, std::string>& notes,
+                             const BackendExtras& x) {
+  const auto& f = x.sessions_scale;
+  const auto count = [&](std::uint64_t SessionsScaleFigures::*member) -> boost::json::value {
+    if (!f) return nullptr;
+    return (*f).*member;
+  };
+  const auto value = [&](std::optional<double> SessionsScaleFigures::*member) {
+    return f ? number_or_null((*f).*member) : boost::json::value(nullptr);
+  };
+  o["sessions_scale_sessions"] = count(&SessionsScaleFigures::sessions);
+  o["sessions_scale_opened"] = count(&SessionsScaleFigures::opened);
+  o["sessions_scale_lost"] = count(&SessionsScaleFigures::lost);
+  o["sessions_scale_keepalive_errors"] = count(&SessionsScaleFigures::keepalive_errors);
+  o["sessions_scale_reconnects"] = count(&SessionsScaleFigures::reconnects);
+  o["sessions_scale_open_seconds"] = f ? number_or_null(f->open_seconds) : nullptr;
+  o["sessions_scale_max_behind_ms"] = f ? number_or_null(f->max_behind_ms) : nullptr;
+  o["sessions_scale_keepalives_per_s"] = value(&SessionsScaleFigures::keepalives_per_s);
+  o["sessions_scale_keepalive_p50_ms"] = value(&SessionsScaleFigures::keepalive_p50_ms);
+  o["sessions_scale_keepalive_p99_ms"] = value(&SessionsScaleFigures::keepalive_p99_ms);
+  o["sessions_scale_dlockd_cpu_percent"] = value(&SessionsScaleFigures::dlockd_cpu_percent);
+  o["sessions_scale_backend_cpu_percent"] = value(&SessionsScaleFigures::backend_cpu_percent);
+  o["sessions_scale_rss_mib"] = value(&SessionsScaleFigures::rss_mib);
+  o["sessions_scale_pairs_per_s"] = value(&SessionsScaleFigures::pairs_per_s);
+  if (!f) {
+    for (const char* key : {"sessions_scale_lost", "sessions_scale_keepalive_p99_ms"}) {
+      notes.emplace(key, "the sessions-scale row did not run (--scale-sessions 0 or failed)");
+    }
+  }
+}
+
 }  // namespace
 
 void write_report(const std::string& dir, const RunInfo& info, const std::vector<Measurement>& all,
@@ -83,22 +187,28 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
      << "measured once more at the end of the backend's runs: its ratio to `raw` shows how much "
      << "the machine drifted during the run.\n\n"
      << "## Uncontended acquire+release pairs (distinct keys)\n\n"
+     << "`http-sb` is `http` with session-bound locks (`\"lease\":\"session\"`, no `ttl_ms`; "
+        "ADR-0018). × anchor: against the anchor recipe (pg advisory lock, etcd v3lock) at the "
+        "same client count.\n\n"
      << "| backend | path | clients | pairs/s | p50 ms | p99 ms | acquire p50 ms | × raw pairs/s | "
-        "× raw p50 | errors |\n"
-     << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+        "× raw p50 | × anchor pairs/s | × anchor p50 | errors |\n"
+     << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   std::ofstream dat(dir + "/pairs.dat");
   for (const auto& b : backends) {
-    for (const char* path : {"raw", "anchor", "spi", "http", "raw-again"}) {
+    for (const char* path : {"raw", "anchor", "spi", "http", "http-sb", "raw-again"}) {
       for (int c : info.clients) {
         const auto* m = find(all, b, path, "pairs", c);
         if (m == nullptr) continue;
         const auto* raw = find(all, b, "raw", "pairs", c);
+        const auto* anchor = find(all, b, "anchor", "pairs", c);
         md << "| " << b << " | " << path << " | " << c << " | " << fixed(m->per_second(), 0)
            << " | " << fixed(m->p50_ms, 3) << " | " << fixed(m->p99_ms, 3) << " | "
            << fixed(m->acquire_p50_ms, 3) << " | "
            << (raw ? fixed(m->per_second() / raw->per_second()) : "–") << " | "
-           << (raw && raw->p50_ms > 0 ? fixed(m->p50_ms / raw->p50_ms) : "–") << " | " << m->errors
-           << " |\n";
+           << (raw && raw->p50_ms > 0 ? fixed(m->p50_ms / raw->p50_ms) : "–") << " | "
+           << (anchor && anchor->ops ? fixed(m->per_second() / anchor->per_second()) : "–") << " | "
+           << (anchor && anchor->p50_ms > 0 ? fixed(m->p50_ms / anchor->p50_ms) : "–") << " | "
+           << m->errors << " |\n";
         dat << b << "-" << path << " " << c << " " << m->per_second() << " " << m->p50_ms << " "
             << m->p99_ms << "\n";
       }
@@ -109,14 +219,15 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
         "client blocks in pg_advisory_lock / etcd v3lock Lock on one name; spi = the store SPI "
         "in-process, every client retrying try_insert in a loop (the SPI has no queue); http = "
         "dlockd with "
-        "`wait_ms` (its FIFO queue); http2 = the same with the clients spread over two dlockd "
-        "sharing the backend. Latency is the wait for a grant.\n\n"
+        "`wait_ms` (its FIFO queue); http-sb = the same with session-bound locks; http2 = http "
+        "with the clients spread over two dlockd sharing the backend. Latency is the wait for a "
+        "grant.\n\n"
      << "| backend | path | clients | grants/s | × serial limit | attempts/grant | grant wait "
         "p50 ms | p99 ms | errors |\n"
      << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const auto& b : backends) {
     const auto* serial = find(all, b, "raw", "pairs", cmin);
-    for (const char* path : {"raw", "anchor", "spi", "http", "http2"}) {
+    for (const char* path : {"raw", "anchor", "spi", "http", "http-sb", "http2"}) {
       for (int c : info.clients) {
         const auto* m = find(all, b, path, "hot", c);
         if (m == nullptr) continue;
@@ -130,6 +241,7 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
   }
 
   write_tls_cost(md, info, all, backends);
+  write_sessions_scale(md, extras, backends);
 
   boost::json::object summary;
   md << "\n## Per backend\n\n";
@@ -222,6 +334,8 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     if (!rate("tls", "pairs", cmin)) {
       notes["tls_over_plain_throughput_c1"] = "TLS cost not measured (run with --tls)";
     }
+    add_session_bound_keys(o, notes, rate, p50, b, cmin, cmax);
+    add_sessions_scale_keys(o, notes, x);
     o["keepalives_per_s"] = number_or_null(rate("http", "keepalive", cmax));
     if (const auto* k = find(all, b, "http", "keepalive", cmax); k && k->ops) {
       o["keepalive_p50_ms"] = number_or_null(k->p50_ms);

@@ -2,6 +2,7 @@
 
 // report.md, summary.json and the gnuplot data files of one run.
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -10,6 +11,18 @@
 #include "bench.h"
 
 namespace dlock::bench {
+
+// The sessions-scale row (sessions_scale.h): N sessions kept alive while a lock workload runs.
+struct SessionsScaleFigures {
+  std::uint64_t sessions = 0, opened = 0, open_errors = 0, lost = 0;
+  std::uint64_t keepalives = 0, keepalive_errors = 0, reconnects = 0;
+  double ttl_s = 0, keepalive_every_s = 0;
+  double open_seconds = 0, window_seconds = 0, max_behind_ms = 0;
+  std::optional<double> keepalive_p50_ms, keepalive_p99_ms, keepalives_per_s;
+  std::optional<double> dlockd_cpu_percent, backend_cpu_percent, rss_mib;
+  std::optional<double> pairs_per_s;  // the lock workload during the window
+  int pairs_clients = 0;
+};
 
 // Figures that are not one Measurement (per backend).
 struct BackendExtras {
@@ -25,7 +38,8 @@ struct BackendExtras {
   std::optional<double> idle_cpu_percent;  // dlockd CPU while idle-holding them
   std::optional<double> rss_mib_waiters;   // VmRSS with `blocked_waiters` acquires waiting
   std::uint64_t blocked_waiters = 0;
-  std::optional<double> waiters_seen;        // dlockd's dlock_waiters gauge at that moment
+  std::optional<double> waiters_seen;  // dlockd's dlock_waiters gauge at that moment
+  std::optional<SessionsScaleFigures> sessions_scale;
   std::map<std::string, std::string> notes;  // summary key -> why it is null
 };
 

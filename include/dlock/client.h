@@ -171,6 +171,9 @@ class Lock {
   WallClock::time_point server_expiry() const;
   // Why the lock was lost; empty while it is not known to be lost.
   std::string lost_reason() const;
+  // True when the server granted a session-bound lock (ADR-0018): it lives as long as its
+  // session, and extend() is a checked no-op that moves no deadline.
+  bool session_bound() const;
 
   // Extends the lease now (ttl 0: the last granted TTL). Throws LockLostError when the grant
   // is gone, UnavailableError when the server cannot answer.

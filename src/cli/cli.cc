@@ -189,10 +189,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->footer(help::kRunFooter);
   run->add_option("KEY", key, "lock key")->required();
   run->add_option("CMD", command, "command and arguments, after --")->required();
-  run->add_option("--ttl", ttl, "lock and session TTL (default: the server's, 30s)");
+  std::string lease = "session";
+  run->add_option("--lease", lease,
+                  "session: the lock lives as long as the session (default); ttl: the lock has "
+                  "a TTL of its own, extended every TTL/3")
+      ->check(CLI::IsMember({"session", "ttl"}));
+  run->add_option("--ttl", ttl,
+                  "session TTL, and the lock's with --lease ttl (default: the server's, 30s)");
   run->add_option("--wait", wait, "wait this long while the key is held (default 0)");
   run->add_option("--stop-margin", stop_margin,
-                  "stop CMD this long before the lock's deadline when extends fail "
+                  "stop CMD this long before the lock's deadline when extends (keepalives) fail "
                   "(default max(1s, TTL/10), at most TTL/3)");
   run->add_option("--kill-grace", kill_grace,
                   "time between SIGTERM and SIGKILL (default half the stop margin)");
@@ -266,6 +272,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       options.ns = flags.ns;
       options.owner = owner;
       options.ttl = duration_flag(ttl, "--ttl");
+      options.session_bound = lease == "session";
       options.wait = duration_flag(wait, "--wait");
       if (!stop_margin.empty()) {
         options.stop_margin = client::parse_duration(stop_margin, "--stop-margin");

@@ -117,26 +117,36 @@ inline constexpr const char* kRunFooter = R"(DESCRIPTION
     DLOCK_NAMESPACE      the namespace
   in its environment, as the leader of a process group of its own: dlock signals the whole
   group (CMD, `sleep &`, pipelines...), never one pid. While CMD runs, dlock keeps the session
-  alive and extends the lock every TTL/3. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dlock are
+  alive (a keepalive every TTL/3). SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dlock are
   forwarded to the group. When CMD exits, dlock stops what it left running in its group,
   releases the lock once nothing of the group is left, and exits with CMD's status.
 
+LEASE
+  --lease session (default): the lock lives exactly as long as dlock's session; the session's
+  keepalives keep it, and it ends when the session expires. Fewer backend writes per run (on
+  etcd no lease of its own). dlock still checks the grant every TTL/3 (a no-op extend that
+  writes nothing) to notice a revoke. --lease ttl: the lock has a TTL of its own (--ttl, also
+  the session's) and dlock extends it every TTL/3, as before ADR-0018 (for a dlockd that
+  predates session-bound locks). Both are equally safe here: a dlock that dies or loses its server leaves
+  the lock held for at most --ttl, and CMD is stopped by the timeline below.
+
 STOP TIMELINE
-  D is the lock's deadline: send time of the last successful acquire/extend + TTL. M is
-  --stop-margin (default max(1s, TTL/10), at most TTL/3; must be < TTL/2), G is --kill-grace
-  (default M/2).
-    D - M                    no extend succeeded in time: SIGTERM to CMD's group
+  D is the lock's deadline: send time of the last successful acquire/extend (session-bound:
+  of the session's last successful open/keepalive) + TTL. M is --stop-margin (default
+  max(1s, TTL/10), at most TTL/3; must be < TTL/2), G is --kill-grace (default M/2).
+    D - M                    no extend (keepalive) succeeded in time: SIGTERM to CMD's group
     min(D - M + G, D - M/2)  SIGKILL to the group
     D                        the deadline; SIGKILL went out at least M/2 before
-  A lock lost outright (revoked, lock_lost, session gone; noticed at the next extend) is
-  stopped at once: SIGTERM now, SIGKILL after G, at the latest at D - M/2. Either way dlock
+  A lock lost outright (revoked, lock_lost, session gone; noticed at the next extend, check or
+  keepalive) is stopped at once: SIGTERM now, SIGKILL after G, at the latest at D - M/2. Either way dlock
   waits until the group is gone and exits 76. A 30s lock: SIGTERM 3s and SIGKILL 1.5s before D.
   Processes that leave the group (setsid, daemons) escape. In the foreground of a terminal,
   the terminal goes to CMD's group; Ctrl-Z does not suspend a lock holder (it is continued).
 
 EXIT STATUS
   CMD's status (128+N if CMD was killed by signal N); 75 KEY still held after --wait; 76 lock
-  lost, or not extended by D - M, while CMD ran (its group was stopped); 69 server
+  lost, or not extended (session not kept alive) by D - M, while CMD ran (its group was
+  stopped); 69 server
   unavailable; 64 usage error; 127 CMD not found; 126 CMD not executable.
 
 EXAMPLE

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <ostream>
 #include <system_error>
 #include <thread>
@@ -111,16 +113,82 @@ constexpr auto kGroupPoll = std::chrono::milliseconds(10);
 
 std::string describe(std::chrono::milliseconds d) { return client::format_duration(d); }
 
+// Checks a session-bound grant every `every` with an extend, which for such a grant writes
+// nothing and moves no deadline (ADR-0018): nothing else would tell this run that the grant
+// was revoked, since the session's keepalives do not look at grants. A transient failure is
+// ignored: the session's deadline, which only its keepalives move, decides the stop time.
+class GrantProbe {
+ public:
+  GrantProbe(client::Client& client, const client::Lock& lock, std::chrono::milliseconds every)
+      : client_(client), lock_(lock), every_(every) {
+    thread_ = std::jthread([this](const std::stop_token& stop) { loop(stop); });
+  }
+  GrantProbe(const GrantProbe&) = delete;
+  GrantProbe& operator=(const GrantProbe&) = delete;
+
+  // Why the grant is gone; empty while it is not known to be.
+  std::string lost_reason() const {
+    std::lock_guard lock(mutex_);
+    return reason_;
+  }
+
+ private:
+  void loop(const std::stop_token& stop) {
+    std::mutex sleep_mutex;
+    std::condition_variable_any wake;
+    for (;;) {
+      {
+        std::unique_lock lock(sleep_mutex);
+        if (wake.wait_for(lock, stop, every_, [] { return false; }) || stop.stop_requested()) {
+          return;
+        }
+      }
+      std::string reason;
+      try {
+        // A short budget: a probe that cannot get through is simply tried again later.
+        client_.extend(lock_.key(), lock_.session_id(), lock_.token(), std::chrono::milliseconds(0),
+                       lock_.ns(), SteadyClock::now() + std::min(every_, kProbeBudget));
+      } catch (const LockLostError& error) {
+        reason = std::string("lock lost: ") + error.what();
+      } catch (const SessionNotFoundError& error) {
+        reason = std::string("session lost: ") + error.what();
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (reason.empty()) continue;
+      {
+        std::lock_guard lock(mutex_);
+        reason_ = reason;
+      }
+      wake_main_thread();
+      return;
+    }
+  }
+
+  static constexpr std::chrono::milliseconds kProbeBudget{3000};
+  client::Client& client_;
+  const client::Lock& lock_;
+  const std::chrono::milliseconds every_;
+  mutable std::mutex mutex_;
+  std::string reason_;
+  std::jthread thread_;  // last: joined before the members it uses are destroyed
+};
+
 // Why the lock can no longer cover CMD, or empty while it can: lost (revoked, lock_lost, the
-// session gone), or its deadline within the stop margin because no extend succeeded in time.
-std::string stop_reason(const client::Lock& lock, SteadyClock::time_point now,
-                        const StopTimes& times) {
+// session gone), or its deadline within the stop margin because no extend (for a session-bound
+// lock: no keepalive of its session) succeeded in time.
+std::string stop_reason(const client::Lock& lock, const GrantProbe* probe,
+                        SteadyClock::time_point now, const StopTimes& times) {
   std::string reason = lock.lost_reason();
+  if (reason.empty() && probe != nullptr) reason = probe->lost_reason();
   if (!reason.empty()) return reason;
   const SteadyClock::time_point deadline = lock.client_deadline();
-  if (now >= deadline) return "the lock's deadline passed without a successful extend";
+  const char* renewal = lock.session_bound() ? "keepalive of the session" : "extend";
+  if (now >= deadline) {
+    return std::string("the lock's deadline passed without a successful ") + renewal;
+  }
   if (now >= term_time(deadline, times)) {
-    return "no successful extend, and the lock's deadline is " +
+    return std::string("no successful ") + renewal + ", and the lock's deadline is " +
            describe(std::chrono::ceil<std::chrono::milliseconds>(deadline - now)) +
            " away (stop margin " + describe(times.margin) + ")";
   }
@@ -135,10 +203,12 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
 
   client::Session session(
       client, {options.owner, options.ttl, [](const std::string&) { wake_main_thread(); }});
-  // Without --ttl the lock gets the server's default lock TTL, which the session's TTL (the
-  // server's default session TTL, 30 s for both unless configured) stands in for.
-  const StopTimes times = stop_times(options.ttl.count() > 0 ? options.ttl : session.ttl(),
-                                     options.stop_margin, options.kill_grace);
+  // A session-bound lock lives by the session's TTL. A TTL lock without --ttl gets the server's
+  // default lock TTL, which the session's TTL (the server's default session TTL, 30 s for both
+  // unless configured) stands in for.
+  const StopTimes times =
+      stop_times(!options.session_bound && options.ttl.count() > 0 ? options.ttl : session.ttl(),
+                 options.stop_margin, options.kill_grace);
 
   // Acquire on a helper thread: the main thread must stay responsive to SIGINT/SIGTERM while
   // the server makes us wait, without re-issuing the acquire (which would lose our place in
@@ -149,9 +219,11 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   std::jthread acquirer([&] {
     try {
       client::AcquireOptions acquire_options;
-      acquire_options.ttl = options.ttl;
+      acquire_options.session_bound = options.session_bound;
+      if (!options.session_bound) acquire_options.ttl = options.ttl;
       acquire_options.wait = options.wait;
       acquire_options.ns = options.ns;
+      // Ignored for a session-bound grant (its session's keepalives keep it).
       acquire_options.auto_extend = true;
       acquire_options.on_lost = [](const std::string&) { wake_main_thread(); };
       lock = session.acquire(options.key, std::move(acquire_options));
@@ -185,8 +257,15 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
     return kExitNotAcquired;
   }
   // The deadline counts from when the granting request was sent: a long --wait can leave less
-  // than the stop margin. Extend once rather than start CMD only to stop it.
+  // than the stop margin. Extend once rather than start CMD only to stop it. A session-bound
+  // lock's deadline is the session's, renewed every TTL/3 by its keepalives even while the
+  // acquire waited: that it is this close means they fail, and an extend cannot help.
   if (SteadyClock::now() >= term_time(lock->client_deadline(), times)) {
+    if (lock->session_bound()) {
+      err << "dlock: not running CMD: " << options.key << " is session-bound and "
+          << stop_reason(*lock, nullptr, SteadyClock::now(), times) << '\n';
+      return kExitLockLost;
+    }
     try {
       lock->extend();
     } catch (const LockLostError& error) {
@@ -201,6 +280,8 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
       "DLOCK_SESSION_ID=" + session.id(),
       "DLOCK_NAMESPACE=" + (options.ns.empty() ? std::string("default") : options.ns),
   };
+  std::optional<GrantProbe> probe;
+  if (lock->session_bound()) probe.emplace(client, *lock, session.ttl() / 3);
   std::optional<ChildProcess> child;
   try {
     child.emplace(options.command, env, signals.previous(), /*take_terminal=*/true);
@@ -224,7 +305,7 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
     const SteadyClock::time_point now = SteadyClock::now();
     const SteadyClock::time_point deadline = lock->client_deadline();
     if (!lost) {
-      const std::string reason = stop_reason(*lock, now, times);
+      const std::string reason = stop_reason(*lock, probe ? &*probe : nullptr, now, times);
       if (!reason.empty()) {
         lost = true;
         err << "dlock: lost " << options.key << " (token " << lock->token() << "): " << reason
@@ -269,6 +350,7 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   }
   const int status = *child->status();
   child.reset();
+  probe.reset();
 
   if (lost) return kExitLockLost;
   try {

@@ -16,8 +16,11 @@ struct RunOptions {
   std::string key;
   std::string ns;
   std::string owner;
-  // Lock and session TTL; 0 = the server's default.
+  // Session TTL, and the lock's own TTL when !session_bound; 0 = the server's default.
   std::chrono::milliseconds ttl{0};
+  // A lock that lives exactly as long as the session (ADR-0018, `--lease session`, the
+  // default); false: a lock with a TTL of its own, extended every TTL/3 (`--lease ttl`).
+  bool session_bound = true;
   std::chrono::milliseconds wait{0};
   // How long before the lock's client deadline CMD's group is sent SIGTERM, and how long
   // after SIGTERM it is sent SIGKILL; empty = the defaults of stop_times() (ADR-0014).
@@ -29,9 +32,12 @@ struct RunOptions {
 // Opens a session, acquires (waiting up to options.wait), runs CMD with DLOCK_KEY,
 // DLOCK_FENCING_TOKEN, DLOCK_SESSION_ID and DLOCK_NAMESPACE set, as the leader of its own
 // process group, keeps session and lock alive while it runs, and releases afterwards, once
-// nothing of the group is left (members CMD leaves behind are stopped first). Returns CMD's
-// status, kExitNotAcquired when the key stayed held, kExitLockLost when the lock was lost, or
-// could not be extended until stop_margin before its deadline, and CMD's group was stopped
+// nothing of the group is left (members CMD leaves behind are stopped first). A session-bound
+// lock's deadline is the session's, moved by its keepalives; the grant is checked every TTL/3
+// (an extend, a checked no-op for it) so that a revoke is noticed as with a TTL lock. Returns
+// CMD's status, kExitNotAcquired when the key stayed held, kExitLockLost when the lock was
+// lost, or could not be extended (its session kept alive, when session-bound) until
+// stop_margin before its deadline, and CMD's group was stopped
 // (SIGTERM, then SIGKILL after kill_grace, at the latest stop_margin / 2 before the deadline).
 // SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to dlock are forwarded to CMD's group. Errors from the
 // client library propagate (the caller maps them to exit codes).

@@ -147,6 +147,8 @@ std::string Lock::lost_reason() const {
   return {};
 }
 
+bool Lock::session_bound() const { return state_->session_bound; }
+
 void Lock::extend(std::chrono::milliseconds ttl) {
   detail::ClientCore& core = *state_->core;
   std::chrono::milliseconds effective = ttl;

@@ -7,12 +7,16 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/child_process.h"
 #include "fake_lock_api.h"
@@ -48,15 +52,23 @@ class DlockRunTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  // Answers as FakeLockApi does, noting when the last successful extend arrived and running
+  // Answers as FakeLockApi does (a grant is session-bound when the acquire asked for one, as
+  // dlockd answers), noting when the last successful extend and keepalive arrived and running
   // the test's hook first.
   FakeResponse handle(const FakeRequest& request) {
     if (on_request_) on_request_(request);
+    const bool is_post = request.method == "POST";
+    if (is_post && request.target.find("/acquire") != std::string::npos) {
+      api_.session_bound = request.body.find(R"("lease":"session")") != std::string::npos;
+    }
     FakeResponse response = api_.handle(request);
-    if (request.method == "POST" && request.target.find("/extend") != std::string::npos &&
-        response.status == 200) {
+    if (is_post && response.status == 200) {
       std::lock_guard lock(mutex_);
-      last_extend_ok_ = std::chrono::steady_clock::now();
+      if (request.target.find("/extend") != std::string::npos) {
+        last_extend_ok_ = std::chrono::steady_clock::now();
+      } else if (request.target.find("/keepalive") != std::string::npos) {
+        last_keepalive_ok_ = std::chrono::steady_clock::now();
+      }
     }
     return response;
   }
@@ -64,6 +76,19 @@ class DlockRunTest : public ::testing::Test {
   std::chrono::steady_clock::time_point last_extend_ok() const {
     std::lock_guard lock(mutex_);
     return last_extend_ok_;
+  }
+  std::chrono::steady_clock::time_point last_keepalive_ok() const {
+    std::lock_guard lock(mutex_);
+    return last_keepalive_ok_;
+  }
+
+  // The body of the last acquire request received.
+  std::string acquire_body() const {
+    std::string body;
+    for (const FakeRequest& request : server_.requests()) {
+      if (request.target.find("/acquire") != std::string::npos) body = request.body;
+    }
+    return body;
   }
 
   // The pid CMD wrote to $DIR/<name>, waiting for it; -1 when it never came.
@@ -101,10 +126,50 @@ class DlockRunTest : public ::testing::Test {
 
   bool file_exists(const char* name) const { return std::filesystem::exists(dir_ / name); }
 
+  // The stop timeline (ADR-0014) when renewals fail: TTL (lock TTL, or session TTL for a
+  // session-bound lock) 3 s, renewed every 1 s, the lease's deadline at most last_ok() + 3 s
+  // once `failing` is set. SIGTERM at deadline - 1 s, SIGKILL 300 ms later, i.e. 700 ms before
+  // the deadline. `lease_flag`: "--ttl" (then a TTL lock) or "--lease=session".
+  void expect_stopped_before_the_deadline(
+      const std::string& lease_flag, const char* renewal, std::atomic<bool>& failing,
+      const std::function<std::chrono::steady_clock::time_point()>& last_ok) {
+    api_.lock_ttl_ms = 3000;
+    api_.session_ttl_ms = 3000;
+    std::vector<std::string> flags = {"--ttl", "3s",           "--stop-margin",
+                                      "1s",    "--kill-grace", "300ms"};
+    flags.insert(flags.begin(), {"--lease", lease_flag == "--ttl" ? "ttl" : "session"});
+    auto dlock = start(R"(trap 'echo term >> "$DIR/term"' TERM; echo $$ > "$DIR/pid";
+                          while :; do sleep 0.05; done)",
+                       flags);
+    const pid_t command = pid_from("pid");
+    ASSERT_GT(command, 0);
+    ASSERT_TRUE(server_.wait_for_requests(
+        [renewal](const FakeRequest& r) { return r.target.find(renewal) != std::string::npos; }, 1,
+        milliseconds(10'000)));
+    failing = true;
+    const auto failing_from = std::chrono::steady_clock::now();
+    ASSERT_TRUE(wait_until([&] { return gone(command); }, milliseconds(10'000)));
+    const auto died = std::chrono::steady_clock::now();
+    const auto deadline_bound = last_ok() + milliseconds(3000);
+    EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 76);
+    EXPECT_TRUE(file_exists("term")) << "SIGKILL without SIGTERM first";
+    // Dead at about deadline - 700 ms; 300 ms of that allowed for scheduling. Stopping at the
+    // deadline would kill it at about deadline_bound.
+    const auto before = std::chrono::duration_cast<milliseconds>(deadline_bound - died).count();
+    std::cout << "[ measured ] " << renewal << " failing: CMD died " << before
+              << " ms before the latest possible deadline\n";
+    EXPECT_LT(died, deadline_bound - milliseconds(400))
+        << "died " << before << " ms before the latest possible deadline";
+    // Not stopped while the lock was still far from its deadline.
+    EXPECT_GT(died, failing_from + milliseconds(500));
+    EXPECT_GT(died, deadline_bound - milliseconds(1500));
+  }
+
   FakeLockApi api_;
   std::function<void(const FakeRequest&)> on_request_;  // set before start()
   mutable std::mutex mutex_;
   std::chrono::steady_clock::time_point last_extend_ok_;
+  std::chrono::steady_clock::time_point last_keepalive_ok_;
   std::vector<pid_t> leftovers_;
   FakeServer server_;
   std::filesystem::path dir_;
@@ -162,7 +227,7 @@ TEST_F(DlockRunTest, LostLockTerminatesTheCommandThenKillsItAndExits76) {
 
 TEST_F(DlockRunTest, LockLostWhenNoExtendSucceedsBeforeTheDeadline) {
   auto dlock = start(R"(echo go > "$DIR/started"; while :; do sleep 0.05; done)",
-                     {"--ttl", "1s", "--kill-grace", "5s"});
+                     {"--lease", "ttl", "--ttl", "1s", "--kill-grace", "5s"});
   ASSERT_TRUE(wait_until([&] { return file_exists("started"); }, milliseconds(10'000)));
   api_.extend_unavailable = true;
   // sh exits on SIGTERM: no SIGKILL needed, and dlock still reports the loss.
@@ -183,36 +248,9 @@ TEST_F(DlockRunTest, LostLockStopsEveryProcessOfTheCommandsGroup) {
 
 TEST_F(DlockRunTest, StopsTheGroupSoThatSigkillLandsBeforeTheDeadlineWhenExtendsFail) {
   // TTL 3 s: extends every 1 s. From the moment extends fail the lock is valid until
-  // (send time of the last successful extend) + 3 s <= last_extend_ok + 3 s. Timeline:
-  // SIGTERM at deadline - 1 s, SIGKILL 300 ms later, i.e. 700 ms before the deadline.
-  api_.lock_ttl_ms = 3000;
-  api_.session_ttl_ms = 3000;
-  auto dlock = start(R"(trap 'echo term >> "$DIR/term"' TERM; echo $$ > "$DIR/pid";
-                        while :; do sleep 0.05; done)",
-                     {"--ttl", "3s", "--stop-margin", "1s", "--kill-grace", "300ms"});
-  const pid_t command = pid_from("pid");
-  ASSERT_GT(command, 0);
-  ASSERT_TRUE(server_.wait_for_requests(
-      [](const FakeRequest& r) { return r.target.find("/extend") != std::string::npos; }, 1,
-      milliseconds(10'000)));
-  api_.extend_unavailable = true;
-  const auto failing_from = std::chrono::steady_clock::now();
-  ASSERT_TRUE(wait_until([&] { return gone(command); }, milliseconds(10'000)));
-  const auto died = std::chrono::steady_clock::now();
-  const auto deadline_bound = last_extend_ok() + milliseconds(3000);
-  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 76);
-  EXPECT_TRUE(file_exists("term")) << "SIGKILL without SIGTERM first";
-  // Dead at about deadline - 700 ms; 300 ms of that allowed for scheduling. Stopping at the
-  // deadline would kill it at about deadline_bound.
-  std::cout << "[ measured ] CMD died "
-            << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
-            << " ms before the latest possible deadline\n";
-  EXPECT_LT(died, deadline_bound - milliseconds(400))
-      << "died " << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
-      << " ms before the latest possible deadline";
-  // Not stopped while the lock was still far from its deadline.
-  EXPECT_GT(died, failing_from + milliseconds(500));
-  EXPECT_GT(died, deadline_bound - milliseconds(1500));
+  // (send time of the last successful extend) + 3 s <= last_extend_ok + 3 s.
+  expect_stopped_before_the_deadline("--ttl", "/extend", api_.extend_unavailable,
+                                     [this] { return last_extend_ok(); });
 }
 
 TEST_F(DlockRunTest, AnExtendThatShortensTheDeadlineIsNoticed) {
@@ -230,8 +268,9 @@ TEST_F(DlockRunTest, AnExtendThatShortensTheDeadlineIsNoticed) {
       api_.extend_unavailable = true;
     }
   };
-  auto dlock = start(R"(trap "" TERM; echo $$ > "$DIR/pid"; while :; do sleep 0.05; done)",
-                     {"--ttl", "3s", "--stop-margin", "1s", "--kill-grace", "300ms"});
+  auto dlock =
+      start(R"(trap "" TERM; echo $$ > "$DIR/pid"; while :; do sleep 0.05; done)",
+            {"--lease", "ttl", "--ttl", "3s", "--stop-margin", "1s", "--kill-grace", "300ms"});
   const pid_t command = pid_from("pid");
   ASSERT_GT(command, 0);
   ASSERT_TRUE(wait_until([&] { return gone(command); }, milliseconds(10'000)));
@@ -242,6 +281,54 @@ TEST_F(DlockRunTest, AnExtendThatShortensTheDeadlineIsNoticed) {
   EXPECT_LT(died, deadline_bound - milliseconds(300))
       << "died " << std::chrono::duration_cast<milliseconds>(deadline_bound - died).count()
       << " ms before the shortened deadline";
+}
+
+TEST_F(DlockRunTest, TheLockIsSessionBoundByDefaultAndATtlLockOnRequest) {
+  api_.lock_ttl_ms = 5000;  // the server grants what --ttl asks
+  api_.session_ttl_ms = 5000;
+  auto session_bound = start("exit 0", {"--ttl", "5s"});
+  EXPECT_EQ(wait_exit(*session_bound, milliseconds(10'000)), 0);
+  const std::string body = acquire_body();
+  EXPECT_NE(body.find(R"("lease":"session")"), std::string::npos) << body;
+  EXPECT_EQ(body.find("ttl_ms"), std::string::npos) << body;  // the session's TTL is the lock's
+  auto ttl_lock = start("exit 0", {"--lease", "ttl", "--ttl", "5s"});
+  EXPECT_EQ(wait_exit(*ttl_lock, milliseconds(10'000)), 0);
+  EXPECT_EQ(acquire_body().find(R"("lease":"session")"), std::string::npos) << acquire_body();
+  EXPECT_NE(acquire_body().find(R"("ttl_ms":5000)"), std::string::npos) << acquire_body();
+}
+
+TEST_F(DlockRunTest, UnknownLeaseIsAUsageError) {
+  auto dlock = start(R"(touch "$DIR/ran")", {"--lease", "forever"});
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 64);
+  EXPECT_FALSE(file_exists("ran"));
+}
+
+TEST_F(DlockRunTest, ARevokedSessionBoundLockIsNoticedAndItsGroupStopped) {
+  // Nothing renews a session-bound grant, so dlock checks it every TTL/3 (a no-op extend).
+  auto dlock = start(R"(sleep 1000 & echo $! > "$DIR/pid"; wait)", {"--ttl", "1s"});
+  const pid_t grandchild = pid_from("pid");
+  ASSERT_GT(grandchild, 0);
+  ASSERT_NE(acquire_body().find(R"("lease":"session")"), std::string::npos);
+  api_.lock_lost = true;
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 76);
+  EXPECT_TRUE(gone(grandchild));
+}
+
+TEST_F(DlockRunTest, ASessionBoundLockStopsTheGroupWhenTheSessionIsGone) {
+  auto dlock = start(R"(echo $$ > "$DIR/pid"; while :; do sleep 0.05; done)", {"--ttl", "1s"});
+  const pid_t command = pid_from("pid");
+  ASSERT_GT(command, 0);
+  api_.session_gone = true;  // the next keepalive answers session_not_found
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 76);
+  EXPECT_TRUE(gone(command));
+}
+
+TEST_F(DlockRunTest, ASessionBoundLockStopsTheGroupBeforeTheSessionsDeadlineWhenKeepalivesFail) {
+  // The same timeline with the deadline the session's: (send time of the last successful
+  // keepalive) + 3 s. The grant checks still succeed, and must not move that deadline.
+  expect_stopped_before_the_deadline("--lease=session", "/keepalive", api_.keepalive_unavailable,
+                                     [this] { return last_keepalive_ok(); });
+  EXPECT_NE(acquire_body().find(R"("lease":"session")"), std::string::npos);
 }
 
 TEST_F(DlockRunTest, ProcessesLeftByACommandThatExitedAreStoppedBeforeTheRelease) {

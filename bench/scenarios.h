@@ -1,0 +1,114 @@
+#pragma once
+
+// What dlock-bench's main loop (dlock_bench.cc) runs besides the HTTP load generator: its
+// options, the dlockd it starts, the in-process SPI paths, /proc and /metrics readings, and the
+// sessions-scale row (bench/README.md).
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "dlock/lock_store.h"
+#include "http_load.h"
+#include "raw_paths.h"
+#include "report.h"
+#include "support/dlockd_process.h"
+
+namespace dlock::bench {
+
+struct Options {
+  std::string mode = "quick";
+  std::vector<std::string> backends{"sqlite", "pg", "etcd"};
+  std::vector<int> clients{1, 16, 64};
+  int duration_ms = 2000;
+  std::uint64_t fill_sessions = 1000;
+  std::uint64_t fill_locks = 10000;
+  std::string out;
+  std::string dlockd = DLOCK_DLOCKD_PATH;
+  int idle_ms = 2000;
+  // Backends whose scale figure uses 10k sessions and 100k locks whatever --fill-* say.
+  std::vector<std::string> big_fill_backends;
+  int waiters = 0;
+  bool tls = false;       // also measure the TLS cost (tls_cost.h)
+  bool tls_only = false;  // measure the TLS cost only
+  // The sessions-scale row (sessions_scale.h): sessions kept alive at scale_ttl_ms, renewed
+  // every scale_keepalive_ms, for scale_window_ms once all are open, while scale_clients run
+  // uncontended pairs. 0 sessions: not measured.
+  std::uint64_t scale_sessions = 0;
+  int scale_ttl_ms = 30000;
+  int scale_keepalive_ms = 10000;
+  int scale_window_ms = 12000;
+  int scale_clients = 16;
+};
+
+void log(const std::string& line);
+
+testing::DlockdOptions dlockd_options(const Options& options, const std::string& backend,
+                                      const std::string& sqlite_path, const std::string& url);
+
+// Path 3's dlockd (tests/support/dlockd_process.h) and its HTTP target.
+class Dlockd {
+ public:
+  Dlockd(const Options& options, const std::string& backend, const std::string& sqlite_path,
+         const std::string& url, const std::vector<std::string>& extra_args = {})
+      : process_(with_args(dlockd_options(options, backend, sqlite_path, url), extra_args)) {
+    const std::string& address = process_.address();
+    const auto colon = address.rfind(':');
+    target_.host = address.substr(0, colon);
+    target_.port = static_cast<unsigned short>(std::stoi(address.substr(colon + 1)));
+  }
+  const HttpTarget& target() const { return target_; }
+  pid_t pid() const { return process_.pid(); }
+
+ private:
+  static testing::DlockdOptions with_args(testing::DlockdOptions options,
+                                          const std::vector<std::string>& args) {
+    options.extra_args.insert(options.extra_args.end(), args.begin(), args.end());
+    return options;
+  }
+
+ public:
+ private:
+  testing::DlockdProcess process_;
+  HttpTarget target_;
+};
+
+// etcd_server_proposals_committed_total from etcd's /metrics (every Txn, granted or not, and
+// every lease grant/revoke is a committed raft proposal: a durable write); -1 if unavailable.
+double etcd_proposals(const std::string& endpoints);
+
+// The value of the first sample of `name` (any labels) in Prometheus text, or nullopt.
+std::optional<double> metric_value(const std::string& text, const std::string& name);
+
+// VmRSS of `pid` in MiB, -1 when unreadable.
+double rss_mib(pid_t pid);
+
+// utime + stime of `pid`, in seconds.
+double cpu_seconds(pid_t pid);
+
+Measurement spi_pairs(Backend& backend, const std::string& name,
+                      const std::vector<RawSession>& sessions, int clients,
+                      std::chrono::milliseconds duration);
+
+// The SPI on one hot key: every client retries try_insert in a loop and releases when granted
+// (the SPI has no queue; waiting is dlockd's). The herd against the store, in process.
+Measurement spi_hot(Backend& backend, const std::string& name,
+                    const std::vector<RawSession>& sessions, int clients,
+                    std::chrono::milliseconds duration);
+
+// dlockd's dlock_backend_acquire_attempts_total (every try_insert and hand-over it sent).
+std::optional<double> dlockd_attempts(const HttpTarget& target);
+
+// The sessions-scale row on a dlockd of its own (sqlite: on a file of its own): fills
+// extras.sessions_scale and records the lock workload run meanwhile (path "http", workload
+// "pairs-scale"). `url`: the pg URL or the etcd endpoints.
+void run_sessions_scale(const Options& options, const std::string& name, const std::string& url,
+                        const std::string& work_dir, BackendExtras& extras,
+                        const std::function<void(Measurement)>& record);
+
+}  // namespace dlock::bench
