@@ -14,8 +14,10 @@ using std::chrono::seconds;
 
 // Bound on the empty grant leases kept for reuse (see LeasePool).
 constexpr std::size_t kMaxPooledLeases = 1024;
-// Bound on the leases whose minimum remaining life the store remembers (see LeaseBook).
-constexpr std::size_t kMaxBookedLeases = 65536;
+// Bound on the leases whose minimum remaining life the store remembers (see LeaseBook): above
+// server.max.sessions' default (100 000, C5), as the session cache's bound (etcd_sessions.cc), so
+// that the session leases of a full dlockd stay booked (a miss costs a LeaseTimeToLive read).
+constexpr std::size_t kMaxBookedLeases = 262144;
 // A pooled lease is renewed in parallel with the granting Txn only when it is known to live at
 // least this long past the Txn's own deadline.
 constexpr milliseconds kParallelRenewalMargin{1000};

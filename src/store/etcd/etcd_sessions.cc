@@ -18,8 +18,12 @@ using std::chrono::seconds;
 
 namespace {
 
-// Bound on the session IDs each store remembers the record of (see Sessions::lookup).
-constexpr std::size_t kMaxCachedSessions = 65536;
+// Bound on the session IDs each store remembers the record of (see Sessions::lookup): well above
+// server.max.sessions' default (100 000, C5), so that every live session of a busy dlockd stays
+// cached. At 65 536 with a clear-all eviction, 100 000 sessions heartbeating every 10 s missed
+// the cache on most heartbeats, each miss a linearizable Range (docs/benchmarks.md, "Sessions at
+// scale"). About 200 bytes an entry: 50 MiB at the bound.
+constexpr std::size_t kMaxCachedSessions = 262144;
 
 }  // namespace
 
@@ -221,7 +225,11 @@ std::optional<SessionRecord> Sessions::lookup(std::string_view session_id) {
 
 void Sessions::remember(const std::string& session_id, const SessionRecord& record) {
   std::lock_guard lock(cache_mutex_);
-  if (cache_.size() >= kMaxCachedSessions) cache_.clear();
+  // Full: drop one entry (any; a miss costs one Range), not all of them, so that a store with
+  // more sessions than the bound does not miss on nearly every lookup.
+  if (cache_.size() >= kMaxCachedSessions && !cache_.contains(session_id)) {
+    cache_.erase(cache_.begin());
+  }
   cache_.insert_or_assign(session_id, record);
 }
 

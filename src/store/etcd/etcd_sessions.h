@@ -59,7 +59,7 @@ class Sessions {
   const TtlLimits limits_;
   std::mutex cache_mutex_;
   // Session ID -> its record. A record never changes while its lease lives, and a lease found
-  // gone evicts it; bounded (cleared when full), a miss only costs one Range.
+  // gone evicts it; bounded (one entry dropped when full), a miss only costs one Range.
   std::unordered_map<std::string, SessionRecord> cache_;
 };
 
