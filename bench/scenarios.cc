@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <fstream>
@@ -26,6 +27,11 @@ testing::DlockdOptions dlockd_options(const Options& options, const std::string&
   result.binary = options.dlockd;
   result.backend = backend;
   result.log_level = "warn";
+  // The blocked-waiters row holds up to --waiters connections (10 000 in --full) while it reads
+  // dlockd's /metrics on one more: above server.max.connections' default (10 000, C5) the read
+  // would be refused.
+  result.extra_args = {"--server-max-connections",
+                       std::to_string(std::max(10000, options.waiters) + 1000)};
   if (backend == "sqlite") result.sqlite_path = sqlite_path;
   if (backend == "pg") result.pg_url = url;
   if (backend == "etcd") result.etcd_endpoints = url;
