@@ -24,6 +24,7 @@ enum class ErrorCode {
   kInternal,           // a bug or an impossible backend answer
   kUnauthenticated,    // no credential, or one the server does not know (C6: 401)
   kPermissionDenied,   // a known credential without the right on this namespace (C6: 403)
+  kConflict,  // the request disagrees with the name's live state (a semaphore's limit): 409
 };
 
 // The one name of each code: the error code on the wire (C3; a transient code is shown as
@@ -115,6 +116,19 @@ class PermissionDeniedError : public Error {
  public:
   explicit PermissionDeniedError(const std::string& message)
       : Error(ErrorCode::kPermissionDenied, message) {}
+};
+
+// The request contradicts what the name's live holders agreed on (a semaphore acquire whose
+// `limit` differs from the live holders' limit, ADR-0020): 409 `conflict`, naming the field.
+// Retrying the same call cannot help while those holders live.
+class ConflictError : public Error {
+ public:
+  ConflictError(std::string field, const std::string& message)
+      : Error(ErrorCode::kConflict, message), field_(std::move(field)) {}
+  const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string field_;
 };
 
 class InternalError : public Error {

@@ -56,6 +56,13 @@ class ReleaseSubscription {
 };
 using ReleaseSubscriptionPtr = std::unique_ptr<ReleaseSubscription>;
 
+// What try_insert_holder asks for: a shared holder, or one permit of `limit` (>= 1).
+struct HoldRequest {
+  HoldMode mode = HoldMode::kShared;
+  // kPermit: how many permits the name has; kShared: 0 (no bound).
+  std::uint32_t limit = 0;
+};
+
 class LockStore {
  public:
   LockStore() = default;
@@ -79,13 +86,44 @@ class LockStore {
   virtual std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
                                                std::string_view session_id, LockLease lease) = 0;
 
+  // Holder sets (docs/adr/0020-more-primitives-design.md): adds (owner_id, session_id) as a
+  // shared holder of `key` (`request.mode` kShared) or as one of its `request.limit` permit
+  // holders (kPermit), in one atomic backend operation (no read-then-write window).
+  // - Granted unless a live holder of another mode holds `key` (an exclusive grant excludes
+  //   every other holder; shared holders and permit holders exclude each other) or, for a permit,
+  //   `limit` permit holders of other sessions are live; std::nullopt ("held") otherwise.
+  // - try_insert (exclusive) of a key with any live shared or permit holder is "held", even for
+  //   a session that holds it shared: there is no upgrade or downgrade.
+  // - The token is strictly greater than every token ever issued for `key`, of any mode: a
+  //   writer's token is greater than every reader's before it.
+  // - A session holds at most one holder of a name: re-acquiring replaces its own holder with a
+  //   new, strictly greater token and the lease asked for this time (it never takes a second
+  //   permit).
+  // - Expired holders (their TTL or, session-bound, their session) are neither counted nor
+  //   excluding, without a reaper having run.
+  // - `lease` as for try_insert; the handle's `mode` is the request's.
+  // Throws InvalidArgumentError ("mode" for kExclusive; "limit" for a permit limit of 0 or a
+  // shared request with one; "ttl_ms"), ConflictError ("limit") when live permit holders of
+  // `key` of other sessions agreed on another limit, SessionNotFoundError, Unavailable/Contention.
+  virtual std::optional<LockHandle> try_insert_holder(std::string_view key,
+                                                      std::string_view owner_id,
+                                                      std::string_view session_id, LockLease lease,
+                                                      HoldRequest request) = 0;
+
+  // Every live holder of `key`, ordered by token: one exclusive grant, or its shared holders, or
+  // its permit holders (each LockInfo carries its mode and, for permits, the limit).
+  virtual std::vector<LockInfo> read_holders(std::string_view key) = 0;
+
   // The live grant of `key`, or std::nullopt when nobody holds it (absent or expired).
+  // For a key held by shared or permit holders: the one with the greatest token.
   // A grant whose *session* has expired stays held (for read and try_insert alike) until its
   // own expiry or until reap_expired removes it: never released early, never granted twice.
   // A session-bound grant is live exactly while its session is; it reports the session's expiry.
   virtual std::optional<LockInfo> read(std::string_view key) = 0;
 
-  // Live grants whose key starts with `prefix`, ordered by key, at most `limit` of them.
+  // Live grants whose key starts with `prefix`, ordered by key, at most `limit` of them. Every
+  // live holder is one entry (a key held shared by three sessions is three), ordered by token
+  // within a key.
   virtual std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) = 0;
 
   // Extends `handle`'s grant to expire `ttl` from now (backend clock). Keeps the token.
@@ -95,11 +133,14 @@ class LockStore {
   // A session-bound handle has no TTL of its own to extend: `ttl` is ignored, nothing is
   // written, and the answer (same token) carries the session's current expiry after checking
   // that the grant is still live (LockLostError otherwise). Heartbeats extend it (ADR-0018).
+  // A shared or permit holder (handle.mode) is extended the same way, alone: the other holders
+  // of its key keep their own leases.
   virtual LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) = 0;
 
   // Releases the grant identified by (key, owner_id, session_id, fencing_token). Returns true
   // when that grant was live and is now released; false when it was not the live grant (a
   // later grant is never touched; an expired row of this grant is removed all the same).
+  // The grant may be an exclusive, shared or permit holder: the token names it.
   virtual bool delete_if_owner(std::string_view key, std::string_view owner_id,
                                std::string_view session_id, FencingToken fencing_token) = 0;
 
@@ -107,19 +148,21 @@ class LockStore {
   // operation, minting a new, strictly greater token; the new grant has `lease` (a TTL, or bound
   // to the next session). Returns the new grant, or std::nullopt
   // when the next session is no longer alive (then `from`'s grant has simply been released).
-  // Throws LockLostError when `from` is not the live grant (nothing is changed).
+  // Throws LockLostError when `from` is not the live grant (nothing is changed). Exclusive grants
+  // only: a shared or permit `from` throws InvalidArgumentError("mode").
   virtual std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
                                              std::string_view next_session_id, LockLease lease) = 0;
 
-  // Administrative force-release of whatever live grant holds `key`.
+  // Administrative force-release of every live holder of `key`; the outcome names the one with
+  // the greatest token.
   virtual LockOutcome revoke(std::string_view key) = 0;
 
-  // Removes expired grants and expired sessions (with their locks). Backends whose leases
+  // Removes expired grants (holders of every mode) and expired sessions (with their locks). Backends whose leases
   // expire by themselves (etcd) may report nothing. Safe to run from several servers at once.
   virtual ReapReport reap_expired() = 0;
 
-  // Calls `on_released` (from a store thread; it must not block) whenever the grant of `key`
-  // may have ended: delete_if_owner, revoke, a handover whose next session was dead,
+  // Calls `on_released` (from a store thread; it must not block) whenever a grant (a holder, of
+  // any mode) of `key` may have ended: delete_if_owner, revoke, a handover whose next session was dead,
   // close_session or reap_expired through this store or, for backends with shared storage
   // (pg, etcd), through any store on the same storage; for etcd also lease expiry. Spurious
   // calls are allowed, missed releases are not: a release after watch_releases returns is
@@ -150,8 +193,8 @@ class SessionRegistry {
   // The live session, or std::nullopt.
   virtual std::optional<SessionInfo> get_session(std::string_view session_id) = 0;
 
-  // Closes the session and releases every lock it holds, session-bound or not; returns the
-  // released grants.
+  // Closes the session and releases every lock it holds (exclusive, shared and permit holders),
+  // session-bound or not; returns the released grants.
   // Throws SessionNotFoundError when the session does not exist or has expired.
   virtual std::vector<LockInfo> close_session(std::string_view session_id) = 0;
 };

@@ -40,6 +40,27 @@ class LockLease {
   std::optional<std::chrono::milliseconds> ttl_;
 };
 
+// Whom a holder of a name may hold it with (docs/adr/0020-more-primitives-design.md). Holders of
+// different modes exclude each other.
+enum class HoldMode : std::uint8_t {
+  kExclusive,  // alone: the mutex, the write side of a read-write lock
+  kShared,     // with any number of other shared holders: the read side
+  kPermit,     // with other permit holders, up to the name's limit: a counting semaphore
+};
+
+// "exclusive", "shared" or "permit": the spelling of C2, C3 and the metrics.
+constexpr const char* to_string(HoldMode mode) noexcept {
+  switch (mode) {
+    case HoldMode::kShared:
+      return "shared";
+    case HoldMode::kPermit:
+      return "permit";
+    case HoldMode::kExclusive:
+      break;
+  }
+  return "exclusive";
+}
+
 // One successful acquisition of a key by (owner_id, session_id).
 struct LockHandle {
   // Namespace-qualified key, "<namespace>/<key>".
@@ -58,6 +79,8 @@ struct LockHandle {
   // True for a grant that lives exactly as long as its session (LockLease::session()): its
   // deadline and expiry are the session's as of the grant, and heartbeats keep it.
   bool session_bound = false;
+  // Exclusive for a lock; shared or permit for one holder among several of its key.
+  HoldMode mode = HoldMode::kExclusive;
 };
 
 // What LockStore::read and LockStore::list report about a live grant.
@@ -70,6 +93,9 @@ struct LockInfo {
   // A session-bound grant reports its session's expiry.
   WallClock::time_point expires_at{};
   bool session_bound = false;
+  HoldMode mode = HoldMode::kExclusive;
+  // For a permit: the number of permits of its name (the live holders' agreed limit); else 0.
+  std::uint32_t limit = 0;
 };
 
 // Result of an administrative force-revoke. Appears nowhere on the acquire path.

@@ -26,6 +26,8 @@ const char* to_string(ErrorCode code) noexcept {
       return "unauthenticated";  // the wire codes of C6
     case ErrorCode::kPermissionDenied:
       return "permission_denied";
+    case ErrorCode::kConflict:
+      return "conflict";
   }
   return "internal";
 }

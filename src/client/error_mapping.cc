@@ -65,6 +65,9 @@ void throw_api_error(const ApiError& error, const std::string& what) {
     throw PermissionDeniedError(message);
   }
   if (code == to_string(ErrorCode::kSessionNotFound)) throw SessionNotFoundError(message);
+  if (code == to_string(ErrorCode::kConflict)) {
+    throw ConflictError(error.field.empty() ? "request" : error.field, message);
+  }
   // For extend and release both mean "this grant is gone": the outcome the caller must act on.
   if (code == to_string(ErrorCode::kLockLost) || code == "lock_not_found")
     throw LockLostError(message);

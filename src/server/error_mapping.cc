@@ -53,14 +53,23 @@ constexpr WireError kWireErrors[] = {
     {ErrorCode::kInternal, 500, ErrorCode::kInternal},
     {ErrorCode::kUnauthenticated, 401, ErrorCode::kUnauthenticated},
     {ErrorCode::kPermissionDenied, 403, ErrorCode::kPermissionDenied},
+    {ErrorCode::kConflict, 409, ErrorCode::kConflict},
 };
+
+// The input an error names, when it names one.
+std::string field_of(const Error& failure) {
+  if (const auto* invalid = dynamic_cast<const InvalidArgumentError*>(&failure)) {
+    return invalid->field();
+  }
+  if (const auto* conflict = dynamic_cast<const ConflictError*>(&failure)) return conflict->field();
+  return "";
+}
 
 Response error_response_for(const Error& failure) {
   for (const auto& wire : kWireErrors) {
     if (wire.code != failure.code()) continue;
-    const auto* invalid = dynamic_cast<const InvalidArgumentError*>(&failure);
     return error_response(wire.status, to_string(wire.shown_as), failure.what(),
-                          invalid != nullptr ? invalid->field() : "");
+                          field_of(failure));
   }
   return error_response(500, to_string(ErrorCode::kInternal), failure.what());
 }

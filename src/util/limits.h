@@ -8,6 +8,7 @@
 // server and again by the lock service with the same value.
 
 #include <cstddef>
+#include <cstdint>
 
 namespace dlock::limits {
 
@@ -17,6 +18,8 @@ inline constexpr std::size_t kMaxOwnerBytes = 256;      // a session's owner
 inline constexpr std::size_t kMaxSessionIdBytes = 128;  // as the API accepts it
 inline constexpr std::size_t kMaxListLimit = 1000;      // GET /v1/locks ?limit=
 inline constexpr std::size_t kDefaultListLimit = 100;
+// The most permits a semaphore may have (`limit`, ADR-0020): etcd keeps one key per permit.
+inline constexpr std::uint32_t kMaxSemaphoreLimit = 1024;
 // What a store accepts for any text field, the "<ns>/<key>" store key included.
 inline constexpr std::size_t kMaxStoreFieldBytes = 1024;
 

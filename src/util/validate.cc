@@ -41,5 +41,24 @@ void check_key(std::string_view key) { check_field(key, "key"); }
 void check_owner(std::string_view owner_id) { check_field(owner_id, "owner"); }
 void check_session_id(std::string_view session_id) { check_field(session_id, "session_id"); }
 
+void check_hold_request(const HoldRequest& request) {
+  switch (request.mode) {
+    case HoldMode::kExclusive:
+      throw InvalidArgumentError("mode", "an exclusive grant is not a holder request");
+    case HoldMode::kShared:
+      if (request.limit != 0) {
+        throw InvalidArgumentError("limit", "a shared holder has no limit");
+      }
+      return;
+    case HoldMode::kPermit:
+      if (request.limit < 1 || request.limit > limits::kMaxSemaphoreLimit) {
+        throw InvalidArgumentError("limit", "limit must be between 1 and " +
+                                                std::to_string(limits::kMaxSemaphoreLimit) +
+                                                ", got " + std::to_string(request.limit));
+      }
+      return;
+  }
+}
+
 }  // namespace util
 }  // namespace dlock

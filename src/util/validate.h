@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "dlock/lock_store.h"
+
 namespace dlock::util {
 
 // Input checks every store applies at its boundary; each throws InvalidArgumentError naming
@@ -9,5 +11,8 @@ namespace dlock::util {
 void check_key(std::string_view key);
 void check_owner(std::string_view owner_id);
 void check_session_id(std::string_view session_id);
+// A shared request has limit 0; a permit request 1..limits::kMaxSemaphoreLimit ("limit"); an
+// exclusive one is not a holder request ("mode").
+void check_hold_request(const HoldRequest& request);
 
 }  // namespace dlock::util

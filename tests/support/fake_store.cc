@@ -1,5 +1,7 @@
 #include "support/fake_store.h"
 
+#include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "util/ids.h"
@@ -57,23 +59,50 @@ const LockInfo* FakeStore::live_grant(std::string_view key, WallClock::time_poin
   return &found->second;
 }
 
-LockHandle FakeStore::grant(std::string_view key, std::string_view owner_id,
-                            std::string_view session_id, LockLease lease,
-                            SteadyClock::time_point sent_at, WallClock::time_point now) {
+std::vector<const LockInfo*> FakeStore::live_holders(std::string_view key,
+                                                    WallClock::time_point now) const {
+  std::vector<const LockInfo*> found;
+  if (const auto rows = s_.holders.find(key); rows != s_.holders.end()) {
+    for (const auto& [session, row] : rows->second) {
+      if (live(row, now)) found.push_back(&row);
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const LockInfo* a, const LockInfo* b) {
+    return a->fencing_token < b->fencing_token;
+  });
+  return found;
+}
+
+LockInfo FakeStore::make_row(std::string_view key, std::string_view owner_id,
+                             std::string_view session_id, LockLease lease,
+                             WallClock::time_point now) {
   // A session-bound grant lives until its session's expiry (the session is live here).
   const auto expires_at =
       lease.session_bound() ? s_.sessions.find(session_id)->second.expires_at : now + lease.ttl();
-  LockInfo info{
+  return LockInfo{
       std::string(key), std::string(owner_id), std::string(session_id), s_.next_token++, now,
       expires_at,       lease.session_bound()};
-  s_.locks.insert_or_assign(std::string(key), info);
-  return LockHandle{info.key,
-                    info.owner_id,
-                    info.session_id,
-                    info.fencing_token,
-                    sent_at + std::chrono::duration_cast<milliseconds>(expires_at - now),
-                    info.expires_at,
-                    info.session_bound};
+}
+
+LockHandle FakeStore::handle_of(const LockInfo& row, SteadyClock::time_point sent_at,
+                                WallClock::time_point now) const {
+  return LockHandle{row.key,
+                    row.owner_id,
+                    row.session_id,
+                    row.fencing_token,
+                    sent_at + std::chrono::duration_cast<milliseconds>(row.expires_at - now),
+                    row.expires_at,
+                    row.session_bound,
+                    row.mode};
+}
+
+LockHandle FakeStore::grant(std::string_view key, std::string_view owner_id,
+                            std::string_view session_id, LockLease lease,
+                            SteadyClock::time_point sent_at, WallClock::time_point now) {
+  const auto& row = s_.locks.insert_or_assign(std::string(key),
+                                              make_row(key, owner_id, session_id, lease, now))
+                        .first->second;
+  return handle_of(row, sent_at, now);
 }
 
 std::optional<LockHandle> FakeStore::try_insert(std::string_view key, std::string_view owner_id,
@@ -91,14 +120,62 @@ std::optional<LockHandle> FakeStore::try_insert(std::string_view key, std::strin
   if (const auto* holder = live_grant(key, now)) {
     if (holder->owner_id != owner_id || holder->session_id != session_id) return std::nullopt;
   }
+  if (!live_holders(key, now).empty()) return std::nullopt;  // no upgrade (ADR-0020)
   return grant(key, owner_id, session_id, lease, sent_at, now);
+}
+
+std::optional<LockHandle> FakeStore::try_insert_holder(std::string_view key,
+                                                       std::string_view owner_id,
+                                                       std::string_view session_id,
+                                                       LockLease lease, HoldRequest request) {
+  const auto sent_at = SteadyClock::now();
+  util::check_key(key);
+  util::check_owner(owner_id);
+  util::check_session_id(session_id);
+  check_lease(lease, options_.limits);
+  util::check_hold_request(request);
+  const auto lock = enter();
+  const auto now = options_.now();
+  if (!session_live(session_id, now)) {
+    throw SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
+  }
+  if (live_grant(key, now) != nullptr) return std::nullopt;  // no downgrade (ADR-0020)
+  std::uint32_t others = 0;
+  for (const auto* holder : live_holders(key, now)) {
+    if (holder->mode != request.mode) return std::nullopt;
+    if (holder->session_id == session_id) continue;
+    if (request.mode == HoldMode::kPermit && holder->limit != request.limit) {
+      throw ConflictError("limit", "semaphore " + std::string(key) + " has " +
+                                       std::to_string(holder->limit) + " permits, not " +
+                                       std::to_string(request.limit));
+    }
+    ++others;
+  }
+  if (request.mode == HoldMode::kPermit && others >= request.limit) return std::nullopt;
+  auto row = make_row(key, owner_id, session_id, lease, now);
+  row.mode = request.mode;
+  row.limit = request.mode == HoldMode::kPermit ? request.limit : 0;
+  const auto& stored =
+      s_.holders[std::string(key)].insert_or_assign(std::string(session_id), row).first->second;
+  return handle_of(stored, sent_at, now);
+}
+
+std::vector<LockInfo> FakeStore::read_holders(std::string_view key) {
+  const auto lock = enter();
+  const auto now = options_.now();
+  if (const auto* holder = live_grant(key, now)) return {reported(*holder)};
+  std::vector<LockInfo> found;
+  for (const auto* holder : live_holders(key, now)) found.push_back(reported(*holder));
+  return found;
 }
 
 std::optional<LockInfo> FakeStore::read(std::string_view key) {
   const auto lock = enter();
-  const auto* holder = live_grant(key, options_.now());
-  if (!holder) return std::nullopt;
-  return reported(*holder);
+  const auto now = options_.now();
+  if (const auto* holder = live_grant(key, now)) return reported(*holder);
+  const auto holders = live_holders(key, now);
+  if (holders.empty()) return std::nullopt;
+  return reported(*holders.back());
 }
 
 std::vector<LockInfo> FakeStore::list(std::string_view prefix, std::size_t limit) {
@@ -110,6 +187,14 @@ std::vector<LockInfo> FakeStore::list(std::string_view prefix, std::size_t limit
     if (!row->first.starts_with(prefix)) break;
     if (live(row->second, now)) found.push_back(reported(row->second));
   }
+  for (auto rows = s_.holders.lower_bound(prefix);
+       rows != s_.holders.end() && rows->first.starts_with(prefix); ++rows) {
+    for (const auto* holder : live_holders(rows->first, now)) found.push_back(reported(*holder));
+  }
+  std::sort(found.begin(), found.end(), [](const LockInfo& a, const LockInfo& b) {
+    return std::tie(a.key, a.fencing_token) < std::tie(b.key, b.fencing_token);
+  });
+  if (found.size() > limit) found.resize(limit);
   return found;
 }
 
@@ -118,8 +203,16 @@ LockHandle FakeStore::extend(const LockHandle& handle, milliseconds ttl) {
   check_ttl(ttl, options_.limits, "ttl_ms");
   const auto lock = enter();
   const auto now = options_.now();
-  const auto row = s_.locks.find(handle.key);
-  if (row == s_.locks.end() || !live(row->second, now) ||
+  auto* rows = &s_.locks;
+  std::string row_key = handle.key;
+  if (handle.mode != HoldMode::kExclusive) {
+    const auto found = s_.holders.find(handle.key);
+    if (found == s_.holders.end()) throw LockLostError("lock " + handle.key + " is not held");
+    rows = &found->second;
+    row_key = handle.session_id;
+  }
+  const auto row = rows->find(row_key);
+  if (row == rows->end() || !live(row->second, now) ||
       row->second.fencing_token != handle.fencing_token ||
       row->second.session_id != handle.session_id || row->second.owner_id != handle.owner_id) {
     throw LockLostError("lock " + handle.key + " is not held by this grant");
@@ -146,13 +239,21 @@ bool FakeStore::delete_if_owner(std::string_view key, std::string_view owner_id,
   bool released = false;
   {
     const auto lock = enter();
-    const auto row = s_.locks.find(key);
-    if (row == s_.locks.end() || row->second.fencing_token != fencing_token ||
-        row->second.owner_id != owner_id || row->second.session_id != session_id) {
+    const auto matches = [&](const LockInfo& row) {
+      return row.fencing_token == fencing_token && row.owner_id == owner_id &&
+             row.session_id == session_id;
+    };
+    if (const auto row = s_.locks.find(key); row != s_.locks.end() && matches(row->second)) {
+      released = live(row->second, options_.now());
+      s_.locks.erase(row);
+    } else if (const auto rows = s_.holders.find(key); rows != s_.holders.end()) {
+      const auto holder = rows->second.find(std::string(session_id));
+      if (holder == rows->second.end() || !matches(holder->second)) return false;
+      released = live(holder->second, options_.now());
+      rows->second.erase(holder);
+    } else {
       return false;
     }
-    released = live(row->second, options_.now());
-    s_.locks.erase(row);
   }
   s_.hub.notify(key);
   return released;
@@ -162,6 +263,9 @@ std::optional<LockHandle> FakeStore::handover(const LockHandle& from,
                                               std::string_view next_owner_id,
                                               std::string_view next_session_id, LockLease lease) {
   const auto sent_at = SteadyClock::now();
+  if (from.mode != HoldMode::kExclusive) {
+    throw InvalidArgumentError("mode", "only an exclusive grant is handed over");
+  }
   util::check_owner(next_owner_id);
   util::check_session_id(next_session_id);
   check_lease(lease, options_.limits);
@@ -186,10 +290,16 @@ LockOutcome FakeStore::revoke(std::string_view key) {
   LockOutcome outcome;
   {
     const auto lock = enter();
-    const auto* holder = live_grant(key, options_.now());
-    if (!holder) return outcome;
-    outcome = {true, holder->fencing_token, holder->owner_id};
-    s_.locks.erase(s_.locks.find(key));
+    const auto now = options_.now();
+    if (const auto* holder = live_grant(key, now)) {
+      outcome = {true, holder->fencing_token, holder->owner_id};
+      s_.locks.erase(s_.locks.find(key));
+    } else if (const auto holders = live_holders(key, now); !holders.empty()) {
+      outcome = {true, holders.back()->fencing_token, holders.back()->owner_id};
+      s_.holders.erase(s_.holders.find(key));
+    } else {
+      return outcome;
+    }
   }
   s_.hub.notify(key);
   return outcome;
@@ -207,6 +317,14 @@ ReapReport FakeStore::reap_expired() {
       }
       report.expired_locks.push_back(reported(row->second));
       row = s_.locks.erase(row);
+    }
+    for (auto& [key, rows] : s_.holders) {
+      std::erase_if(rows, [&](const auto& entry) {
+        const auto& row = entry.second;
+        if (live(row, now) && session_live(row.session_id, now)) return false;
+        report.expired_locks.push_back(reported(row));
+        return true;
+      });
     }
     for (auto session = s_.sessions.begin(); session != s_.sessions.end();) {
       if (session->second.expires_at > now) {
@@ -270,6 +388,12 @@ std::vector<LockInfo> FakeStore::close_session(std::string_view session_id) {
       }
       if (live(row->second, now)) released.push_back(reported(row->second));
       row = s_.locks.erase(row);
+    }
+    for (auto& [key, rows] : s_.holders) {
+      if (const auto holder = rows.find(std::string(session_id)); holder != rows.end()) {
+        if (live(holder->second, now)) released.push_back(reported(holder->second));
+        rows.erase(holder);
+      }
     }
     s_.sessions.erase(s_.sessions.find(session_id));
   }

@@ -52,7 +52,9 @@ class FakeStorage {
   util::ReleaseHub hub;  // notified outside mutex
   mutable std::mutex mutex;
   bool outage = false;
-  std::map<std::string, LockInfo, std::less<>> locks;  // rows, live or expired
+  std::map<std::string, LockInfo, std::less<>> locks;  // exclusive rows, live or expired
+  // Shared and permit holders (ADR-0020) per key, by session: rows, live or expired.
+  std::map<std::string, std::map<std::string, LockInfo, std::less<>>, std::less<>> holders;
   std::map<std::string, Session, std::less<>> sessions;
   FencingToken next_token = 1;
 };
@@ -64,6 +66,10 @@ class FakeStore : public Backend {
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
                                        std::string_view session_id, LockLease lease) override;
+  std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
+                                              std::string_view session_id, LockLease lease,
+                                              HoldRequest request) override;
+  std::vector<LockInfo> read_holders(std::string_view key) override;
   std::optional<LockInfo> read(std::string_view key) override;
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override;
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override;
@@ -96,6 +102,13 @@ class FakeStore : public Backend {
   LockInfo reported(const LockInfo& row) const;  // under the storage mutex
   const LockInfo* live_grant(std::string_view key,
                              WallClock::time_point now) const;  // under the storage mutex
+  // The live shared or permit holders of `key`, ordered by token (under the storage mutex).
+  std::vector<const LockInfo*> live_holders(std::string_view key, WallClock::time_point now) const;
+  // A new row for (key, owner_id, session_id) with the next token (under the storage mutex).
+  LockInfo make_row(std::string_view key, std::string_view owner_id, std::string_view session_id,
+                    LockLease lease, WallClock::time_point now);
+  LockHandle handle_of(const LockInfo& row, SteadyClock::time_point sent_at,
+                       WallClock::time_point now) const;
   LockHandle grant(std::string_view key, std::string_view owner_id, std::string_view session_id,
                    LockLease lease, SteadyClock::time_point sent_at,
                    WallClock::time_point now);  // under the storage mutex

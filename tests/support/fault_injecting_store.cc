@@ -102,6 +102,20 @@ std::optional<LockHandle> FaultInjectingStore::try_insert(std::string_view key,
   return invoke("try_insert", [&] { return inner_.try_insert(key, owner_id, session_id, lease); });
 }
 
+std::optional<LockHandle> FaultInjectingStore::try_insert_holder(std::string_view key,
+                                                                 std::string_view owner_id,
+                                                                 std::string_view session_id,
+                                                                 LockLease lease,
+                                                                 HoldRequest request) {
+  return invoke("try_insert_holder", [&] {
+    return inner_.try_insert_holder(key, owner_id, session_id, lease, request);
+  });
+}
+
+std::vector<LockInfo> FaultInjectingStore::read_holders(std::string_view key) {
+  return invoke("read_holders", [&] { return inner_.read_holders(key); });
+}
+
 std::optional<LockInfo> FaultInjectingStore::read(std::string_view key) {
   return invoke("read", [&] { return inner_.read(key); });
 }

@@ -54,6 +54,18 @@ class EtcdStore final : public Backend {
     return acquire(key, etcd_key, owner_id, session_id, lease.ttl());
   }
 
+  // ADR-0020 holder sets: not implemented on this backend yet.
+  std::optional<LockHandle> try_insert_holder(std::string_view, std::string_view, std::string_view,
+                                              LockLease, HoldRequest) override {
+    throw InvalidArgumentError("mode", "shared and permit holders are not implemented yet");
+  }
+
+  std::vector<LockInfo> read_holders(std::string_view key) override {
+    auto holder = read(key);
+    if (!holder) return {};
+    return {*holder};
+  }
+
   std::optional<LockInfo> read(std::string_view key) override {
     util::check_key(key);
     const auto response = client_.range(range_request(format_lock_key(key)));
