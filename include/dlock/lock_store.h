@@ -157,13 +157,14 @@ class LockStore {
   // the greatest token.
   virtual LockOutcome revoke(std::string_view key) = 0;
 
-  // Removes expired grants (holders of every mode) and expired sessions (with their locks). Backends whose leases
-  // expire by themselves (etcd) may report nothing. Safe to run from several servers at once.
+  // Removes expired grants (holders of every mode) and expired sessions (with their locks).
+  // Backends whose leases expire by themselves (etcd) may report nothing. Safe to run from several
+  // servers at once.
   virtual ReapReport reap_expired() = 0;
 
   // Calls `on_released` (from a store thread; it must not block) whenever a grant (a holder, of
-  // any mode) of `key` may have ended: delete_if_owner, revoke, a handover whose next session was dead,
-  // close_session or reap_expired through this store or, for backends with shared storage
+  // any mode) of `key` may have ended: delete_if_owner, revoke, a handover whose next session was
+  // dead, close_session or reap_expired through this store or, for backends with shared storage
   // (pg, etcd), through any store on the same storage; for etcd also lease expiry. Spurious
   // calls are allowed, missed releases are not: a release after watch_releases returns is
   // always reported. Waiters use it instead of polling; they still retry try_insert, which

@@ -68,8 +68,7 @@ std::string field_of(const Error& failure) {
 Response error_response_for(const Error& failure) {
   for (const auto& wire : kWireErrors) {
     if (wire.code != failure.code()) continue;
-    return error_response(wire.status, to_string(wire.shown_as), failure.what(),
-                          field_of(failure));
+    return error_response(wire.status, to_string(wire.shown_as), failure.what(), field_of(failure));
   }
   return error_response(500, to_string(ErrorCode::kInternal), failure.what());
 }

@@ -60,7 +60,7 @@ const LockInfo* FakeStore::live_grant(std::string_view key, WallClock::time_poin
 }
 
 std::vector<const LockInfo*> FakeStore::live_holders(std::string_view key,
-                                                    WallClock::time_point now) const {
+                                                     WallClock::time_point now) const {
   std::vector<const LockInfo*> found;
   if (const auto rows = s_.holders.find(key); rows != s_.holders.end()) {
     for (const auto& [session, row] : rows->second) {
@@ -99,9 +99,9 @@ LockHandle FakeStore::handle_of(const LockInfo& row, SteadyClock::time_point sen
 LockHandle FakeStore::grant(std::string_view key, std::string_view owner_id,
                             std::string_view session_id, LockLease lease,
                             SteadyClock::time_point sent_at, WallClock::time_point now) {
-  const auto& row = s_.locks.insert_or_assign(std::string(key),
-                                              make_row(key, owner_id, session_id, lease, now))
-                        .first->second;
+  const auto& row =
+      s_.locks.insert_or_assign(std::string(key), make_row(key, owner_id, session_id, lease, now))
+          .first->second;
   return handle_of(row, sent_at, now);
 }
 
@@ -126,8 +126,8 @@ std::optional<LockHandle> FakeStore::try_insert(std::string_view key, std::strin
 
 std::optional<LockHandle> FakeStore::try_insert_holder(std::string_view key,
                                                        std::string_view owner_id,
-                                                       std::string_view session_id,
-                                                       LockLease lease, HoldRequest request) {
+                                                       std::string_view session_id, LockLease lease,
+                                                       HoldRequest request) {
   const auto sent_at = SteadyClock::now();
   util::check_key(key);
   util::check_owner(owner_id);
