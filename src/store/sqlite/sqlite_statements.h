@@ -14,12 +14,13 @@
 // docs/adr/0020-more-primitives-design.md) is a live grant: until its own expiry or,
 // session-bound (expires_at NULL, docs/adr/0018-session-bound-locks.md), exactly while its
 // session is. Never NULL.
-#define DLOCK_SQLITE_LIVE_IN(t)                                                \
-  "(CASE WHEN " t                                                              \
-  ".expires_at IS NULL THEN EXISTS (SELECT 1 FROM lock_session s "             \
-  "WHERE s.session_id = " t ".session_id AND s.expires_at > " DLOCK_SQLITE_NOW \
-  ") "                                                                         \
-  "ELSE " t ".expires_at > " DLOCK_SQLITE_NOW " END)"
+// No `expires_at IS NULL` here or in DLOCK_SQLITE_COLUMNS_IN: these expressions are used in
+// RETURNING clauses, where SQLite 3.38 to at least 3.40 (Debian 12) evaluates `x IS NULL` as false
+// when the table's first column is NOT NULL (as lock_holders.key is).
+#define DLOCK_SQLITE_LIVE_IN(t)                   \
+  "coalesce(" t ".expires_at > " DLOCK_SQLITE_NOW \
+  ", EXISTS (SELECT 1 FROM lock_session s "       \
+  "WHERE s.session_id = " t ".session_id AND s.expires_at > " DLOCK_SQLITE_NOW "))"
 #define DLOCK_SQLITE_LIVE_GRANT DLOCK_SQLITE_LIVE_IN("locks")
 #define DLOCK_SQLITE_LIVE_HOLDER DLOCK_SQLITE_LIVE_IN("lock_holders")
 
@@ -40,7 +41,8 @@
 // column 6 whether it is session-bound, column 7 its mode, column 8 its permit limit.
 #define DLOCK_SQLITE_COLUMNS_IN(t, mode_and_limit)                    \
   t ".key, " t ".owner_id, " t ".session_id, " t ".fencing_token, " t \
-    ".acquired_at, " DLOCK_SQLITE_GRANT_EXPIRY_IN(t) ", " t ".expires_at IS NULL, " mode_and_limit
+    ".acquired_at, " DLOCK_SQLITE_GRANT_EXPIRY_IN(t) ", typeof(" t    \
+                                                     ".expires_at) = 'null', " mode_and_limit
 
 namespace dlock::store::sqlite::sql {
 
