@@ -82,6 +82,26 @@ std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_v
   return handle_from(key, owner_id, session_id, token, lease, sent_at, upsert, 0, request.mode);
 }
 
+LockOutcome revoke_every_holder(StatementCache& statements, std::string_view key) {
+  LockOutcome outcome;
+  for (const auto* table : {&sql::kGrants, &sql::kHolders}) {
+    Statement& remove =
+        statements.get(std::string("DELETE FROM ") + table->name +
+                       " WHERE key = ?1 RETURNING fencing_token, owner_id, " + table->live);
+    ResetGuard reset(remove);
+    remove.bind(1, key);
+    while (remove.step()) {
+      const auto token = static_cast<FencingToken>(remove.column_int64(0));
+      if (remove.column_int64(2) == 0 ||
+          (outcome.fencing_token && *outcome.fencing_token >= token)) {
+        continue;
+      }
+      outcome = LockOutcome{true, token, remove.column_text(1)};
+    }
+  }
+  return outcome;
+}
+
 std::string live_grants_sql(std::string_view where, std::string_view tail) {
   std::string sql;
   for (const auto* table : {&sql::kGrants, &sql::kHolders}) {

@@ -22,6 +22,10 @@ std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_v
                                        const LockLease& lease, const HoldRequest& request,
                                        SteadyClock::time_point sent_at);
 
+// LockStore::revoke's deletes, inside the store's write transaction: the exclusive grant of `key`
+// and every holder of it; the outcome names the live one with the greatest token.
+LockOutcome revoke_every_holder(StatementCache& statements, std::string_view key);
+
 // A SELECT of the live grants of both tables (the exclusive ones and the holders) that satisfy
 // `where` (columns unqualified, e.g. "key = ?1"), each row in DLOCK_SQLITE_COLUMNS_IN's columns,
 // followed by `tail` (ORDER BY / LIMIT over the result columns key and fencing_token).

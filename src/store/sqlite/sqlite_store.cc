@@ -198,21 +198,7 @@ class SqliteStore final : public Backend {
     util::check_key(key);
     LockOutcome outcome;
     writes_.write([&] {
-      outcome = LockOutcome{};
-      for (const auto* table : {&kGrants, &kHolders}) {
-        Statement& remove =
-            statements_.get(std::string("DELETE FROM ") + table->name +
-                            " WHERE key = ?1 RETURNING fencing_token, owner_id, " + table->live);
-        ResetGuard reset(remove);
-        remove.bind(1, key);
-        while (remove.step()) {
-          const auto token = static_cast<FencingToken>(remove.column_int64(0));
-          if (remove.column_int64(2) == 0 ||
-              (outcome.fencing_token && *outcome.fencing_token >= token))
-            continue;
-          outcome = LockOutcome{true, token, remove.column_text(1)};
-        }
-      }
+      outcome = revoke_every_holder(statements_, key);
       return true;
     });
     if (outcome.revoked) releases_.notify(key);
