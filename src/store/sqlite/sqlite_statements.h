@@ -61,18 +61,12 @@ inline constexpr const char* kRaiseTokenFloor =
 // unbound (NULL) for a session-bound grant, whose expires_at is then NULL. Returns the token,
 // acquired_at, the expiry the grant reports and the store's now.
 // A live shared or permit holder of the key (`lock_holders`, ADR-0020), of any session, makes it
-// "held": the SELECT then yields no row, so neither branch runs -- unless the session is dead,
-// when the row goes on to the insert trigger's SessionNotFoundError as for any other acquire.
+// "held" too: the trigger locks_held_by_holders_on_insert (migrations/003_holders.sql) drops the
+// row before either branch runs, as locks_session_alive_on_insert refuses a dead session.
 inline constexpr const char* kAcquire =
     "INSERT INTO locks (key, owner_id, session_id, fencing_token, acquired_at, expires_at) "
-    "SELECT ?1, ?2, ?3, ?4, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
-    " + ?5 "
-    "WHERE NOT EXISTS (SELECT 1 FROM lock_holders WHERE lock_holders.key = ?1 "
-    "                  AND " DLOCK_SQLITE_LIVE_HOLDER
-    ")"
-    "   OR NOT EXISTS (SELECT 1 FROM lock_session s WHERE s.session_id = ?3 "
-    "                  AND s.expires_at > " DLOCK_SQLITE_NOW
-    ") "
+    "VALUES (?1, ?2, ?3, ?4, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
+    " + ?5) "
     "ON CONFLICT (key) DO UPDATE SET owner_id = excluded.owner_id, "
     "  session_id = excluded.session_id, fencing_token = excluded.fencing_token, "
     "  acquired_at = excluded.acquired_at, expires_at = excluded.expires_at "
@@ -88,10 +82,6 @@ inline constexpr const char* kAcquire =
   "AND fencing_token = ?4 RETURNING " DLOCK_SQLITE_LIVE_IN(t)
 inline constexpr const char* kDeleteIfOwner = DLOCK_SQLITE_DELETE_IF_OWNER_IN("locks");
 inline constexpr const char* kDeleteHolderIfOwner = DLOCK_SQLITE_DELETE_IF_OWNER_IN("lock_holders");
-
-inline constexpr const char* kLiveSessionClause = DLOCK_SQLITE_LIVE_SESSION_IN("locks");
-
-inline constexpr const char* kLockColumns = DLOCK_SQLITE_COLUMNS_IN("locks", "'exclusive', 0");
 
 // The SQL fragments of one table of grants: `locks` (exclusive) or `lock_holders` (shared and
 // permit holders, ADR-0020). Both have the columns key, owner_id, session_id, fencing_token,
