@@ -9,15 +9,11 @@
 
 namespace dlock::store::sqlite {
 
-namespace {
-
 HoldMode mode_from(const std::string& text) {
   if (text == "shared") return HoldMode::kShared;
   if (text == "permit") return HoldMode::kPermit;
   return HoldMode::kExclusive;
 }
-
-}  // namespace
 
 LockInfo lock_info_from(const Statement& row) {
   return LockInfo{row.column_text(0),

@@ -4,12 +4,16 @@
 // exclusive path (sqlite_store.cc) and the holder sets (sqlite_holders.cc).
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "dlock/types.h"
 #include "store/sqlite/sqlite_db.h"
 
 namespace dlock::store::sqlite {
+
+// "shared" -> kShared, "permit" -> kPermit, anything else -> kExclusive (GrantTable::mode).
+HoldMode mode_from(const std::string& text);
 
 // A LockInfo from a row of DLOCK_SQLITE_COLUMNS_IN's nine columns.
 LockInfo lock_info_from(const Statement& row);

@@ -92,15 +92,16 @@ struct GrantTable {
   const char* expiry;        // DLOCK_SQLITE_GRANT_EXPIRY_IN
   const char* live_session;  // DLOCK_SQLITE_LIVE_SESSION_IN
   const char* columns;       // DLOCK_SQLITE_COLUMNS_IN
+  const char* mode;          // the row's HoldMode, spelt as to_string(HoldMode) does
 };
 
-#define DLOCK_SQLITE_GRANT_TABLE(t, mode_and_limit)                                               \
+#define DLOCK_SQLITE_GRANT_TABLE(t, mode, limit)                                                  \
   GrantTable {                                                                                    \
     t, DLOCK_SQLITE_LIVE_IN(t), DLOCK_SQLITE_GRANT_EXPIRY_IN(t), DLOCK_SQLITE_LIVE_SESSION_IN(t), \
-        DLOCK_SQLITE_COLUMNS_IN(t, mode_and_limit)                                                \
+        DLOCK_SQLITE_COLUMNS_IN(t, mode ", " limit), mode                                         \
   }
-inline constexpr GrantTable kGrants = DLOCK_SQLITE_GRANT_TABLE("locks", "'exclusive', 0");
+inline constexpr GrantTable kGrants = DLOCK_SQLITE_GRANT_TABLE("locks", "'exclusive'", "0");
 inline constexpr GrantTable kHolders =
-    DLOCK_SQLITE_GRANT_TABLE("lock_holders", "lock_holders.mode, lock_holders.permit_limit");
+    DLOCK_SQLITE_GRANT_TABLE("lock_holders", "lock_holders.mode", "lock_holders.permit_limit");
 
 }  // namespace dlock::store::sqlite::sql

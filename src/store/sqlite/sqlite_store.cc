@@ -24,18 +24,12 @@ const std::vector<std::pair<int, std::string_view>>& migrations();
 
 namespace {
 
-using sql::GrantTable;
 using sql::kAcquire;
 using sql::kDeleteHolderIfOwner;
 using sql::kDeleteIfOwner;
 using sql::kGrants;
 using sql::kHolders;
 using sql::kRaiseTokenFloor;
-
-// The table of `mode`'s grants: `locks` for an exclusive one, `lock_holders` for the others.
-const GrantTable& table_of(HoldMode mode) {
-  return mode == HoldMode::kExclusive ? kGrants : kHolders;
-}
 
 class StoreClock {
  public:
@@ -142,6 +136,9 @@ class SqliteStore final : public Backend {
     return select_live(sql, prefix, static_cast<std::int64_t>(limit));
   }
 
+  // The token names the grant -- exclusive, or one holder alone (ADR-0020) -- whatever
+  // handle.mode says: a handle the server rebuilds from a token has the default mode. The answer
+  // carries the grant's own mode.
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
     check_ttl(ttl, limits_, "ttl_ms");
     // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
@@ -150,23 +147,26 @@ class SqliteStore final : public Backend {
     const auto sent_at = SteadyClock::now();
     LockHandle extended = handle;
     bool updated = false;
-    const GrantTable& table = table_of(handle.mode);  // a holder alone (ADR-0020)
     writes_.write([&] {
-      Statement& update =
-          statements_.get(std::string("UPDATE ") + table.name +
-                          " SET expires_at = " DLOCK_SQLITE_NOW
-                          " + ?5 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-                          "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW " AND " +
-                          table.live_session + " RETURNING expires_at");
-      ResetGuard reset(update);
-      update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
-      update.bind(4, static_cast<std::int64_t>(handle.fencing_token));
-      update.bind(5, std::int64_t{ttl.count()});
-      updated = update.step();
-      if (!updated) return false;  // nothing written
-      extended.client_deadline = sent_at + ttl;
-      extended.server_expiry = util::from_unix_micros(update.column_int64(0) * 1000);
-      return true;
+      for (const auto* table : {&kGrants, &kHolders}) {
+        Statement& update =
+            statements_.get(std::string("UPDATE ") + table->name +
+                            " SET expires_at = " DLOCK_SQLITE_NOW
+                            " + ?5 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+                            "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW " AND " +
+                            table->live_session + " RETURNING expires_at, " + table->mode);
+        ResetGuard reset(update);
+        update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
+        update.bind(4, static_cast<std::int64_t>(handle.fencing_token));
+        update.bind(5, std::int64_t{ttl.count()});
+        updated = update.step();
+        if (!updated) continue;
+        extended.client_deadline = sent_at + ttl;
+        extended.server_expiry = util::from_unix_micros(update.column_int64(0) * 1000);
+        extended.mode = mode_from(update.column_text(1));
+        return true;
+      }
+      return false;  // nothing written
     });
     if (!updated) return check_session_bound(handle);  // LockLostError unless session-bound
     return extended;
@@ -423,21 +423,23 @@ class SqliteStore final : public Backend {
   LockHandle check_session_bound(const LockHandle& handle) {
     const auto sent_at = SteadyClock::now();
     std::lock_guard lock(mutex_);
-    const GrantTable& table = table_of(handle.mode);
-    Statement& select = statements_.get(std::string("SELECT ") + table.expiry +
-                                        ", " DLOCK_SQLITE_NOW " FROM " + table.name +
-                                        " WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-                                        "AND fencing_token = ?4 AND expires_at IS NULL AND " +
-                                        table.live);
-    ResetGuard reset(select);
-    select.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
-    select.bind(4, static_cast<std::int64_t>(handle.fencing_token));
-    if (!select.step()) {
-      throw LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
-                          " is no longer held");
+    for (const auto* table : {&kGrants, &kHolders}) {
+      Statement& select =
+          statements_.get(std::string("SELECT ") + table->expiry + ", " DLOCK_SQLITE_NOW ", " +
+                          table->mode + " FROM " + table->name +
+                          " WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+                          "AND fencing_token = ?4 AND expires_at IS NULL AND " +
+                          table->live);
+      ResetGuard reset(select);
+      select.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
+      select.bind(4, static_cast<std::int64_t>(handle.fencing_token));
+      if (!select.step()) continue;
+      return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
+                         LockLease::session(), sent_at, select, 0,
+                         mode_from(select.column_text(2)));
     }
-    return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
-                       LockLease::session(), sent_at, select, 0, handle.mode);
+    throw LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
+                        " is no longer held");
   }
 
   bool delete_grant(std::string_view key, std::string_view owner_id, std::string_view session_id,
