@@ -10,18 +10,39 @@
 // step (docs/adr/0013-sqlite-store-clock.md).
 #define DLOCK_SQLITE_NOW "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
 
-// Whether the row `locks` is a live grant: until its own expiry or, session-bound (expires_at
-// NULL, docs/adr/0018-session-bound-locks.md), exactly while its session is. Never NULL.
-#define DLOCK_SQLITE_LIVE_GRANT                                                    \
-  "(CASE WHEN locks.expires_at IS NULL THEN EXISTS (SELECT 1 FROM lock_session s " \
-  "WHERE s.session_id = locks.session_id AND s.expires_at > " DLOCK_SQLITE_NOW     \
-  ") "                                                                             \
-  "ELSE locks.expires_at > " DLOCK_SQLITE_NOW " END)"
+// Whether the row of table `t` (`locks`, or `lock_holders` for the holder sets of
+// docs/adr/0020-more-primitives-design.md) is a live grant: until its own expiry or,
+// session-bound (expires_at NULL, docs/adr/0018-session-bound-locks.md), exactly while its
+// session is. Never NULL.
+// No `expires_at IS NULL` here or in DLOCK_SQLITE_COLUMNS_IN: these expressions are used in
+// RETURNING clauses, where SQLite 3.38 to at least 3.40 (Debian 12) evaluates `x IS NULL` as false
+// when the table's first column is NOT NULL (as lock_holders.key is).
+#define DLOCK_SQLITE_LIVE_IN(t)                   \
+  "coalesce(" t ".expires_at > " DLOCK_SQLITE_NOW \
+  ", EXISTS (SELECT 1 FROM lock_session s "       \
+  "WHERE s.session_id = " t ".session_id AND s.expires_at > " DLOCK_SQLITE_NOW "))"
+#define DLOCK_SQLITE_LIVE_GRANT DLOCK_SQLITE_LIVE_IN("locks")
+#define DLOCK_SQLITE_LIVE_HOLDER DLOCK_SQLITE_LIVE_IN("lock_holders")
 
 // The expiry a grant reports: its own, or its session's (0 once the session row is gone).
-#define DLOCK_SQLITE_GRANT_EXPIRY                                        \
-  "coalesce(locks.expires_at, (SELECT s.expires_at FROM lock_session s " \
-  "WHERE s.session_id = locks.session_id), 0)"
+#define DLOCK_SQLITE_GRANT_EXPIRY_IN(t)                    \
+  "coalesce(" t                                            \
+  ".expires_at, (SELECT s.expires_at FROM lock_session s " \
+  "WHERE s.session_id = " t ".session_id), 0)"
+#define DLOCK_SQLITE_GRANT_EXPIRY DLOCK_SQLITE_GRANT_EXPIRY_IN("locks")
+
+// Whether the session of the row of table `t` is live.
+#define DLOCK_SQLITE_LIVE_SESSION_IN(t)                          \
+  "EXISTS (SELECT 1 FROM lock_session s WHERE s.session_id = " t \
+  ".session_id "                                                 \
+  "AND s.expires_at > " DLOCK_SQLITE_NOW ")"
+
+// The columns a LockInfo is read from (lock_info_from): column 5 is the expiry the grant reports,
+// column 6 whether it is session-bound, column 7 its mode, column 8 its permit limit.
+#define DLOCK_SQLITE_COLUMNS_IN(t, mode_and_limit)                    \
+  t ".key, " t ".owner_id, " t ".session_id, " t ".fencing_token, " t \
+    ".acquired_at, " DLOCK_SQLITE_GRANT_EXPIRY_IN(t) ", typeof(" t    \
+                                                     ".expires_at) = 'null', " mode_and_limit
 
 namespace dlock::store::sqlite::sql {
 
@@ -39,6 +60,9 @@ inline constexpr const char* kRaiseTokenFloor =
 // durable counter in the same transaction, and both branches store it. ?5 is the TTL in ms, left
 // unbound (NULL) for a session-bound grant, whose expires_at is then NULL. Returns the token,
 // acquired_at, the expiry the grant reports and the store's now.
+// A live shared or permit holder of the key (`lock_holders`, ADR-0020), of any session, makes it
+// "held" too: the trigger locks_held_by_holders_on_insert (migrations/003_holders.sql) drops the
+// row before either branch runs, as locks_session_alive_on_insert refuses a dead session.
 inline constexpr const char* kAcquire =
     "INSERT INTO locks (key, owner_id, session_id, fencing_token, acquired_at, expires_at) "
     "VALUES (?1, ?2, ?3, ?4, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
@@ -51,18 +75,33 @@ inline constexpr const char* kAcquire =
     "RETURNING fencing_token, acquired_at, " DLOCK_SQLITE_GRANT_EXPIRY ", " DLOCK_SQLITE_NOW;
 
 // Release: deletes the grant only if it is still this holder's; one row whose value says
-// whether it was still live.
-inline constexpr const char* kDeleteIfOwner =
-    "DELETE FROM locks WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-    "AND fencing_token = ?4 RETURNING " DLOCK_SQLITE_LIVE_GRANT;
+// whether it was still live. The same for a shared or permit holder, by its token.
+#define DLOCK_SQLITE_DELETE_IF_OWNER_IN(t)                 \
+  "DELETE FROM " t                                         \
+  " WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 " \
+  "AND fencing_token = ?4 RETURNING " DLOCK_SQLITE_LIVE_IN(t)
+inline constexpr const char* kDeleteIfOwner = DLOCK_SQLITE_DELETE_IF_OWNER_IN("locks");
+inline constexpr const char* kDeleteHolderIfOwner = DLOCK_SQLITE_DELETE_IF_OWNER_IN("lock_holders");
 
-inline constexpr const char* kLiveSessionClause =
-    "EXISTS (SELECT 1 FROM lock_session s WHERE s.session_id = locks.session_id "
-    "AND s.expires_at > " DLOCK_SQLITE_NOW ")";
+// The SQL fragments of one table of grants: `locks` (exclusive) or `lock_holders` (shared and
+// permit holders, ADR-0020). Both have the columns key, owner_id, session_id, fencing_token,
+// acquired_at and expires_at with the same meaning, so most statements are written once for both.
+struct GrantTable {
+  const char* name;
+  const char* live;          // DLOCK_SQLITE_LIVE_IN
+  const char* expiry;        // DLOCK_SQLITE_GRANT_EXPIRY_IN
+  const char* live_session;  // DLOCK_SQLITE_LIVE_SESSION_IN
+  const char* columns;       // DLOCK_SQLITE_COLUMNS_IN
+  const char* mode;          // the row's HoldMode, spelt as to_string(HoldMode) does
+};
 
-// Column 5 is the expiry the grant reports, column 6 whether it is session-bound.
-inline constexpr const char* kLockColumns =
-    "key, owner_id, session_id, fencing_token, acquired_at, " DLOCK_SQLITE_GRANT_EXPIRY
-    ", locks.expires_at IS NULL";
+#define DLOCK_SQLITE_GRANT_TABLE(t, mode, limit)                                                  \
+  GrantTable {                                                                                    \
+    t, DLOCK_SQLITE_LIVE_IN(t), DLOCK_SQLITE_GRANT_EXPIRY_IN(t), DLOCK_SQLITE_LIVE_SESSION_IN(t), \
+        DLOCK_SQLITE_COLUMNS_IN(t, mode ", " limit), mode                                         \
+  }
+inline constexpr GrantTable kGrants = DLOCK_SQLITE_GRANT_TABLE("locks", "'exclusive'", "0");
+inline constexpr GrantTable kHolders =
+    DLOCK_SQLITE_GRANT_TABLE("lock_holders", "lock_holders.mode", "lock_holders.permit_limit");
 
 }  // namespace dlock::store::sqlite::sql

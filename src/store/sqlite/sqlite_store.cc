@@ -9,6 +9,8 @@
 
 #include "store/sqlite/data_file.h"
 #include "store/sqlite/sqlite_db.h"
+#include "store/sqlite/sqlite_holders.h"
+#include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_statements.h"
 #include "util/backend_names.h"
 #include "util/ids.h"
@@ -23,10 +25,10 @@ const std::vector<std::pair<int, std::string_view>>& migrations();
 namespace {
 
 using sql::kAcquire;
+using sql::kDeleteHolderIfOwner;
 using sql::kDeleteIfOwner;
-using sql::kLiveSessionClause;
-using sql::kLockColumns;
-using sql::kNextToken;
+using sql::kGrants;
+using sql::kHolders;
 using sql::kRaiseTokenFloor;
 
 class StoreClock {
@@ -51,36 +53,6 @@ class StoreClock {
   std::int64_t wall_at_open_ms_;
   SteadyClock::time_point steady_at_open_;
 };
-
-LockInfo lock_info_from(const Statement& row) {
-  return LockInfo{row.column_text(0),
-                  row.column_text(1),
-                  row.column_text(2),
-                  static_cast<FencingToken>(row.column_int64(3)),
-                  util::from_unix_micros(row.column_int64(4) * 1000),
-                  util::from_unix_micros(row.column_int64(5) * 1000),
-                  row.column_int64(6) != 0};
-}
-
-// The handle of a grant from a statement returning its expiry (column `expiry`) and the store's
-// now (the next column): a session-bound grant's deadline is its session's, counted from `sent_at`.
-LockHandle handle_from(std::string_view key, std::string_view owner_id, std::string_view session_id,
-                       FencingToken token, const LockLease& lease, SteadyClock::time_point sent_at,
-                       const Statement& row, int expiry) {
-  const std::int64_t expires_ms = row.column_int64(expiry);
-  const auto lifetime = lease.session_bound()
-                            ? std::chrono::milliseconds(expires_ms - row.column_int64(expiry + 1))
-                            : lease.ttl();
-  return LockHandle{std::string(key),        std::string(owner_id),
-                    std::string(session_id), token,
-                    sent_at + lifetime,      util::from_unix_micros(expires_ms * 1000),
-                    lease.session_bound()};
-}
-
-// A TTL in ms for a TTL lease; a session-bound one leaves the parameter unbound (NULL).
-void bind_lease(Statement& statement, int index, const LockLease& lease) {
-  if (!lease.session_bound()) statement.bind(index, std::int64_t{lease.ttl().count()});
-}
 
 class SqliteStore final : public Backend {
  public:
@@ -108,7 +80,7 @@ class SqliteStore final : public Backend {
     const auto sent_at = SteadyClock::now();
     std::optional<LockHandle> granted;
     writes_.write([&] {
-      const FencingToken token = take_token();
+      const FencingToken token = take_token(statements_);
       Statement& acquire = statements_.get(kAcquire);
       ResetGuard reset(acquire);
       acquire.bind(1, key).bind(2, owner_id).bind(3, session_id);
@@ -123,41 +95,50 @@ class SqliteStore final : public Backend {
     return granted;
   }
 
-  // ADR-0020 holder sets: not implemented on this backend yet.
-  std::optional<LockHandle> try_insert_holder(std::string_view, std::string_view, std::string_view,
-                                              LockLease, HoldRequest) override {
-    throw InvalidArgumentError("mode", "shared and permit holders are not implemented yet");
+  // ADR-0020 holder sets, in `lock_holders` (sqlite_holders.h).
+  std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
+                                              std::string_view session_id, LockLease lease,
+                                              HoldRequest request) override {
+    util::check_key(key);
+    util::check_owner(owner_id);
+    util::check_session_id(session_id);
+    check_lease(lease, limits_);
+    util::check_hold_request(request);
+    const auto sent_at = SteadyClock::now();
+    std::optional<LockHandle> granted;
+    writes_.write([&] {
+      granted = grant_holder(statements_, key, owner_id, session_id, lease, request, sent_at);
+      return granted.has_value();
+    });
+    return granted;
   }
 
+  // An exclusive grant and live holders of one key never coexist (each grant checks for the
+  // other), so reading both tables gives one or the other.
   std::vector<LockInfo> read_holders(std::string_view key) override {
-    auto holder = read(key);
-    if (!holder) return {};
-    return {*holder};
+    util::check_key(key);
+    static const std::string sql = live_grants_sql("key = ?1", "ORDER BY fencing_token");
+    return select_live(sql, key);
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
     util::check_key(key);
-    std::lock_guard lock(mutex_);
-    Statement& select = statements_.get(std::string("SELECT ") + kLockColumns +
-                                        " FROM locks WHERE key = ?1 AND " DLOCK_SQLITE_LIVE_GRANT);
-    ResetGuard reset(select);
-    select.bind(1, key);
-    if (!select.step()) return std::nullopt;
-    return lock_info_from(select);
+    static const std::string sql =
+        live_grants_sql("key = ?1", "ORDER BY fencing_token DESC LIMIT 1");
+    auto found = select_live(sql, key);
+    if (found.empty()) return std::nullopt;
+    return std::move(found.front());
   }
 
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
-    std::lock_guard lock(mutex_);
-    Statement& select = statements_.get(std::string("SELECT ") + kLockColumns +
-                                        " FROM locks WHERE substr(key, 1, length(?1)) = ?1 AND " +
-                                        DLOCK_SQLITE_LIVE_GRANT + " ORDER BY key LIMIT ?2");
-    ResetGuard reset(select);
-    select.bind(1, prefix).bind(2, static_cast<std::int64_t>(limit));
-    std::vector<LockInfo> result;
-    while (select.step()) result.push_back(lock_info_from(select));
-    return result;
+    static const std::string sql =
+        live_grants_sql("substr(key, 1, length(?1)) = ?1", "ORDER BY key, fencing_token LIMIT ?2");
+    return select_live(sql, prefix, static_cast<std::int64_t>(limit));
   }
 
+  // The token names the grant -- exclusive, or one holder alone (ADR-0020) -- whatever
+  // handle.mode says: a handle the server rebuilds from a token has the default mode. The answer
+  // carries the grant's own mode.
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
     check_ttl(ttl, limits_, "ttl_ms");
     // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
@@ -167,20 +148,25 @@ class SqliteStore final : public Backend {
     LockHandle extended = handle;
     bool updated = false;
     writes_.write([&] {
-      Statement& update = statements_.get(
-          std::string("UPDATE locks SET expires_at = " DLOCK_SQLITE_NOW " + ?5 "
-                      "WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-                      "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW " AND ") +
-          kLiveSessionClause + " RETURNING expires_at");
-      ResetGuard reset(update);
-      update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
-      update.bind(4, static_cast<std::int64_t>(handle.fencing_token));
-      update.bind(5, std::int64_t{ttl.count()});
-      updated = update.step();
-      if (!updated) return false;  // nothing written
-      extended.client_deadline = sent_at + ttl;
-      extended.server_expiry = util::from_unix_micros(update.column_int64(0) * 1000);
-      return true;
+      for (const auto* table : {&kGrants, &kHolders}) {
+        Statement& update =
+            statements_.get(std::string("UPDATE ") + table->name +
+                            " SET expires_at = " DLOCK_SQLITE_NOW
+                            " + ?5 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+                            "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW " AND " +
+                            table->live_session + " RETURNING expires_at, " + table->mode);
+        ResetGuard reset(update);
+        update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
+        update.bind(4, static_cast<std::int64_t>(handle.fencing_token));
+        update.bind(5, std::int64_t{ttl.count()});
+        updated = update.step();
+        if (!updated) continue;
+        extended.client_deadline = sent_at + ttl;
+        extended.server_expiry = util::from_unix_micros(update.column_int64(0) * 1000);
+        extended.mode = mode_from(update.column_text(1));
+        return true;
+      }
+      return false;  // nothing written
     });
     if (!updated) return check_session_bound(handle);  // LockLostError unless session-bound
     return extended;
@@ -199,26 +185,20 @@ class SqliteStore final : public Backend {
 
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override {
+    if (from.mode != HoldMode::kExclusive) {
+      throw InvalidArgumentError("mode", "only an exclusive grant is handed over");
+    }
     auto next = handover_locked(from, next_owner_id, next_session_id, lease);
     if (!next) releases_.notify(from.key);
     return next;
   }
 
+  // Every holder of `key` goes: its exclusive grant or all its shared or permit holders.
   LockOutcome revoke(std::string_view key) override {
     util::check_key(key);
     LockOutcome outcome;
     writes_.write([&] {
-      outcome = LockOutcome{};
-      Statement& remove = statements_.get(
-          "DELETE FROM locks WHERE key = ?1 RETURNING fencing_token, "
-          "owner_id, " DLOCK_SQLITE_LIVE_GRANT);
-      ResetGuard reset(remove);
-      remove.bind(1, key);
-      if (remove.step() && remove.column_int64(2) != 0) {
-        outcome.revoked = true;
-        outcome.fencing_token = static_cast<FencingToken>(remove.column_int64(0));
-        outcome.owner_id = remove.column_text(1);
-      }
+      outcome = revoke_every_holder(statements_, key);
       return true;
     });
     if (outcome.revoked) releases_.notify(key);
@@ -304,7 +284,7 @@ class SqliteStore final : public Backend {
     std::optional<LockHandle> next;
     writes_.write([&] {
       next.reset();
-      const FencingToken token = take_token();
+      const FencingToken token = take_token(statements_);
       Statement& update = statements_.get(
           "UPDATE locks SET owner_id = ?5, session_id = ?6, fencing_token = ?7, "
           "acquired_at = " DLOCK_SQLITE_NOW ", expires_at = " DLOCK_SQLITE_NOW
@@ -342,11 +322,13 @@ class SqliteStore final : public Backend {
     ReapReport report;
     writes_.write([&] {
       report = ReapReport{};
-      Statement& locks =
-          statements_.get(std::string("DELETE FROM locks WHERE expires_at <= ") + DLOCK_SQLITE_NOW +
-                          " OR NOT " + kLiveSessionClause + " RETURNING " + kLockColumns);
-      ResetGuard reset_locks(locks);
-      while (locks.step()) report.expired_locks.push_back(lock_info_from(locks));
+      for (const auto* table : {&kGrants, &kHolders}) {
+        Statement& locks = statements_.get(std::string("DELETE FROM ") + table->name +
+                                           " WHERE expires_at <= " DLOCK_SQLITE_NOW " OR NOT " +
+                                           table->live_session + " RETURNING " + table->columns);
+        ResetGuard reset_locks(locks);
+        while (locks.step()) report.expired_locks.push_back(lock_info_from(locks));
+      }
       Statement& sessions = statements_.get(
           "DELETE FROM lock_session WHERE expires_at <= " DLOCK_SQLITE_NOW " RETURNING session_id");
       ResetGuard reset_sessions(sessions);
@@ -362,16 +344,16 @@ class SqliteStore final : public Backend {
     std::vector<LockInfo> released;
     writes_.write([&] {
       released.clear();
-      {
-        // Before the session row goes: a session-bound grant is live while the session is, and
-        // reports the session's expiry. One transaction, so no grant slips in between.
-        Statement& locks = statements_.get(std::string("DELETE FROM locks WHERE session_id = ?1 "
-                                                       "RETURNING ") +
-                                           kLockColumns + ", " DLOCK_SQLITE_LIVE_GRANT);
+      // Before the session row goes: a session-bound grant is live while the session is, and
+      // reports the session's expiry. One transaction, so no grant slips in between.
+      for (const auto* table : {&kGrants, &kHolders}) {
+        Statement& locks = statements_.get(std::string("DELETE FROM ") + table->name +
+                                           " WHERE session_id = ?1 RETURNING " + table->columns +
+                                           ", " + table->live);
         ResetGuard reset(locks);
         locks.bind(1, session_id);
         while (locks.step()) {
-          if (locks.column_int64(7) != 0) released.push_back(lock_info_from(locks));
+          if (locks.column_int64(9) != 0) released.push_back(lock_info_from(locks));
         }
       }
       Statement& remove = statements_.get(
@@ -423,9 +405,11 @@ class SqliteStore final : public Backend {
     Statement last(db_.handle(),
                    "WITH reached(t) AS (SELECT coalesce(max(t), 0) FROM ("
                    "SELECT max(acquired_at) AS t FROM locks "
+                   "UNION ALL SELECT max(acquired_at) FROM lock_holders "
                    "UNION ALL SELECT max(created_at) FROM lock_session "
                    "UNION ALL SELECT max(expires_at - ttl_ms) FROM lock_session)) "
                    "SELECT t, EXISTS (SELECT 1 FROM locks, reached WHERE expires_at > t) "
+                   "OR EXISTS (SELECT 1 FROM lock_holders, reached WHERE expires_at > t) "
                    "OR EXISTS (SELECT 1 FROM lock_session, reached WHERE expires_at > t) "
                    "FROM reached");
     if (!last.step()) return;
@@ -435,39 +419,53 @@ class SqliteStore final : public Backend {
     clock_.resume_at(live ? reached : std::max(reached, clock_.now_ms()));
   }
 
-  FencingToken take_token() {
-    Statement& next_token = statements_.get(kNextToken);
-    ResetGuard reset(next_token);
-    if (!next_token.step()) throw InternalError("sqlite: fencing_token_seq row is missing");
-    return static_cast<FencingToken>(next_token.column_int64(0));
-  }
-
   // extend of a session-bound grant: a checked no-op answering the session's expiry (ADR-0018).
   LockHandle check_session_bound(const LockHandle& handle) {
     const auto sent_at = SteadyClock::now();
     std::lock_guard lock(mutex_);
-    Statement& select = statements_.get(
-        "SELECT " DLOCK_SQLITE_GRANT_EXPIRY ", " DLOCK_SQLITE_NOW
-        " FROM locks WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-        "AND fencing_token = ?4 AND expires_at IS NULL AND " DLOCK_SQLITE_LIVE_GRANT);
-    ResetGuard reset(select);
-    select.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
-    select.bind(4, static_cast<std::int64_t>(handle.fencing_token));
-    if (!select.step()) {
-      throw LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
-                          " is no longer held");
+    for (const auto* table : {&kGrants, &kHolders}) {
+      Statement& select =
+          statements_.get(std::string("SELECT ") + table->expiry + ", " DLOCK_SQLITE_NOW ", " +
+                          table->mode + " FROM " + table->name +
+                          " WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+                          "AND fencing_token = ?4 AND expires_at IS NULL AND " +
+                          table->live);
+      ResetGuard reset(select);
+      select.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
+      select.bind(4, static_cast<std::int64_t>(handle.fencing_token));
+      if (!select.step()) continue;
+      return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
+                         LockLease::session(), sent_at, select, 0,
+                         mode_from(select.column_text(2)));
     }
-    return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
-                       LockLease::session(), sent_at, select, 0);
+    throw LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
+                        " is no longer held");
   }
 
   bool delete_grant(std::string_view key, std::string_view owner_id, std::string_view session_id,
                     FencingToken fencing_token) {
-    Statement& remove = statements_.get(kDeleteIfOwner);
-    ResetGuard reset(remove);
-    remove.bind(1, key).bind(2, owner_id).bind(3, session_id);
-    remove.bind(4, static_cast<std::int64_t>(fencing_token));
-    return remove.step() && remove.column_int64(0) != 0;
+    // The token names the grant, exclusive or a holder (one counter mints both).
+    for (const char* sql : {kDeleteIfOwner, kDeleteHolderIfOwner}) {
+      Statement& remove = statements_.get(sql);
+      ResetGuard reset(remove);
+      remove.bind(1, key).bind(2, owner_id).bind(3, session_id);
+      remove.bind(4, static_cast<std::int64_t>(fencing_token));
+      if (remove.step()) return remove.column_int64(0) != 0;
+    }
+    return false;
+  }
+
+  // The rows of a live_grants_sql statement for ?1 = `text` (and ?2 = `number`).
+  std::vector<LockInfo> select_live(const std::string& sql, std::string_view text,
+                                    std::optional<std::int64_t> number = std::nullopt) {
+    std::lock_guard lock(mutex_);
+    Statement& select = statements_.get(sql);
+    ResetGuard reset(select);
+    select.bind(1, text);
+    if (number) select.bind(2, *number);
+    std::vector<LockInfo> result;
+    while (select.step()) result.push_back(lock_info_from(select));
+    return result;
   }
 
   static SessionInfo session_from(std::string_view session_id, const Statement& row) {

@@ -1,0 +1,34 @@
+#pragma once
+
+// Holder sets on the SQLite store (docs/adr/0020-more-primitives-design.md): shared holders and
+// semaphore permits live in `lock_holders` (migrations/003_holders.sql), one row per (name,
+// session); the exclusive grant of a name stays in `locks`.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dlock/lock_store.h"
+#include "store/sqlite/sqlite_db.h"
+
+namespace dlock::store::sqlite {
+
+// LockStore::try_insert_holder's decision and write, run inside the store's write transaction
+// (GroupCommit): SQLite has one writer at a time, so what it reads there cannot change before it
+// writes. std::nullopt: held (nothing written). Throws SessionNotFoundError and
+// ConflictError("limit") as the SPI says. The arguments are validated by the caller.
+std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_view key,
+                                       std::string_view owner_id, std::string_view session_id,
+                                       const LockLease& lease, const HoldRequest& request,
+                                       SteadyClock::time_point sent_at);
+
+// LockStore::revoke's deletes, inside the store's write transaction: the exclusive grant of `key`
+// and every holder of it; the outcome names the live one with the greatest token.
+LockOutcome revoke_every_holder(StatementCache& statements, std::string_view key);
+
+// A SELECT of the live grants of both tables (the exclusive ones and the holders) that satisfy
+// `where` (columns unqualified, e.g. "key = ?1"), each row in DLOCK_SQLITE_COLUMNS_IN's columns,
+// followed by `tail` (ORDER BY / LIMIT over the result columns key and fencing_token).
+std::string live_grants_sql(std::string_view where, std::string_view tail);
+
+}  // namespace dlock::store::sqlite
