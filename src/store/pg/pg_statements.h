@@ -168,7 +168,7 @@ inline constexpr const char* kGrantHolder =
     "SELECT * FROM dlock_grant_holder($1, $2, $3, $4, $5, $6)";
 // One row: NULL (no such holder) or whether the holder was live.
 inline constexpr const char* kReleaseHolder = "SELECT dlock_release_holder($1, $2, $3, $4)";
-// $5 the TTL in ms. Returns the expiry, now() and whether the holder is session-bound.
+// $5 the TTL in ms. Returns the expiry, now(), whether the holder is session-bound, its mode.
 inline constexpr const char* kExtendHolder =
     "SELECT * FROM dlock_extend_holder($1, $2, $3, $4, $5)";
 // Columns as DLOCK_PG_GRANT_COLUMNS, then whether the holder was live.

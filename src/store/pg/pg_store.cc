@@ -209,7 +209,8 @@ class PgStore final : public Backend {
       const auto checked = pool_.lease()->execute(
           "check_session_bound",
           {handle.key, handle.owner_id, handle.session_id, token_text(handle.fencing_token)});
-      if (checked.rows() == 0) throw lost(handle.key, handle.fencing_token);
+      // A handle rebuilt from a token does not know its mode either: a holder's token (ADR-0020).
+      if (checked.rows() == 0) return extend_holder(handle, ttl);
       return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
                          LockLease::session(), sent_at, checked, 0);
     };
@@ -363,7 +364,8 @@ class PgStore final : public Backend {
     LockHandle extended =
         handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
                     session_bound ? LockLease::session() : LockLease(ttl), sent_at, result, 0);
-    extended.mode = handle.mode;
+    const auto mode = result.text(0, 3);
+    extended.mode = mode == "permit" ? HoldMode::kPermit : HoldMode::kShared;
     return extended;
   }
 

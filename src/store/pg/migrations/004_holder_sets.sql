@@ -194,14 +194,16 @@ END
 $$;
 
 -- extend of a holder: a TTL holder gets now() + p_ttl_ms and raises its group row; a
--- session-bound one is a checked no-op (ADR-0018). No rows: not the live holder.
+-- session-bound one is a checked no-op (ADR-0018). No rows: not the live holder. Else its expiry,
+-- now(), whether it is session-bound and its mode.
 CREATE FUNCTION dlock_extend_holder(p_key text, p_owner text, p_session text, p_token bigint,
                                     p_ttl_ms bigint)
-RETURNS TABLE (expiry_us bigint, now_us bigint, session_bound boolean)
+RETURNS TABLE (expiry_us bigint, now_us bigint, session_bound boolean, mode text)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
   v_expiry timestamptz;
+  v_mode text;
 BEGIN
   PERFORM 1 FROM locks WHERE key = p_key AND mode <> 'exclusive' FOR UPDATE;
   IF NOT FOUND THEN
@@ -212,13 +214,13 @@ BEGIN
       AND h.fencing_token = p_token AND h.expires_at > now()
       AND EXISTS (SELECT 1 FROM lock_session s
                   WHERE s.session_id = h.session_id AND s.expires_at > now())
-    RETURNING h.expires_at INTO v_expiry;
+    RETURNING h.expires_at, h.mode INTO v_expiry, v_mode;
   IF FOUND THEN
     UPDATE locks SET expires_at = greatest(expires_at, v_expiry) WHERE key = p_key;
-    RETURN QUERY SELECT dlock_us(v_expiry), dlock_us(now()), false;
+    RETURN QUERY SELECT dlock_us(v_expiry), dlock_us(now()), false, v_mode;
     RETURN;
   END IF;
-  RETURN QUERY SELECT dlock_us(dlock_holder_expiry(h)), dlock_us(now()), true
+  RETURN QUERY SELECT dlock_us(dlock_holder_expiry(h)), dlock_us(now()), true, h.mode
     FROM lock_holders h
     WHERE h.key = p_key AND h.session_id = p_session AND h.owner_id = p_owner
       AND h.fencing_token = p_token AND h.expires_at IS NULL AND dlock_holder_live(h);
