@@ -202,28 +202,16 @@ class PgStore final : public Backend {
 
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
     check_ttl(ttl, limits_, "ttl_ms");
-    if (handle.mode != HoldMode::kExclusive) return extend_holder(handle, ttl);
-    const auto sent_at = SteadyClock::now();
-    const auto check_session_bound = [&] {
-      // A checked no-op: the grant lives by its session (ADR-0018).
-      const auto checked = pool_.lease()->execute(
-          "check_session_bound",
-          {handle.key, handle.owner_id, handle.session_id, token_text(handle.fencing_token)});
-      // A handle rebuilt from a token does not know its mode either: a holder's token (ADR-0020).
-      if (checked.rows() == 0) return extend_holder(handle, ttl);
-      return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
-                         LockLease::session(), sent_at, checked, 0);
-    };
-    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
-    // server's extend) does not know it. kExtend never matches a session-bound row.
-    if (handle.session_bound) return check_session_bound();
-    const auto result = writes_.execute("extend", {handle.key, handle.owner_id, handle.session_id,
-                                                   token_text(handle.fencing_token), ms_text(ttl)});
-    if (result.rows() == 0) return check_session_bound();
-    LockHandle extended = handle;
-    extended.client_deadline = sent_at + ttl;
-    extended.server_expiry = util::from_unix_micros(result.int64(0, 0));
-    return extended;
+    // The token names the grant, whatever handle.mode says (a handle the server rebuilds from a
+    // token has the default mode): the mode only picks which kind of grant is tried first.
+    if (handle.mode != HoldMode::kExclusive) {
+      if (auto extended = extend_holder(handle, ttl)) return *extended;
+    }
+    if (auto extended = extend_exclusive(handle, ttl)) return *extended;
+    if (handle.mode == HoldMode::kExclusive) {
+      if (auto extended = extend_holder(handle, ttl)) return *extended;
+    }
+    throw lost(handle.key, handle.fencing_token);
   }
 
   bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
@@ -353,19 +341,45 @@ class PgStore final : public Backend {
   }
 
  private:
-  // extend of a shared or permit holder: alone, its group row raised with it (ADR-0020).
-  LockHandle extend_holder(const LockHandle& handle, std::chrono::milliseconds ttl) {
+  // extend of an exclusive grant; std::nullopt when the token names none.
+  std::optional<LockHandle> extend_exclusive(const LockHandle& handle,
+                                             std::chrono::milliseconds ttl) {
+    const auto sent_at = SteadyClock::now();
+    const auto check_session_bound = [&]() -> std::optional<LockHandle> {
+      // A checked no-op: the grant lives by its session (ADR-0018).
+      const auto checked = pool_.lease()->execute(
+          "check_session_bound",
+          {handle.key, handle.owner_id, handle.session_id, token_text(handle.fencing_token)});
+      if (checked.rows() == 0) return std::nullopt;
+      return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
+                         LockLease::session(), sent_at, checked, 0);
+    };
+    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
+    // server's extend) does not know it. kExtend never matches a session-bound row.
+    if (handle.session_bound) return check_session_bound();
+    const auto result = writes_.execute("extend", {handle.key, handle.owner_id, handle.session_id,
+                                                   token_text(handle.fencing_token), ms_text(ttl)});
+    if (result.rows() == 0) return check_session_bound();
+    LockHandle extended = handle;
+    extended.client_deadline = sent_at + ttl;
+    extended.server_expiry = util::from_unix_micros(result.int64(0, 0));
+    extended.mode = HoldMode::kExclusive;
+    return extended;
+  }
+
+  // extend of a shared or permit holder: alone, its group row raised with it (ADR-0020);
+  // std::nullopt when the token names none.
+  std::optional<LockHandle> extend_holder(const LockHandle& handle, std::chrono::milliseconds ttl) {
     const auto sent_at = SteadyClock::now();
     const auto result =
         pool_.lease()->execute("extend_holder", {handle.key, handle.owner_id, handle.session_id,
                                                  token_text(handle.fencing_token), ms_text(ttl)});
-    if (result.rows() == 0) throw lost(handle.key, handle.fencing_token);
+    if (result.rows() == 0) return std::nullopt;
     const bool session_bound = result.boolean(0, 2);
     LockHandle extended =
         handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
                     session_bound ? LockLease::session() : LockLease(ttl), sent_at, result, 0);
-    const auto mode = result.text(0, 3);
-    extended.mode = mode == "permit" ? HoldMode::kPermit : HoldMode::kShared;
+    extended.mode = result.text(0, 3) == "permit" ? HoldMode::kPermit : HoldMode::kShared;
     return extended;
   }
 
