@@ -262,28 +262,36 @@ CREATE TYPE dlock_holder_report AS (
   key text, owner_id text, session_id text, fencing_token bigint, acquired_us bigint,
   expires_us bigint, session_bound boolean, mode text, permit_limit integer, live boolean);
 
+-- Settles the group rows of the removed holders `p_gone` (each its own statements, after the
+-- deletes) and returns them, as reap_expired and close_session report them.
+CREATE FUNCTION dlock_settle_removed(p_gone dlock_holder_report[])
+RETURNS SETOF dlock_holder_report LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_key text;
+BEGIN
+  FOR v_key IN SELECT DISTINCT g.key FROM unnest(p_gone) g LOOP
+    PERFORM dlock_settle_group(v_key);
+  END LOOP;
+  RETURN QUERY SELECT * FROM unnest(p_gone);
+END
+$$;
+
 -- reap_expired of holders: expired ones, session-bound ones of dead sessions, TTL ones of dead
 -- sessions; then their group rows are settled, and group rows left expired are removed.
 CREATE FUNCTION dlock_reap_holders() RETURNS SETOF dlock_holder_report LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-  v_report dlock_holder_report;
-  v_keys text[] := '{}';
-  v_key text;
+  v_gone dlock_holder_report[];
 BEGIN
-  FOR v_report IN
+  WITH gone AS (
     DELETE FROM lock_holders h
       WHERE NOT dlock_holder_live(h) OR (h.expires_at IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM lock_session s WHERE s.session_id = h.session_id AND s.expires_at > now()))
       RETURNING h.key, h.owner_id, h.session_id, h.fencing_token, dlock_us(h.acquired_at),
-        dlock_us(dlock_holder_expiry(h)), h.expires_at IS NULL, h.mode, h.permit_limit, false
-  LOOP
-    v_keys := array_append(v_keys, v_report.key);
-    RETURN NEXT v_report;
-  END LOOP;
-  FOREACH v_key IN ARRAY v_keys LOOP
-    PERFORM dlock_settle_group(v_key);
-  END LOOP;
+        dlock_us(dlock_holder_expiry(h)), h.expires_at IS NULL, h.mode, h.permit_limit, false)
+  SELECT coalesce(array_agg(ROW(g.*)::dlock_holder_report), '{}') INTO v_gone FROM gone g;
+  RETURN QUERY SELECT * FROM dlock_settle_removed(v_gone);
   DELETE FROM locks WHERE mode <> 'exclusive' AND expires_at <= now();
 END
 $$;
@@ -293,22 +301,15 @@ CREATE FUNCTION dlock_release_session_holders(p_session text)
 RETURNS SETOF dlock_holder_report LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-  v_report dlock_holder_report;
-  v_keys text[] := '{}';
-  v_key text;
+  v_gone dlock_holder_report[];
 BEGIN
-  FOR v_report IN
+  WITH gone AS (
     DELETE FROM lock_holders h WHERE h.session_id = p_session
       RETURNING h.key, h.owner_id, h.session_id, h.fencing_token, dlock_us(h.acquired_at),
         dlock_us(dlock_holder_expiry(h)), h.expires_at IS NULL, h.mode, h.permit_limit,
-        coalesce(h.expires_at > now(), true)
-  LOOP
-    v_keys := array_append(v_keys, v_report.key);
-    RETURN NEXT v_report;
-  END LOOP;
-  FOREACH v_key IN ARRAY v_keys LOOP
-    PERFORM dlock_settle_group(v_key);
-  END LOOP;
+        coalesce(h.expires_at > now(), true))
+  SELECT coalesce(array_agg(ROW(g.*)::dlock_holder_report), '{}') INTO v_gone FROM gone g;
+  RETURN QUERY SELECT * FROM dlock_settle_removed(v_gone);
 END
 $$;
 
