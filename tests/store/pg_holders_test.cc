@@ -180,5 +180,21 @@ TEST_F(PgHoldersTest, GroupRowIsNeverReportedOrReapedWhileItsHoldersLive) {
   EXPECT_TRUE(store_->try_insert(k, "owner", other, milliseconds(60000)));
 }
 
+// A reader that shortens its own lease (re-acquire, extend) shortens the group row with it: once
+// that lease has passed, no reader lives and a writer is granted without a reaper.
+TEST_F(PgHoldersTest, AReaderShorteningItsLeaseShortensTheGroup) {
+  const auto reacquired = key(), extended = key();
+  const auto reader = session(), writer = session();
+  ASSERT_TRUE(store_->try_insert_holder(reacquired, "owner", reader, milliseconds(60000), kShared));
+  ASSERT_TRUE(store_->try_insert_holder(reacquired, "owner", reader, milliseconds(1000), kShared));
+  const auto held =
+      store_->try_insert_holder(extended, "owner", reader, milliseconds(60000), kShared);
+  ASSERT_TRUE(held);
+  store_->extend(*held, milliseconds(1000));
+  std::this_thread::sleep_for(milliseconds(1300));
+  EXPECT_TRUE(store_->try_insert(reacquired, "owner", writer, milliseconds(60000)));
+  EXPECT_TRUE(store_->try_insert(extended, "owner", writer, milliseconds(60000)));
+}
+
 }  // namespace
 }  // namespace dlock::store::pg

@@ -106,6 +106,7 @@ DECLARE
   v_others integer;
   v_other_mode boolean;
   v_other_limit integer;
+  v_others_latest timestamptz;
   v_token bigint;
 BEGIN
   -- FOR SHARE: a heartbeat of this session waits for this grant, then raises the group row
@@ -144,8 +145,9 @@ BEGIN
   SELECT count(*) FILTER (WHERE h.session_id <> p_session),
          coalesce(bool_or(h.mode <> p_mode), false),
          max(h.permit_limit) FILTER (WHERE h.session_id <> p_session
-                                     AND h.permit_limit <> p_limit)
-    INTO v_others, v_other_mode, v_other_limit
+                                     AND h.permit_limit <> p_limit),
+         max(dlock_holder_expiry(h)) FILTER (WHERE h.session_id <> p_session)
+    INTO v_others, v_other_mode, v_other_limit, v_others_latest
     FROM lock_holders h WHERE h.key = p_key AND dlock_holder_live(h);
   IF v_other_mode THEN
     RETURN;
@@ -167,7 +169,8 @@ BEGIN
       SET owner_id = EXCLUDED.owner_id, fencing_token = EXCLUDED.fencing_token,
           acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at,
           mode = EXCLUDED.mode, permit_limit = EXCLUDED.permit_limit;
-  UPDATE locks SET expires_at = greatest(expires_at, v_expiry), fencing_token = v_token
+  -- The latest of the others and this one (which may replace a longer lease of its own).
+  UPDATE locks SET expires_at = greatest(v_others_latest, v_expiry), fencing_token = v_token
     WHERE key = p_key;
   RETURN QUERY SELECT v_token, dlock_us(now()), dlock_us(v_expiry), dlock_us(now());
 END
@@ -216,7 +219,10 @@ BEGIN
                   WHERE s.session_id = h.session_id AND s.expires_at > now())
     RETURNING h.expires_at, h.mode INTO v_expiry, v_mode;
   IF FOUND THEN
-    UPDATE locks SET expires_at = greatest(expires_at, v_expiry) WHERE key = p_key;
+    -- A new statement after the lock: the latest live holder (this one's lease may be shorter).
+    UPDATE locks SET expires_at = (SELECT max(dlock_holder_expiry(h)) FROM lock_holders h
+                                   WHERE h.key = p_key AND dlock_holder_live(h))
+      WHERE key = p_key;
     RETURN QUERY SELECT dlock_us(v_expiry), dlock_us(now()), false, v_mode;
     RETURN;
   END IF;
