@@ -14,9 +14,12 @@ bool starts_with(const char* value, std::string_view prefix) {
   return value != nullptr && std::string_view(value).substr(0, prefix.size()) == prefix;
 }
 
-[[noreturn]] void throw_for_state(const char* sqlstate, const std::string& message) {
+// `primary`: the error's primary message, when there is one.
+[[noreturn]] void throw_for_state(const char* sqlstate, const std::string& message,
+                                  const char* primary = nullptr) {
   const std::string_view state = sqlstate == nullptr ? "" : sqlstate;
   if (state == "DLS01") throw SessionNotFoundError("session not found or expired");
+  if (state == "DLS02") throw ConflictError("limit", primary != nullptr ? primary : message);
   if (state == "40001" || state == "40P01" || state == "55P03") throw ContentionError(message);
   if (state == "57014" || starts_with(sqlstate, "57P") || starts_with(sqlstate, "08") ||
       starts_with(sqlstate, "53")) {
@@ -182,7 +185,8 @@ PgResult PgConnection::check(pg_result* raw, const char* what) {
     // The connection broke under the call: the server may or may not have applied it.
     throw UnknownOutcomeError(message);
   }
-  throw_for_state(raw == nullptr ? nullptr : PQresultErrorField(raw, PG_DIAG_SQLSTATE), message);
+  throw_for_state(raw == nullptr ? nullptr : PQresultErrorField(raw, PG_DIAG_SQLSTATE), message,
+                  raw == nullptr ? nullptr : PQresultErrorField(raw, PG_DIAG_MESSAGE_PRIMARY));
 }
 
 }  // namespace dlock::store::pg

@@ -7,6 +7,7 @@
 //   statement reached the server, so it may have committed)             -> UnknownOutcomeError
 //   57014 statement timeout, 57P0x shutdown, 08xxx, 53xxx               -> UnavailableError
 //   DLS01 (the session trigger)                                         -> SessionNotFoundError
+//   DLS02 (a semaphore's limit disagrees, migrations/004_holder_sets.sql) -> ConflictError("limit")
 
 #include <chrono>
 #include <cstddef>

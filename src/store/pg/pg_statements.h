@@ -58,7 +58,8 @@ inline constexpr const char* kAcquire =
     "VALUES ($1, $2, $3, nextval('fencing_token_seq'), now(), "
     "now() + nullif($4::bigint, 0) * interval '1 millisecond') "
     "ON CONFLICT (key) DO UPDATE "
-    "SET owner_id = EXCLUDED.owner_id, session_id = EXCLUDED.session_id, "
+    "SET mode = 'exclusive', permit_limit = 0, "
+    "owner_id = EXCLUDED.owner_id, session_id = EXCLUDED.session_id, "
     "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, "
     "fencing_token = nextval('fencing_token_seq') "
     "WHERE NOT " DLOCK_PG_LIVE_LOCKING("l") " "
@@ -66,12 +67,29 @@ inline constexpr const char* kAcquire =
     "RETURNING fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US(
         DLOCK_PG_EXPIRY("l")) ", " DLOCK_PG_US("now()");
 
-inline constexpr const char* kRead =
-    "SELECT " DLOCK_PG_LOCK_COLUMNS " FROM locks WHERE key = $1 AND " DLOCK_PG_LIVE("locks");
+// kRead, kReadHolders and kList see every grant: the exclusive rows of `locks` and the holders
+// of `lock_holders` (never a group row, which is no grant), as one relation named `locks`.
+// Columns as DLOCK_PG_LOCK_COLUMNS, then 7 the mode and 8 the permit limit.
+#define DLOCK_PG_GRANT_FIELDS \
+  "key, owner_id, session_id, fencing_token, acquired_at, expires_at, mode, permit_limit"
+#define DLOCK_PG_GRANTS(where)                                                       \
+  "(SELECT " DLOCK_PG_GRANT_FIELDS " FROM locks WHERE mode = 'exclusive' AND " where \
+  " UNION ALL SELECT " DLOCK_PG_GRANT_FIELDS " FROM lock_holders WHERE " where       \
+  ") AS locks "                                                                      \
+  "WHERE " DLOCK_PG_LIVE("locks")
+#define DLOCK_PG_GRANT_COLUMNS DLOCK_PG_LOCK_COLUMNS ", mode, permit_limit"
 
-inline constexpr const char* kList = "SELECT " DLOCK_PG_LOCK_COLUMNS
-                                     " FROM locks WHERE starts_with(key, $1) "
-                                     "AND " DLOCK_PG_LIVE("locks") " ORDER BY key LIMIT $2";
+// The live grant with the greatest token (ADR-0020: of a holder set, its latest holder).
+inline constexpr const char* kRead =
+    "SELECT " DLOCK_PG_GRANT_COLUMNS
+    " FROM " DLOCK_PG_GRANTS("key = $1") " ORDER BY fencing_token DESC LIMIT 1";
+
+inline constexpr const char* kReadHolders =
+    "SELECT " DLOCK_PG_GRANT_COLUMNS " FROM " DLOCK_PG_GRANTS("key = $1") " ORDER BY fencing_token";
+
+inline constexpr const char* kList =
+    "SELECT " DLOCK_PG_GRANT_COLUMNS
+    " FROM " DLOCK_PG_GRANTS("starts_with(key, $1)") " ORDER BY key, fencing_token LIMIT $2";
 
 inline constexpr const char* kExtend =
     "UPDATE locks SET expires_at = now() + " DLOCK_PG_MS("$5") " "
@@ -88,7 +106,7 @@ inline constexpr const char* kCheckSessionBound =
 
 inline constexpr const char* kDeleteIfOwner =
     "DELETE FROM locks WHERE key = $1 AND owner_id = $2 AND session_id = $3 "
-    "AND fencing_token = $4 RETURNING " DLOCK_PG_LIVE("locks");
+    "AND fencing_token = $4 AND mode = 'exclusive' RETURNING " DLOCK_PG_LIVE("locks");
 
 // Release and re-grant in one statement; the session trigger refuses a dead next session.
 // $7 as kAcquire's $4: a TTL, or 0 for a grant bound to the next session.
@@ -97,17 +115,18 @@ inline constexpr const char* kHandover =
     "fencing_token = nextval('fencing_token_seq'), acquired_at = now(), "
     "expires_at = now() + nullif($7::bigint, 0) * interval '1 millisecond' "
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
-    "AND " DLOCK_PG_LIVE("locks") " RETURNING fencing_token, " DLOCK_PG_US(
+    "AND mode = 'exclusive' AND " DLOCK_PG_LIVE("locks") " RETURNING fencing_token, " DLOCK_PG_US(
         DLOCK_PG_EXPIRY("locks")) ", " DLOCK_PG_US("now()");
 
-inline constexpr const char* kRevoke =
-    "DELETE FROM locks WHERE key = $1 RETURNING fencing_token, owner_id, " DLOCK_PG_LIVE("locks");
+// Every holder of the key (migrations/004_holder_sets.sql): token, owner, live.
+inline constexpr const char* kRevoke = "SELECT * FROM dlock_revoke($1)";
 
-// Expired grants, session-bound grants of dead sessions, and TTL grants of dead sessions.
+// Expired grants, session-bound grants of dead sessions, and TTL grants of dead sessions. Holders
+// and their group rows: kReapHolders.
 inline constexpr const char* kReapLocks =
-    "DELETE FROM locks WHERE NOT " DLOCK_PG_LIVE_LOCKING("locks") " OR (expires_at IS NOT NULL "
-    "AND NOT EXISTS (SELECT 1 FROM lock_session s "
-    "WHERE s.session_id = locks.session_id AND s.expires_at > now())) "
+    "DELETE FROM locks WHERE mode = 'exclusive' AND (NOT " DLOCK_PG_LIVE_LOCKING("locks") " OR "
+    "(expires_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM lock_session s "
+    "WHERE s.session_id = locks.session_id AND s.expires_at > now()))) "
     "RETURNING " DLOCK_PG_LOCK_COLUMNS;
 
 inline constexpr const char* kReapSessions =
@@ -122,10 +141,10 @@ inline constexpr const char* kOpenSession =
 
 // clock_timestamp(), not now(): re-evaluated after waiting for a statement that read the row
 // FOR SHARE (DLOCK_PG_LIVE_LOCKING), so a session found dead there is never renewed here.
-inline constexpr const char* kHeartbeat =
-    "UPDATE lock_session SET expires_at = now() + ttl_ms * interval '1 millisecond' "
-    "WHERE session_id = $1 AND expires_at > clock_timestamp() "
-    "RETURNING owner_id, ttl_ms, " DLOCK_PG_US("expires_at");
+// dlock_heartbeat (migrations/004_holder_sets.sql) renews the session that way, then raises the
+// group rows of its session-bound holders in the same transaction (ADR-0020).
+// Returns owner_id, ttl_ms and the new expiry.
+inline constexpr const char* kHeartbeat = "SELECT * FROM dlock_heartbeat($1)";
 
 inline constexpr const char* kGetSession =
     "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") " FROM lock_session "
@@ -139,5 +158,22 @@ inline constexpr const char* kCloseSession =
 inline constexpr const char* kReleaseSessionLocks =
     "DELETE FROM locks WHERE session_id = $1 RETURNING " DLOCK_PG_LOCK_COLUMNS
     ", coalesce(expires_at > now(), true)";
+
+// Holder sets (docs/adr/0020-more-primitives-design.md), PL/pgSQL functions of
+// migrations/004_holder_sets.sql, one round trip each. Not batched (ADR-0019): a grant waits for
+// its group row's lock, and a batch would hold every batch-mate's locks while it waits.
+// $4 a TTL in ms or 0 (session-bound), $5 "shared" or "permit", $6 the limit. No rows: held.
+// Returns the token, acquired_at, the expiry the holder reports and now().
+inline constexpr const char* kGrantHolder =
+    "SELECT * FROM dlock_grant_holder($1, $2, $3, $4, $5, $6)";
+// One row: NULL (no such holder) or whether the holder was live.
+inline constexpr const char* kReleaseHolder = "SELECT dlock_release_holder($1, $2, $3, $4)";
+// $5 the TTL in ms. Returns the expiry, now(), whether the holder is session-bound, its mode.
+inline constexpr const char* kExtendHolder =
+    "SELECT * FROM dlock_extend_holder($1, $2, $3, $4, $5)";
+// Columns as DLOCK_PG_GRANT_COLUMNS, then whether the holder was live.
+inline constexpr const char* kReapHolders = "SELECT * FROM dlock_reap_holders()";
+inline constexpr const char* kReleaseSessionHolders =
+    "SELECT * FROM dlock_release_session_holders($1)";
 
 }  // namespace dlock::store::pg::sql

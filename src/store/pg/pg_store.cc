@@ -47,6 +47,12 @@ const std::vector<PreparedStatement>& prepared_statements() {
       {"get_session", sql::kGetSession},
       {"close_session", sql::kCloseSession},
       {"release_session_locks", sql::kReleaseSessionLocks},
+      {"read_holders", sql::kReadHolders},
+      {"grant_holder", sql::kGrantHolder},
+      {"release_holder", sql::kReleaseHolder},
+      {"extend_holder", sql::kExtendHolder},
+      {"reap_holders", sql::kReapHolders},
+      {"release_session_holders", sql::kReleaseSessionHolders},
   };
   return kStatements;
 }
@@ -61,6 +67,17 @@ LockInfo lock_info_from(const PgResult& result, int row) {
                   util::from_unix_micros(result.int64(row, 4)),
                   util::from_unix_micros(result.int64(row, 5)),
                   result.boolean(row, 6)};
+}
+
+// A row of DLOCK_PG_GRANT_COLUMNS: column 7 the mode, 8 the permit limit.
+LockInfo grant_info_from(const PgResult& result, int row) {
+  LockInfo info = lock_info_from(result, row);
+  const auto mode = result.text(row, 7);
+  info.mode = mode == "shared"   ? HoldMode::kShared
+              : mode == "permit" ? HoldMode::kPermit
+                                 : HoldMode::kExclusive;
+  info.limit = static_cast<std::uint32_t>(result.int64(row, 8));
+  return info;
 }
 
 // The handle of a grant from a row holding its expiry (column `expiry`) and the database's now()
@@ -140,65 +157,79 @@ class PgStore final : public Backend {
                        lease, sent_at, granted, 2);
   }
 
-  // ADR-0020 holder sets: not implemented on this backend yet.
-  std::optional<LockHandle> try_insert_holder(std::string_view, std::string_view, std::string_view,
-                                              LockLease, HoldRequest) override {
-    throw InvalidArgumentError("mode", "shared and permit holders are not implemented yet");
+  // Holder sets (ADR-0020): one call of dlock_grant_holder (migrations/004_holder_sets.sql).
+  std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
+                                              std::string_view session_id, LockLease lease,
+                                              HoldRequest request) override {
+    util::check_key(key);
+    util::check_owner(owner_id);
+    util::check_session_id(session_id);
+    check_lease(lease, limits_);
+    util::check_hold_request(request);
+    const auto sent_at = SteadyClock::now();
+    const auto granted = pool_.lease()->execute(
+        "grant_holder", {key, owner_id, session_id, lease_text(lease), to_string(request.mode),
+                         std::to_string(request.limit)});
+    if (granted.rows() == 0) return std::nullopt;  // held: a decision
+    auto handle =
+        handle_from(key, owner_id, session_id, static_cast<FencingToken>(granted.int64(0, 0)),
+                    lease, sent_at, granted, 2);
+    handle.mode = request.mode;
+    return handle;
   }
 
   std::vector<LockInfo> read_holders(std::string_view key) override {
-    auto holder = read(key);
-    if (!holder) return {};
-    return {*holder};
+    util::check_key(key);
+    const auto result = pool_.lease()->execute("read_holders", {key});
+    std::vector<LockInfo> holders;
+    for (int row = 0; row < result.rows(); ++row) holders.push_back(grant_info_from(result, row));
+    return holders;
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
     util::check_key(key);
     const auto result = pool_.lease()->execute("read", {key});
     if (result.rows() == 0) return std::nullopt;
-    return lock_info_from(result, 0);
+    return grant_info_from(result, 0);
   }
 
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
     const auto result = pool_.lease()->execute("list", {prefix, std::to_string(limit)});
     std::vector<LockInfo> locks;
-    for (int row = 0; row < result.rows(); ++row) locks.push_back(lock_info_from(result, row));
+    for (int row = 0; row < result.rows(); ++row) locks.push_back(grant_info_from(result, row));
     return locks;
   }
 
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
     check_ttl(ttl, limits_, "ttl_ms");
-    const auto sent_at = SteadyClock::now();
-    const auto check_session_bound = [&] {
-      // A checked no-op: the grant lives by its session (ADR-0018).
-      const auto checked = pool_.lease()->execute(
-          "check_session_bound",
-          {handle.key, handle.owner_id, handle.session_id, token_text(handle.fencing_token)});
-      if (checked.rows() == 0) throw lost(handle.key, handle.fencing_token);
-      return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
-                         LockLease::session(), sent_at, checked, 0);
-    };
-    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
-    // server's extend) does not know it. kExtend never matches a session-bound row.
-    if (handle.session_bound) return check_session_bound();
-    const auto result = writes_.execute("extend", {handle.key, handle.owner_id, handle.session_id,
-                                                   token_text(handle.fencing_token), ms_text(ttl)});
-    if (result.rows() == 0) return check_session_bound();
-    LockHandle extended = handle;
-    extended.client_deadline = sent_at + ttl;
-    extended.server_expiry = util::from_unix_micros(result.int64(0, 0));
-    return extended;
+    // The token names the grant, whatever handle.mode says (a handle the server rebuilds from a
+    // token has the default mode): the mode only picks which kind of grant is tried first.
+    if (handle.mode != HoldMode::kExclusive) {
+      if (auto extended = extend_holder(handle, ttl)) return *extended;
+    }
+    if (auto extended = extend_exclusive(handle, ttl)) return *extended;
+    if (handle.mode == HoldMode::kExclusive) {
+      if (auto extended = extend_holder(handle, ttl)) return *extended;
+    }
+    throw lost(handle.key, handle.fencing_token);
   }
 
   bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
                        FencingToken fencing_token) override {
     const auto result =
         writes_.execute("delete_if_owner", {key, owner_id, session_id, token_text(fencing_token)});
-    return result.rows() == 1 && result.boolean(0, 0);
+    if (result.rows() == 1) return result.boolean(0, 0);
+    // Not an exclusive grant: a shared or permit holder, if the token names one (ADR-0020).
+    const auto holder = pool_.lease()->execute(
+        "release_holder", {key, owner_id, session_id, token_text(fencing_token)});
+    return holder.rows() == 1 && holder.boolean(0, 0);
   }
 
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override {
+    if (from.mode != HoldMode::kExclusive) {
+      throw InvalidArgumentError("mode", "only an exclusive grant is handed over");
+    }
     util::check_owner(next_owner_id);
     util::check_session_id(next_session_id);
     check_lease(lease, limits_);
@@ -239,6 +270,10 @@ class PgStore final : public Backend {
     const auto locks = connection->execute("reap_locks", {});
     for (int row = 0; row < locks.rows(); ++row) {
       report.expired_locks.push_back(lock_info_from(locks, row));
+    }
+    const auto holders = connection->execute("reap_holders", {});
+    for (int row = 0; row < holders.rows(); ++row) {
+      report.expired_locks.push_back(grant_info_from(holders, row));
     }
     const auto sessions = connection->execute("reap_sessions", {});
     for (int row = 0; row < sessions.rows(); ++row) {
@@ -295,6 +330,10 @@ class PgStore final : public Backend {
     for (int row = 0; row < locks.rows(); ++row) {
       if (locks.boolean(row, 7)) released.push_back(lock_info_from(locks, row));
     }
+    const auto holders = connection->execute("release_session_holders", {session_id});
+    for (int row = 0; row < holders.rows(); ++row) {
+      if (holders.boolean(row, 9)) released.push_back(grant_info_from(holders, row));
+    }
     if (closed.rows() == 0 || !closed.boolean(0, 0)) {
       throw SessionNotFoundError("session not found or expired");
     }
@@ -302,6 +341,48 @@ class PgStore final : public Backend {
   }
 
  private:
+  // extend of an exclusive grant; std::nullopt when the token names none.
+  std::optional<LockHandle> extend_exclusive(const LockHandle& handle,
+                                             std::chrono::milliseconds ttl) {
+    const auto sent_at = SteadyClock::now();
+    const auto check_session_bound = [&]() -> std::optional<LockHandle> {
+      // A checked no-op: the grant lives by its session (ADR-0018).
+      const auto checked = pool_.lease()->execute(
+          "check_session_bound",
+          {handle.key, handle.owner_id, handle.session_id, token_text(handle.fencing_token)});
+      if (checked.rows() == 0) return std::nullopt;
+      return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
+                         LockLease::session(), sent_at, checked, 0);
+    };
+    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
+    // server's extend) does not know it. kExtend never matches a session-bound row.
+    if (handle.session_bound) return check_session_bound();
+    const auto result = writes_.execute("extend", {handle.key, handle.owner_id, handle.session_id,
+                                                   token_text(handle.fencing_token), ms_text(ttl)});
+    if (result.rows() == 0) return check_session_bound();
+    LockHandle extended = handle;
+    extended.client_deadline = sent_at + ttl;
+    extended.server_expiry = util::from_unix_micros(result.int64(0, 0));
+    extended.mode = HoldMode::kExclusive;
+    return extended;
+  }
+
+  // extend of a shared or permit holder: alone, its group row raised with it (ADR-0020);
+  // std::nullopt when the token names none.
+  std::optional<LockHandle> extend_holder(const LockHandle& handle, std::chrono::milliseconds ttl) {
+    const auto sent_at = SteadyClock::now();
+    const auto result =
+        pool_.lease()->execute("extend_holder", {handle.key, handle.owner_id, handle.session_id,
+                                                 token_text(handle.fencing_token), ms_text(ttl)});
+    if (result.rows() == 0) return std::nullopt;
+    const bool session_bound = result.boolean(0, 2);
+    LockHandle extended =
+        handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
+                    session_bound ? LockLease::session() : LockLease(ttl), sent_at, result, 0);
+    extended.mode = result.text(0, 3) == "permit" ? HoldMode::kPermit : HoldMode::kShared;
+    return extended;
+  }
+
   static SessionInfo session_from(std::string_view session_id, const PgResult& result) {
     return SessionInfo{std::string(session_id), result.text(0, 0),
                        std::chrono::milliseconds(result.int64(0, 1)),

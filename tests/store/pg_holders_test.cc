@@ -1,0 +1,200 @@
+// Holder sets on the PostgreSQL store (docs/adr/0020-more-primitives-design.md): the READ COMMITTED
+// hazards, made deterministic. A second connection runs the real grant function in an open
+// transaction, so it holds the group row's lock; the store's call then waits for that lock, and
+// the open transaction commits a holder the waiting call must see. One statement that waited for
+// the lock works on the holders as of before it waited; these tests fail when a decision about
+// the holders is taken in that statement.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "dlock/errors.h"
+#include "store/pg/pg_connection.h"
+#include "store/pg/pg_store.h"
+#include "support/postgres_server.h"
+#include "util/ids.h"
+
+namespace dlock::store::pg {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kCallTimeout{5000};
+const HoldRequest kShared{HoldMode::kShared, 0};
+
+class PgHoldersTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new dlock::testing::PostgresServer();
+    server_->ensure_database("dlock_holders");
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  void SetUp() override {
+    store_ = make_pg_store({url(), 4, kCallTimeout, {}});  // applies the migrations
+    rival_ = std::make_unique<PgConnection>(url(), kCallTimeout, std::vector<PreparedStatement>{});
+    observer_ =
+        std::make_unique<PgConnection>(url(), kCallTimeout, std::vector<PreparedStatement>{});
+  }
+
+  static std::string url() { return server_->url("dlock_holders"); }
+  static std::string key() { return "holders/" + util::random_id(); }
+  std::string session(milliseconds ttl = milliseconds(30000)) {
+    return store_->open_session("owner", ttl).session_id;
+  }
+
+  // On the rival connection: BEGIN, then the grant function (the group row stays locked until
+  // commit_rival). `ttl_ms` 0: session-bound. Returns the rival's token (0: held).
+  long long rival_grant(const std::string& k, const std::string& s, const std::string& mode,
+                        int limit, int ttl_ms = 60000) {
+    rival_->run("BEGIN");
+    const auto granted = rival_->run("SELECT fencing_token FROM dlock_grant_holder('" + k +
+                                     "', 'rival', '" + s + "', " + std::to_string(ttl_ms) + ", '" +
+                                     mode + "', " + std::to_string(limit) + ")");
+    return granted.rows() == 1 ? granted.int64(0, 0) : 0;
+  }
+  void commit_rival() { rival_->run("COMMIT"); }
+
+  // Waits until some statement of this database waits for a lock (the store's call behind the
+  // rival's transaction); fails the test when none does within the call timeout.
+  void wait_until_blocked() {
+    const auto deadline = std::chrono::steady_clock::now() + kCallTimeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto waiting = observer_->run(
+          "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+          "AND wait_event_type = 'Lock'");
+      if (waiting.int64(0, 0) > 0) return;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    FAIL() << "the store's call never waited for the rival's lock";
+  }
+
+  static dlock::testing::PostgresServer* server_;
+  BackendPtr store_;
+  std::unique_ptr<PgConnection> rival_;
+  std::unique_ptr<PgConnection> observer_;
+};
+
+dlock::testing::PostgresServer* PgHoldersTest::server_ = nullptr;
+
+// A semaphore of one permit: the rival takes it while the store's grant waits for the group row.
+// The count after the lock sees the rival's permit: held.
+TEST_F(PgHoldersTest, PermitCountSeesAPermitCommittedWhileTheGrantWaited) {
+  const auto k = key();
+  const auto rival_session = session(), mine = session();
+  ASSERT_GT(rival_grant(k, rival_session, "permit", 1), 0);
+  auto granted = std::async(std::launch::async, [&] {
+    return store_->try_insert_holder(k, "owner", mine, milliseconds(60000),
+                                     HoldRequest{HoldMode::kPermit, 1});
+  });
+  wait_until_blocked();
+  commit_rival();
+  EXPECT_FALSE(granted.get()) << "a second permit of one was granted";
+  EXPECT_EQ(store_->read_holders(k).size(), 1u);
+}
+
+// A reader releases while a second reader is granted: the release's recomputation of the group
+// expiry, after the lock, sees the second reader, so a writer stays excluded.
+TEST_F(PgHoldersTest, ReleaseSeesAReaderCommittedWhileItWaited) {
+  const auto k = key();
+  const auto reader = session(), rival_session = session(), writer = session();
+  const auto first = store_->try_insert_holder(k, "owner", reader, milliseconds(60000), kShared);
+  ASSERT_TRUE(first);
+  ASSERT_GT(rival_grant(k, rival_session, "shared", 0), 0);
+  auto released = std::async(std::launch::async, [&] {
+    return store_->delete_if_owner(k, "owner", reader, first->fencing_token);
+  });
+  wait_until_blocked();
+  commit_rival();
+  EXPECT_TRUE(released.get());
+  ASSERT_EQ(store_->read_holders(k).size(), 1u);
+  EXPECT_FALSE(store_->try_insert(k, "owner", writer, milliseconds(60000)))
+      << "a writer was granted while a reader lives";
+}
+
+// A session-bound reader is granted while its session's heartbeat waits: the heartbeat raises
+// the group row over it, so once the session's first expiry has passed (the heartbeat renewed
+// it) a writer is still excluded.
+TEST_F(PgHoldersTest, HeartbeatRaisesTheGroupOfAReaderGrantedWhileItWaited) {
+  const auto k = key();
+  const auto reader = session(milliseconds(2000)), writer = session();
+  ASSERT_GT(rival_grant(k, reader, "shared", 0, 0), 0);
+  std::this_thread::sleep_for(milliseconds(1000));
+  auto beat = std::async(std::launch::async, [&] { return store_->heartbeat(reader); });
+  wait_until_blocked();
+  commit_rival();
+  beat.get();
+  std::this_thread::sleep_for(milliseconds(1300));  // past the first expiry, before the renewed
+  ASSERT_TRUE(store_->get_session(reader));
+  EXPECT_EQ(store_->read_holders(k).size(), 1u);
+  EXPECT_FALSE(store_->try_insert(k, "owner", writer, milliseconds(60000)))
+      << "a writer was granted while a session-bound reader lives";
+}
+
+// revoke removes the group row, then (after its lock) every holder granted before: a reader
+// committed while the revoke waited is removed too, none is left behind without a group row.
+TEST_F(PgHoldersTest, RevokeRemovesAReaderCommittedWhileItWaited) {
+  const auto k = key();
+  const auto reader = session(), rival_session = session(), writer = session();
+  ASSERT_TRUE(store_->try_insert_holder(k, "owner", reader, milliseconds(60000), kShared));
+  const auto rival_token = rival_grant(k, rival_session, "shared", 0);
+  ASSERT_GT(rival_token, 0);
+  auto revoked = std::async(std::launch::async, [&] { return store_->revoke(k); });
+  wait_until_blocked();
+  commit_rival();
+  const auto outcome = revoked.get();
+  EXPECT_TRUE(outcome.revoked);
+  EXPECT_EQ(outcome.fencing_token, static_cast<FencingToken>(rival_token));
+  EXPECT_TRUE(store_->read_holders(k).empty()) << "a reader outlived the revoke";
+  EXPECT_TRUE(store_->try_insert(k, "owner", writer, milliseconds(60000)));
+}
+
+// A group row is no grant of its own: it never answers as one, its owner and session match no
+// real grant, and the reaper leaves it alone while its holders live.
+TEST_F(PgHoldersTest, GroupRowIsNeverReportedOrReapedWhileItsHoldersLive) {
+  const auto k = key();
+  const auto reader = session(), other = session();
+  const auto held = store_->try_insert_holder(k, "owner", reader, milliseconds(60000), kShared);
+  ASSERT_TRUE(held);
+  store_->reap_expired();
+  const auto listed = store_->list("holders/", 1000);
+  for (const auto& info : listed) {
+    if (info.key == k) {
+      EXPECT_EQ(info.session_id, reader);
+      EXPECT_EQ(info.mode, HoldMode::kShared);
+    }
+  }
+  ASSERT_EQ(store_->read_holders(k).size(), 1u);
+  EXPECT_FALSE(store_->delete_if_owner(k, "", "", held->fencing_token));
+  EXPECT_FALSE(store_->try_insert(k, "owner", other, milliseconds(60000)));
+  EXPECT_TRUE(store_->delete_if_owner(k, "owner", reader, held->fencing_token));
+  EXPECT_TRUE(store_->try_insert(k, "owner", other, milliseconds(60000)));
+}
+
+// A reader that shortens its own lease (re-acquire, extend) shortens the group row with it: once
+// that lease has passed, no reader lives and a writer is granted without a reaper.
+TEST_F(PgHoldersTest, AReaderShorteningItsLeaseShortensTheGroup) {
+  const auto reacquired = key(), extended = key();
+  const auto reader = session(), writer = session();
+  ASSERT_TRUE(store_->try_insert_holder(reacquired, "owner", reader, milliseconds(60000), kShared));
+  ASSERT_TRUE(store_->try_insert_holder(reacquired, "owner", reader, milliseconds(1000), kShared));
+  const auto held =
+      store_->try_insert_holder(extended, "owner", reader, milliseconds(60000), kShared);
+  ASSERT_TRUE(held);
+  store_->extend(*held, milliseconds(1000));
+  std::this_thread::sleep_for(milliseconds(1300));
+  EXPECT_TRUE(store_->try_insert(reacquired, "owner", writer, milliseconds(60000)));
+  EXPECT_TRUE(store_->try_insert(extended, "owner", writer, milliseconds(60000)));
+}
+
+}  // namespace
+}  // namespace dlock::store::pg
