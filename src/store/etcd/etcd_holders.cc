@@ -118,7 +118,7 @@ std::optional<LockHandle> Holders::acquire_permit(std::string_view key, std::str
       for (std::uint32_t i = 0; i < limit; ++i) {
         if (!taken.contains(i)) free.push_back(i);
       }
-      if (free.empty()) return std::nullopt;  // `limit` permits of other sessions live
+      if (free.empty()) return std::nullopt;   // `limit` permits of other sessions live
       slot = free[random_index(free.size())];  // spread concurrent acquirers over the free slots
     }
     const std::string slot_key = permit_slot_key(key, limit, slot);
@@ -141,9 +141,9 @@ std::optional<LockHandle> Holders::acquire_permit(std::string_view key, std::str
         *request.add_success() = delete_op_with_prev(own->key());
       }
     }
-    *request.add_compare() =
-        entries.kvs_size() != 0 ? compare_mod_revision(index_key, entries.kvs(0).mod_revision())
-                                : compare_create_revision(index_key, 0);
+    *request.add_compare() = entries.kvs_size() != 0
+                                 ? compare_mod_revision(index_key, entries.kvs(0).mod_revision())
+                                 : compare_create_revision(index_key, 0);
     auto granted = grant(std::move(request), key, owner_id, session_id, lease, HoldMode::kPermit,
                          limit, slot_key);
     if (granted.handle) return granted.handle;
@@ -159,10 +159,10 @@ Holders::Attempt Holders::grant(etcdserverpb::TxnRequest request, std::string_vi
   const std::string index_key = session_holder_key(session_id, key);
   const auto add_puts = [&](std::int64_t lease_id, WallClock::time_point now,
                             WallClock::time_point expiry) {
-    auto put = put_op(holder_key,
-                      encode_holder(owner_id, session_id, now, expiry, lease.session_bound(), mode,
-                                    limit),
-                      lease_id);
+    auto put =
+        put_op(holder_key,
+               encode_holder(owner_id, session_id, now, expiry, lease.session_bound(), mode, limit),
+               lease_id);
     put.mutable_request_put()->set_prev_kv(true);  // a replaced holder's lease, to recycle
     *request.add_success() = std::move(put);
     // The index entry names the holder key, so close_session and the reaper find it.
@@ -284,6 +284,45 @@ bool Holders::release(std::string_view owner_id, FencingToken token,
     leases_.recycle_lease(kv);  // it held this holder key and its index entry, both gone
   }
   return true;
+}
+
+LockOutcome Holders::revoke(std::string_view key) {
+  // One Txn: the lock key and every holder of the key (docs/adr/0020).
+  const KeyRange holders = holder_range(key);
+  etcdserverpb::TxnRequest request;
+  *request.add_success() = delete_op_with_prev(format_lock_key(key));
+  *request.add_success() = delete_range_op_with_prev(holders.begin, holders.end);
+  const auto response = client_.txn(request, CallKind::kWrite);
+  LockOutcome outcome;
+  for (const auto& op : response.responses()) {
+    for (const auto& kv : op.response_delete_range().prev_kvs()) {
+      // The outcome names the revoked grant with the greatest token.
+      if (!outcome.fencing_token ||
+          static_cast<FencingToken>(kv.mod_revision()) > *outcome.fencing_token) {
+        outcome.fencing_token = static_cast<FencingToken>(kv.mod_revision());
+        outcome.owner_id = decode_grant(kv).owner_id();
+      }
+      outcome.revoked = true;
+      remove_index_of(key, kv);
+    }
+  }
+  return outcome;
+}
+
+void Holders::remove_index_of(std::string_view key, const mvccpb::KeyValue& kv) {
+  const GrantRecord record = decode_grant(kv);
+  if (!record.session_bound()) {
+    leases_.revoke_lease(kv.lease());  // takes the grant's session index entry with it
+    return;
+  }
+  // Its lease is its session's, which lives on: remove the index entry instead.
+  const std::string index_key = parse_lock_key(kv.key())
+                                    ? session_lock_key(record.session_id(), key)
+                                    : session_holder_key(record.session_id(), key);
+  etcdserverpb::TxnRequest remove;
+  *remove.add_compare() = compare_mod_revision(index_key, kv.mod_revision());
+  *remove.add_success() = delete_op(index_key);
+  client_.txn(remove, CallKind::kWrite);
 }
 
 }  // namespace dlock::store::etcd

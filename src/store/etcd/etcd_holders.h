@@ -46,6 +46,8 @@ class Holders {
   // LockStore::delete_if_owner of a holder whose session index entry `entry` was read (it names
   // the holder key). False when it is not the live holder (key, owner, session, token).
   bool release(std::string_view owner_id, FencingToken token, const mvccpb::KeyValue& entry);
+  // LockStore::revoke: the lock key and every holder of `key`, in one Txn.
+  LockOutcome revoke(std::string_view key);
 
  private:
   std::optional<LockHandle> acquire_shared(std::string_view key, std::string_view owner_id,
@@ -60,10 +62,13 @@ class Holders {
     etcdserverpb::TxnResponse response;
     std::optional<LockHandle> handle;
   };
-  Attempt grant(etcdserverpb::TxnRequest request, std::string_view key,
-                               std::string_view owner_id, std::string_view session_id,
-                               LockLease lease, HoldMode mode, std::uint32_t limit,
-                               const std::string& holder_key);
+  Attempt grant(etcdserverpb::TxnRequest request, std::string_view key, std::string_view owner_id,
+                std::string_view session_id, LockLease lease, HoldMode mode, std::uint32_t limit,
+                const std::string& holder_key);
+
+  // After a revoke deleted `kv` (a lock or holder key of `key`): its session index entry goes
+  // with its grant lease, or alone when the grant was on its session's lease.
+  void remove_index_of(std::string_view key, const mvccpb::KeyValue& kv);
 
   EtcdClient& client_;
   GrantLeases& leases_;

@@ -99,15 +99,16 @@ class EtcdStore final : public Backend {
     // first `limit` grants by (key, token) are among what is read.
     std::size_t holders = 0;
     std::string last_name;
-    scan(prefix_request(holder_scan_prefix_for(prefix)), limit, revision, [&](const mvccpb::KeyValue& kv) {
-      const auto key = parse_holder_key(kv.key());
-      if (!key || !key->starts_with(prefix)) return true;
-      if (holders >= limit && *key != last_name) return false;
-      locks.push_back(live_lock_info(kv));
-      ++holders;
-      last_name = *key;
-      return true;
-    });
+    scan(prefix_request(holder_scan_prefix_for(prefix)), limit, revision,
+         [&](const mvccpb::KeyValue& kv) {
+           const auto key = parse_holder_key(kv.key());
+           if (!key || !key->starts_with(prefix)) return true;
+           if (holders >= limit && *key != last_name) return false;
+           locks.push_back(live_lock_info(kv));
+           ++holders;
+           last_name = *key;
+           return true;
+         });
     std::stable_sort(locks.begin(), locks.end(), [](const LockInfo& a, const LockInfo& b) {
       return std::tie(a.key, a.fencing_token) < std::tie(b.key, b.fencing_token);
     });
@@ -130,10 +131,10 @@ class EtcdStore final : public Backend {
     const auto wall_sent_at = wall_now();
     // The token names the grant, whatever handle.mode says (a handle rebuilt from a token has
     // the default mode): the lock key, else one of the key's holders.
-    auto grant = handle.mode == HoldMode::kExclusive
-                     ? live_grant(lock_key, handle.owner_id, handle.session_id,
-                                  handle.fencing_token)
-                     : std::nullopt;
+    auto grant =
+        handle.mode == HoldMode::kExclusive
+            ? live_grant(lock_key, handle.owner_id, handle.session_id, handle.fencing_token)
+            : std::nullopt;
     if (!grant) {
       grant = holders_.live_holder(handle.key, handle.owner_id, handle.session_id,
                                    handle.fencing_token);
@@ -200,8 +201,7 @@ class EtcdStore final : public Backend {
     const auto response = client_.txn(request, CallKind::kWrite);
     if (!response.succeeded()) {
       const auto& entries = response.responses(0).response_range();
-      if (entries.kvs_size() == 0 ||
-          entries.kvs(0).mod_revision() != to_revision(fencing_token)) {
+      if (entries.kvs_size() == 0 || entries.kvs(0).mod_revision() != to_revision(fencing_token)) {
         return false;
       }
       return holders_.release(owner_id, fencing_token, entries.kvs(0));
@@ -268,44 +268,7 @@ class EtcdStore final : public Backend {
 
   LockOutcome revoke(std::string_view key) override {
     util::check_key(key);
-    // One Txn: the lock key and every holder of the key (docs/adr/0020).
-    const KeyRange holders = holder_range(key);
-    etcdserverpb::TxnRequest request;
-    *request.add_success() = delete_op_with_prev(format_lock_key(key));
-    *request.add_success() = delete_range_op_with_prev(holders.begin, holders.end);
-    const auto response = client_.txn(request, CallKind::kWrite);
-    LockOutcome outcome;
-    for (const auto& op : response.responses()) {
-      for (const auto& kv : op.response_delete_range().prev_kvs()) {
-        // The outcome names the revoked grant with the greatest token.
-        if (!outcome.fencing_token ||
-            static_cast<FencingToken>(kv.mod_revision()) > *outcome.fencing_token) {
-          outcome.fencing_token = static_cast<FencingToken>(kv.mod_revision());
-          outcome.owner_id = decode_grant(kv).owner_id();
-        }
-        outcome.revoked = true;
-        remove_index_of(key, kv);
-      }
-    }
-    return outcome;
-  }
-
-  // After a revoke deleted `kv` (a lock or holder key of `key`): its session index entry goes
-  // with its grant lease, or alone when the grant was on its session's lease.
-  void remove_index_of(std::string_view key, const mvccpb::KeyValue& kv) {
-    const GrantRecord record = decode_grant(kv);
-    if (!record.session_bound()) {
-      leases_.revoke_lease(kv.lease());  // takes the grant's session index entry with it
-      return;
-    }
-    // Its lease is its session's, which lives on: remove the index entry instead.
-    const std::string index_key = parse_lock_key(kv.key())
-                                      ? session_lock_key(record.session_id(), key)
-                                      : session_holder_key(record.session_id(), key);
-    etcdserverpb::TxnRequest remove;
-    *remove.add_compare() = compare_mod_revision(index_key, kv.mod_revision());
-    *remove.add_success() = delete_op(index_key);
-    client_.txn(remove, CallKind::kWrite);
+    return holders_.revoke(key);
   }
 
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
@@ -347,8 +310,8 @@ class EtcdStore final : public Backend {
   // The lock key while it is the grant (token, owner, session), else std::nullopt.
   std::optional<mvccpb::KeyValue> live_grant(const std::string& etcd_key, std::string_view owner_id,
                                              std::string_view session_id, FencingToken token);
-  // Pages (of at least `page` keys) through `request` at `revision` (the first page's when 0, then set), calling `visit`
-  // with every key-value until it returns false.
+  // Pages (of at least `page` keys) through `request` at `revision` (the first page's when 0, then
+  // set), calling `visit` with every key-value until it returns false.
   void scan(etcdserverpb::RangeRequest request, std::size_t page, std::int64_t& revision,
             const std::function<bool(const mvccpb::KeyValue&)>& visit);
   // When the next session of a hand-over is gone, the outgoing grant is simply released.
