@@ -171,15 +171,10 @@ Holders::Attempt Holders::grant(etcdserverpb::TxnRequest request, std::string_vi
   Attempt attempt;
   std::int64_t used_lease = 0;
   if (lease.session_bound()) {
-    const auto record = sessions_.lookup(session_id);
-    if (!record) throw session_not_found(session_id);
-    const auto until = sessions_.alive_until(*record);
-    if (!until) {
-      sessions_.forget(session_id);
-      throw session_not_found(session_id);
-    }
-    used_lease = record->lease_id();
-    add_puts(used_lease, wall_now(), wall_at(*until));
+    const auto session = sessions_.live(session_id);
+    const auto until = session.until;
+    used_lease = session.record.lease_id();
+    add_puts(used_lease, wall_now(), wall_at(until));
     try {
       attempt.response = client_.txn(request, CallKind::kWrite);
     } catch (const SessionNotFoundError&) {
@@ -191,8 +186,8 @@ Holders::Attempt Holders::grant(etcdserverpb::TxnRequest request, std::string_vi
                                 std::string(owner_id),
                                 std::string(session_id),
                                 static_cast<FencingToken>(attempt.response.header().revision()),
-                                *until,
-                                wall_at(*until),
+                                until,
+                                wall_at(until),
                                 true,
                                 mode};
   } else {

@@ -194,6 +194,17 @@ std::optional<SteadyClock::time_point> Sessions::alive_until(const SessionRecord
   return until;
 }
 
+Sessions::LiveSession Sessions::live(std::string_view session_id) {
+  const auto record = lookup(session_id);
+  if (!record) throw session_not_found(session_id);
+  const auto until = alive_until(*record);
+  if (!until) {
+    forget(session_id);
+    throw session_not_found(session_id);
+  }
+  return LiveSession{*record, *until};
+}
+
 std::vector<LockInfo> Sessions::session_bound_grants(std::string_view session_id,
                                                      const SessionRecord& record) {
   // Index entries on the session's lease belong to session-bound grants (a TTL grant's entry is
