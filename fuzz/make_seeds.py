@@ -102,6 +102,22 @@ http = {
     "asterisk_target": request("OPTIONS", "*"),
     "empty_segments": request("GET", "//v1//locks//"),
     "dot_segments": request("GET", "/v1/locks/../locks/%2e%2e"),
+    # Holder sets (ADR-0020): shared locks and semaphores.
+    "shared_then_exclusive": acquire("rw", ',"mode":"shared"') + acquire("rw", ',"mode":"shared"')
+    + acquire("rw", ',"mode":"exclusive"') + request("GET", "/v1/locks/rw"),
+    "mode_bad": acquire("k", ',"mode":"permit"') + acquire("k", ',"mode":7'),
+    "semaphore": request("POST", "/v1/semaphores/pool/acquire",
+                         '{"session_id":"@SID@","limit":2,"ttl_ms":30000}')
+    + request("POST", "/v1/semaphores/pool/acquire", '{"session_id":"@SID@","limit":3}')
+    + request("GET", "/v1/semaphores/pool")
+    + request("POST", "/v1/semaphores/pool/extend",
+              '{"session_id":"@SID@","fencing_token":1,"ttl_ms":20000}')
+    + request("DELETE", "/v1/semaphores/pool?session_id=@SID@&fencing_token=1"),
+    "semaphore_limit_bad": request("POST", "/v1/semaphores/p/acquire",
+                                   '{"session_id":"@SID@","limit":0}')
+    + request("POST", "/v1/semaphores/p/acquire", '{"session_id":"@SID@","limit":1e9}')
+    + request("POST", "/v1/semaphores/p/acquire", '{"session_id":"@SID@"}'),
+    "semaphore_405": request("PUT", "/v1/semaphores/p/acquire"),
 }
 for name, data in http.items():
     write("http_request", name, data)
@@ -135,6 +151,10 @@ bodies = {
     "deep": "[" * 200 + "]" * 200,
     "comment": '{"owner":"a"} // x',
     "trailing": '{"owner":"a"} {}',
+    "shared": '{"session_id":"7f3a","mode":"shared","lease":"session"}',
+    "permit": '{"session_id":"7f3a","limit":1024,"ttl_ms":30000}',
+    "mode_wrong": '{"mode":"permit","limit":-1}',
+    "limit_edges": '{"limit":4294967297}',
 }
 for name, data in bodies.items():
     write("json_body", name, data)

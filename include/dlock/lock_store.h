@@ -133,8 +133,10 @@ class LockStore {
   // A session-bound handle has no TTL of its own to extend: `ttl` is ignored, nothing is
   // written, and the answer (same token) carries the session's current expiry after checking
   // that the grant is still live (LockLostError otherwise). Heartbeats extend it (ADR-0018).
-  // A shared or permit holder (handle.mode) is extended the same way, alone: the other holders
-  // of its key keep their own leases.
+  // A shared or permit holder is extended the same way, alone: the other holders of its key keep
+  // their own leases. The token names the grant, whatever handle.mode says: a handle the server
+  // rebuilds from (key, owner, session, token) has the default mode, and the answer carries the
+  // grant's real mode.
   virtual LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) = 0;
 
   // Releases the grant identified by (key, owner_id, session_id, fencing_token). Returns true
@@ -148,8 +150,10 @@ class LockStore {
   // operation, minting a new, strictly greater token; the new grant has `lease` (a TTL, or bound
   // to the next session). Returns the new grant, or std::nullopt
   // when the next session is no longer alive (then `from`'s grant has simply been released).
-  // Throws LockLostError when `from` is not the live grant (nothing is changed). Exclusive grants
-  // only: a shared or permit `from` throws InvalidArgumentError("mode").
+  // Throws LockLostError when `from` is not the live exclusive grant (nothing is changed) — also
+  // when its token names a live shared or permit holder (a handle rebuilt from a token has the
+  // default mode): the caller then releases it with delete_if_owner. A `from` whose mode says
+  // shared or permit throws InvalidArgumentError("mode").
   virtual std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
                                              std::string_view next_session_id, LockLease lease) = 0;
 

@@ -147,19 +147,36 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
         head = state->queue.begin_handover();
       }
     }
-    if (!head) {
+    const auto plain_release = [&] {
       if (!backend_.delete_if_owner(key, from.owner_id, session_id, token)) {
         throw LockLostError("lock " + key + " token " + std::to_string(token) +
                             " is not held by this session");
       }
       observer_.on_release(key, token);
       return true;
-    }
+    };
+    if (!head) return plain_release();
     // A waiter on this server: release and re-grant in one backend operation.
     std::optional<LockHandle> next;
     try {
       observer_.on_backend_attempt();
       next = backend_.handover(from, head->owner_id, head->session_id, head->lease);
+    } catch (const LockLostError&) {
+      // Not the live exclusive grant: a shared holder or a permit (the token names it; the
+      // handle rebuilt here cannot say), or a grant already gone. The head keeps its place and
+      // the release notification pumps its queue.
+      {
+        std::lock_guard lock(mutex_);
+        state->queue.end_attempt(head, Attempt::kHeld, nullptr);
+      }
+      try {
+        plain_release();
+      } catch (...) {
+        pump(state);
+        throw;
+      }
+      pump(state);
+      return true;
     } catch (...) {
       {
         std::lock_guard lock(mutex_);
@@ -187,6 +204,11 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
 void LockService::read(std::string key, Callback<std::optional<LockInfo>> done) {
   run<std::optional<LockInfo>>(std::move(done),
                                [this, key = std::move(key)] { return backend_.read(key); });
+}
+
+void LockService::read_holders(std::string key, Callback<std::vector<LockInfo>> done) {
+  run<std::vector<LockInfo>>(std::move(done),
+                             [this, key = std::move(key)] { return backend_.read_holders(key); });
 }
 
 void LockService::list(std::string prefix, std::size_t limit,

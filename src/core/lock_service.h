@@ -95,9 +95,14 @@ class LockService {
   // belongs to its connection"): cancelled while waiting, the waiter leaves its queue at once
   // and is answered as at its deadline ("held"); cancelled after a grant (the answer could not
   // be delivered), the grant is given back and the key's next waiter attempted.
+  // `request`: exclusive (the default), or a shared holder or one permit of N (ADR-0020); the
+  // queue is one per key, first come first served across modes.
   void acquire(std::string key, std::string session_id, LockLease lease,
                std::chrono::milliseconds wait, Callback<std::optional<LockHandle>> done,
-               CancellationPtr cancellation = nullptr);
+               CancellationPtr cancellation = nullptr,
+               HoldRequest request = HoldRequest{HoldMode::kExclusive, 0});
+  // Every live holder of the key (one exclusive grant, or its shared or permit holders).
+  void read_holders(std::string key, Callback<std::vector<LockInfo>> done);
   void extend(std::string key, std::string session_id, FencingToken token,
               std::chrono::milliseconds ttl, Callback<LockHandle> done);
   // Value true: released. Throws (in the outcome) LockLostError when not the live grant.
@@ -133,6 +138,12 @@ class LockService {
   template <typename T, typename Work>
   void run(Callback<T> done, Work work);
 
+  // One backend write that may grant `key`: try_insert, or try_insert_holder for a shared hold
+  // or a permit.
+  std::optional<LockHandle> try_grant(const std::string& key, const std::string& owner_id,
+                                      const std::string& session_id, LockLease lease,
+                                      const HoldRequest& request);
+
   std::string owner_of(const std::string& session_id);
   void forget_session(const std::string& session_id);
 
@@ -148,8 +159,10 @@ class LockService {
   void attempt(const KeyStatePtr& state, const WaiterPtr& head);
   // Acts on a decided attempt (try_insert or handover) for `head`: answers it when `delivered`
   // (granted, or refused with `refused`), gives an orphan grant back, and moves the queue on.
+  // `session_ended`: the refusal was the head's session ending, so its other waits end too.
   void deliver(const KeyStatePtr& state, const WaiterPtr& head, bool delivered,
-               std::optional<LockHandle> granted, std::exception_ptr refused);
+               std::optional<LockHandle> granted, std::exception_ptr refused,
+               bool session_ended = true);
   void arm_expiry_timer(const KeyStatePtr& state, bool waiting);
   void wake_at_expiry(const KeyStatePtr& state, WallClock::time_point expires_at);
   // Pumps the queue after `delay`, or drops it now if nobody waits.

@@ -2,6 +2,7 @@
 // deadlines and ended sessions. The rest of the class is in lock_service.cc; the queue decisions
 // are WaiterQueue's (waiter_queue.h).
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <set>
 #include <utility>
@@ -22,9 +23,20 @@ const char* outcome_label(const AcquireOutcome& outcome) {
 
 }  // namespace
 
+std::optional<LockHandle> LockService::try_grant(const std::string& key,
+                                                 const std::string& owner_id,
+                                                 const std::string& session_id, LockLease lease,
+                                                 const HoldRequest& request) {
+  observer_.on_backend_attempt();
+  if (request.mode == HoldMode::kExclusive) {
+    return backend_.try_insert(key, owner_id, session_id, lease);
+  }
+  return backend_.try_insert_holder(key, owner_id, session_id, lease, request);
+}
+
 void LockService::acquire(std::string key, std::string session_id, LockLease lease,
                           milliseconds wait, Callback<std::optional<LockHandle>> done,
-                          CancellationPtr cancellation) {
+                          CancellationPtr cancellation, HoldRequest request) {
   const auto started = SteadyClock::now();
   auto measured = [this, started, cancellation,
                    done = std::move(done)](Outcome<std::optional<LockHandle>> outcome) {
@@ -40,7 +52,7 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
     done(std::move(outcome));
   };
   asio::post(workers_, [this, key = std::move(key), session_id = std::move(session_id), lease, wait,
-                        cancellation, measured = std::move(measured)]() mutable {
+                        cancellation, request, measured = std::move(measured)]() mutable {
     try {
       if (wait > options_.max_wait) {
         throw InvalidArgumentError(
@@ -54,12 +66,12 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
         queued = state != queues_.end() && !state->second->queue.empty();
       }
       if (queued) {
-        // First come, first served: nobody overtakes queued waiters, except the holder itself
+        // First come, first served: nobody overtakes queued waiters, except a holder itself
         // re-acquiring (re-entrant: it would otherwise wait for its own lock).
-        const auto holder = backend_.read(key);
-        if (holder && holder->session_id == session_id) {
-          observer_.on_backend_attempt();
-          measured({backend_.try_insert(key, owner_id, session_id, lease), nullptr});
+        const auto holders = backend_.read_holders(key);
+        if (std::any_of(holders.begin(), holders.end(),
+                        [&](const LockInfo& holder) { return holder.session_id == session_id; })) {
+          measured({try_grant(key, owner_id, session_id, lease, request), nullptr});
           return;
         }
         if (wait.count() <= 0) {
@@ -67,14 +79,14 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
           return;
         }
       } else if (wait.count() <= 0) {
-        observer_.on_backend_attempt();
-        measured({backend_.try_insert(key, owner_id, session_id, lease), nullptr});
+        measured({try_grant(key, owner_id, session_id, lease, request), nullptr});
         return;
       }
       auto waiter = std::make_shared<Waiter>();
       waiter->session_id = session_id;
       waiter->owner_id = owner_id;
       waiter->lease = lease;
+      waiter->request = request;
       waiter->done = measured;  // a copy: if queueing refuses, `measured` still answers below
       wait_in_queue(key, waiter, wait, cancellation);
     } catch (...) {
@@ -197,13 +209,25 @@ void LockService::attempt(const KeyStatePtr& state, const WaiterPtr& head) {
   std::optional<LockHandle> granted;
   std::exception_ptr failure;
   Attempt result = Attempt::kHeld;
+  bool session_ended = false;
   try {
-    observer_.on_backend_attempt();
-    granted = backend_.try_insert(state->key, head->owner_id, head->session_id, head->lease);
+    granted = try_grant(state->key, head->owner_id, head->session_id, head->lease, head->request);
     if (granted) result = Attempt::kGranted;
   } catch (const SessionNotFoundError&) {
     failure = std::current_exception();
     result = Attempt::kRefused;
+    session_ended = true;
+  } catch (const Error& decided) {
+    // A decision about this request (a semaphore's limit in conflict, bad input): answered, not
+    // retried; the other waiters of the key move up.
+    if (decided.retryable() || decided.code() == ErrorCode::kInternal) {
+      report(std::current_exception());
+      failure = std::current_exception();
+      result = Attempt::kFailed;
+    } else {
+      failure = std::current_exception();
+      result = Attempt::kRefused;
+    }
   } catch (...) {
     report(std::current_exception());
     failure = std::current_exception();
@@ -228,18 +252,24 @@ void LockService::attempt(const KeyStatePtr& state, const WaiterPtr& head) {
       return;
     case Attempt::kGranted:
     case Attempt::kRefused:
-      deliver(state, head, after.deliver, std::move(granted), failure);
+      deliver(state, head, after.deliver, std::move(granted), failure, session_ended);
       return;
   }
 }
 
 void LockService::deliver(const KeyStatePtr& state, const WaiterPtr& head, bool delivered,
-                          std::optional<LockHandle> granted, std::exception_ptr refused) {
+                          std::optional<LockHandle> granted, std::exception_ptr refused,
+                          bool session_ended) {
   if (granted) {
     if (delivered) {
       const auto expiry = granted->server_expiry;
+      const bool exclusive = granted->mode == HoldMode::kExclusive;
       head->done({std::move(granted), nullptr});
-      wake_at_expiry(state, expiry);  // the next waiter waits for this grant to end
+      if (exclusive) {
+        wake_at_expiry(state, expiry);  // the next waiter waits for this grant to end
+      } else {
+        pump(state);  // a shared hold or a permit: the next waiter may hold beside it
+      }
     } else {
       give_back(*granted);  // the waiter gave up while its grant was in flight
       pump(state);
@@ -247,7 +277,7 @@ void LockService::deliver(const KeyStatePtr& state, const WaiterPtr& head, bool 
     return;
   }
   if (delivered) head->done({std::nullopt, refused});
-  drop_waiters_of({head->session_id});  // its other keys' waits are just as dead
+  if (session_ended) drop_waiters_of({head->session_id});  // its other waits are just as dead
   pump(state);
 }
 

@@ -22,7 +22,9 @@ WaiterPtr WaiterQueue::begin_attempt() {
 }
 
 WaiterPtr WaiterQueue::begin_handover() {
-  if (busy_ || waiters_.empty()) return nullptr;
+  if (busy_ || waiters_.empty() || waiters_.front()->request.mode != HoldMode::kExclusive) {
+    return nullptr;
+  }
   busy_ = true;
   return waiters_.front();
 }

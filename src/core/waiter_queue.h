@@ -33,6 +33,9 @@ struct Waiter {
   std::string session_id;
   std::string owner_id;
   LockLease lease{std::chrono::milliseconds(0)};  // a TTL, or session-bound (ADR-0018)
+  // Exclusive, or a shared holder / a permit of N (ADR-0020). Waiting is first come, first served
+  // across modes: a shared waiter behind a queued exclusive one waits (writers do not starve).
+  HoldRequest request{HoldMode::kExclusive, 0};
   std::function<void(AcquireOutcome)> done;
   std::unique_ptr<boost::asio::steady_timer> deadline;
   bool finished = false;  // guarded by the service's mutex: a waiter is answered exactly once
@@ -65,8 +68,9 @@ class WaiterQueue {
   // Starts an attempt for the head unless one is in flight (then one more is noted, `again`)
   // or nobody waits. Returns the head to attempt for, or null.
   WaiterPtr begin_attempt();
-  // Starts a release's hand-over to the head: the head, or null when an attempt is in flight
-  // or nobody waits (then the release is a plain delete).
+  // Starts a release's hand-over to the head: the head, or null when an attempt is in flight,
+  // nobody waits or the head wants a shared hold or a permit (then the release is a plain
+  // delete, and its release notification pumps the queue).
   WaiterPtr begin_handover();
   // Ends the attempt begun for `head`. A granted or refused head leaves the queue here, before
   // the queue stops being busy: otherwise another attempt could find the same head still

@@ -30,7 +30,7 @@ struct Route {
 };
 
 // Patterns never overlap for one method. A request no row matches is a 404, except under
-// /v1/locks/{key}/..., which is a 405 once the key is checked (contract C3).
+// /v1/locks/{key}/... and /v1/semaphores/{name}/..., a 405 once the key is checked (C3).
 const std::array kRoutes{
     Route{std::nullopt, "healthz", &Api::health},
     Route{std::nullopt, "readyz", &Api::ready},
@@ -44,6 +44,11 @@ const std::array kRoutes{
     Route{http::verb::delete_, "v1/locks/{}", &Api::release},
     Route{http::verb::post, "v1/locks/{}/acquire", &Api::acquire},
     Route{http::verb::post, "v1/locks/{}/extend", &Api::extend},
+    // Semaphores share the locks' key space (ADR-0020): a name's holders are of one mode.
+    Route{http::verb::get, "v1/semaphores/{}", &Api::read_semaphore},
+    Route{http::verb::delete_, "v1/semaphores/{}", &Api::release},
+    Route{http::verb::post, "v1/semaphores/{}/acquire", &Api::acquire_permit},
+    Route{http::verb::post, "v1/semaphores/{}/extend", &Api::extend},
 };
 
 // Whether `path` has the shape of `pattern`; fills `params` with the segments "{}" matched.
@@ -84,15 +89,20 @@ const char* lease_name(bool session_bound) { return session_bound ? "session" : 
 
 std::string api_key(const std::string& stored) { return std::string(store_key::api_key(stored)); }
 
+// `limit`: a permit's semaphore size (0 for a lock), answered as "limit".
 json::object handle_json(const LockHandle& handle, milliseconds asked,
-                         SteadyClock::time_point received, bool auth_enabled) {
-  return {{"key", api_key(handle.key)},
-          {"fencing_token", handle.fencing_token},
-          {"owner", shown_owner(handle.owner_id, auth_enabled)},
-          {"session_id", handle.session_id},
-          {"ttl_ms", honoured_ttl(handle, asked, received).count()},
-          {"expires_at", format_time(handle.server_expiry)},
-          {"lease", lease_name(handle.session_bound)}};
+                         SteadyClock::time_point received, bool auth_enabled,
+                         std::uint32_t limit = 0) {
+  json::object body{{"key", api_key(handle.key)},
+                    {"fencing_token", handle.fencing_token},
+                    {"owner", shown_owner(handle.owner_id, auth_enabled)},
+                    {"session_id", handle.session_id},
+                    {"ttl_ms", honoured_ttl(handle, asked, received).count()},
+                    {"expires_at", format_time(handle.server_expiry)},
+                    {"lease", lease_name(handle.session_bound)},
+                    {"mode", to_string(handle.mode)}};
+  if (limit != 0) body["limit"] = limit;
+  return body;
 }
 
 // A lock as `caller` may see it: session_id only for its own session or with admin on the
@@ -103,7 +113,9 @@ json::object info_json(const LockInfo& info, const auth::Principal* caller, bool
                     {"owner", shown_owner(info.owner_id, auth_enabled)},
                     {"acquired_at", format_time(info.acquired_at)},
                     {"expires_at", format_time(info.expires_at)},
-                    {"lease", lease_name(info.session_bound)}};
+                    {"lease", lease_name(info.session_bound)},
+                    {"mode", to_string(info.mode)}};
+  if (info.limit != 0) body["limit"] = info.limit;
   const auto parts = store_key::split(info.key);
   if (may_see_session(caller, info.owner_id, parts ? parts->ns : "")) {
     body["session_id"] = info.session_id;
@@ -226,7 +238,9 @@ void Api::route(const Request& request, const Peer& peer, const Reply& reply) {
     if (route.method && *route.method != request.method()) continue;
     if (matches(route.pattern, path, context.params)) return (this->*route.handler)(context, reply);
   }
-  if (path.size() < 3 || path[0] != "v1" || path[1] != "locks") return reply(not_found(context));
+  if (path.size() < 3 || path[0] != "v1" || (path[1] != "locks" && path[1] != "semaphores")) {
+    return reply(not_found(context));
+  }
   checked_key(path[2]);
   reply(error_response(405, "method_not_allowed",
                        std::string(request.method_string()) + " is not allowed on " +
@@ -334,19 +348,50 @@ void Api::list_locks(const RequestContext& context, const Reply& reply) {
                     }));
 }
 
+// GET /v1/locks/{key}: the holder with the greatest token at the top level (an exclusive lock's
+// one grant), its mode, and every holder (several for shared holders, ADR-0020).
 void Api::read_lock(const RequestContext& context, const Reply& reply) {
   const auto name = checked_key(context.params[0]);
   const auto ns = context.query_namespace();
   const auto key = store_key::join(ns, name);
   if (auto denied = auth_.authorize(context, auth::Role::kRead, ns)) return reply(*denied);
   const bool auth = auth_.enabled();
-  service_.read(key, answer<std::optional<LockInfo>>(reply, [key, caller = context.principal,
-                                                             auth](auto info) {
-                  if (!info) {
-                    return error_response(404, "lock_not_found", "no live lock " + api_key(key));
-                  }
-                  return ok(200, info_json(*info, caller.get(), auth));
-                }));
+  service_.read_holders(
+      key, answer<std::vector<LockInfo>>(
+               reply, [key, caller = context.principal, auth](std::vector<LockInfo> holders) {
+                 if (holders.empty()) {
+                   return error_response(404, "lock_not_found", "no live lock " + api_key(key));
+                 }
+                 auto body = info_json(holders.back(), caller.get(), auth);
+                 json::array items;
+                 for (const auto& holder : holders) {
+                   items.push_back(info_json(holder, caller.get(), auth));
+                 }
+                 body["holders"] = std::move(items);
+                 return ok(200, body);
+               }));
+}
+
+// GET /v1/semaphores/{name}: the limit the live permits agreed on (absent with none) and every
+// holder; 200 with no holders when every permit is free.
+void Api::read_semaphore(const RequestContext& context, const Reply& reply) {
+  const auto name = checked_key(context.params[0]);
+  const auto ns = context.query_namespace();
+  const auto key = store_key::join(ns, name);
+  if (auto denied = auth_.authorize(context, auth::Role::kRead, ns)) return reply(*denied);
+  const bool auth = auth_.enabled();
+  service_.read_holders(
+      key, answer<std::vector<LockInfo>>(
+               reply, [key, caller = context.principal, auth](std::vector<LockInfo> holders) {
+                 json::object body{{"name", api_key(key)}};
+                 json::array items;
+                 for (const auto& holder : holders) {
+                   if (holder.limit != 0) body["limit"] = holder.limit;
+                   items.push_back(info_json(holder, caller.get(), auth));
+                 }
+                 body["holders"] = std::move(items);
+                 return ok(200, body);
+               }));
 }
 
 void Api::release(const RequestContext& context, const Reply& reply) {
@@ -369,8 +414,19 @@ void Api::release(const RequestContext& context, const Reply& reply) {
 }
 
 void Api::acquire(const RequestContext& context, const Reply& reply) {
+  const BodyReader reader(context.body, {"session_id", "ttl_ms", "wait_ms", "ns", "lease", "mode"});
+  grant(context, reply, reader, checked_lock_mode(reader.string("mode")));
+}
+
+void Api::acquire_permit(const RequestContext& context, const Reply& reply) {
+  const BodyReader reader(context.body,
+                          {"session_id", "limit", "ttl_ms", "wait_ms", "ns", "lease"});
+  grant(context, reply, reader, checked_permits(reader.integer("limit")));
+}
+
+void Api::grant(const RequestContext& context, const Reply& reply, const BodyReader& reader,
+                HoldRequest request) {
   const auto name = checked_key(context.params[0]);
-  const BodyReader reader(context.body, {"session_id", "ttl_ms", "wait_ms", "ns", "lease"});
   const auto ns = body_namespace(reader, context);
   const auto key = store_key::join(ns, name);
   const auto session_id = checked_session_id(required(reader.string("session_id"), "session_id"));
@@ -394,10 +450,13 @@ void Api::acquire(const RequestContext& context, const Reply& reply) {
     }
     auto render = [=](std::optional<LockHandle> handle) {
       if (!handle) {
-        return error_response(409, "held", "lock " + api_key(key) + " is held by another session");
+        return error_response(409, "held",
+                              request.mode == HoldMode::kPermit
+                                  ? "every permit of " + api_key(key) + " is taken"
+                                  : "lock " + api_key(key) + " is held by another session");
       }
       audit("grant", who.principal, ns, name, handle->fencing_token, who.remote);
-      return ok(200, handle_json(*handle, ttl, received, auth));
+      return ok(200, handle_json(*handle, ttl, received, auth, request.limit));
     };
     auto done = answer<std::optional<LockHandle>>(reply, render);
     if (counted) {
@@ -408,7 +467,7 @@ void Api::acquire(const RequestContext& context, const Reply& reply) {
     }
     // A wait ends when its client's connection closes; a grant its client never receives is
     // given back (ADR-0007 "A wait belongs to its connection").
-    service_.acquire(key, session_id, lease, wait, std::move(done), cancellation);
+    service_.acquire(key, session_id, lease, wait, std::move(done), cancellation, request);
   });
 }
 

@@ -21,6 +21,7 @@
 #include "server/authorization.h"
 #include "server/config.h"
 #include "server/http_server.h"
+#include "server/json_util.h"
 #include "server/telemetry.h"
 
 namespace dlock::server {
@@ -77,6 +78,8 @@ class Api {
   void release(const RequestContext& context, const Reply& reply);
   void acquire(const RequestContext& context, const Reply& reply);
   void extend(const RequestContext& context, const Reply& reply);
+  void acquire_permit(const RequestContext& context, const Reply& reply);
+  void read_semaphore(const RequestContext& context, const Reply& reply);
 
  private:
   void route(const Request& request, const Peer& peer, const Reply& reply);
@@ -84,6 +87,9 @@ class Api {
   // principal's session is answered 404 session_not_found, as a missing one is.
   void with_own_session(const RequestContext& context, const std::string& session_id,
                         const Reply& reply, std::function<void()> act);
+  // The acquire of a lock (exclusive or shared) or of a permit, from its checked body.
+  void grant(const RequestContext& context, const Reply& reply, const BodyReader& reader,
+             HoldRequest request);
 
   core::LockService& service_;
   Telemetry& telemetry_;

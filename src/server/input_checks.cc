@@ -145,6 +145,21 @@ LockLease checked_lease(const std::optional<std::string>& lease, std::optional<s
   return LockLease::session();
 }
 
+HoldRequest checked_lock_mode(const std::optional<std::string>& mode) {
+  if (!mode || *mode == "exclusive") return HoldRequest{HoldMode::kExclusive, 0};
+  if (*mode == "shared") return HoldRequest{HoldMode::kShared, 0};
+  throw InvalidArgumentError("mode", "mode must be \"exclusive\" or \"shared\"");
+}
+
+HoldRequest checked_permits(std::optional<std::int64_t> limit) {
+  if (!limit) throw InvalidArgumentError("limit", "limit is required");
+  if (*limit < 1 || *limit > static_cast<std::int64_t>(limits::kMaxSemaphoreLimit)) {
+    throw InvalidArgumentError(
+        "limit", "limit must be between 1 and " + std::to_string(limits::kMaxSemaphoreLimit));
+  }
+  return HoldRequest{HoldMode::kPermit, static_cast<std::uint32_t>(*limit)};
+}
+
 milliseconds checked_wait(std::optional<std::int64_t> wait_ms, milliseconds max_wait) {
   const auto wait = milliseconds(wait_ms.value_or(0));
   if (wait.count() < 0 || wait > max_wait) {

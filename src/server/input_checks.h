@@ -43,6 +43,11 @@ std::chrono::milliseconds checked_ttl(std::optional<std::int64_t> ttl_ms,
 // value is field "lease".
 LockLease checked_lease(const std::optional<std::string>& lease, std::optional<std::int64_t> ttl_ms,
                         std::chrono::milliseconds fallback, const TtlLimits& limits);
+// The mode of a lock acquire (ADR-0020): absent or "exclusive" -> exclusive, "shared" -> a
+// shared holder; anything else is field "mode".
+HoldRequest checked_lock_mode(const std::optional<std::string>& mode);
+// A semaphore acquire's permits: required, 1..limits::kMaxSemaphoreLimit (field "limit").
+HoldRequest checked_permits(std::optional<std::int64_t> limit);
 // The wait asked (0 when none was), from 0 to `max_wait` (field "wait_ms").
 std::chrono::milliseconds checked_wait(std::optional<std::int64_t> wait_ms,
                                        std::chrono::milliseconds max_wait);

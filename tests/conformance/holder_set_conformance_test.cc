@@ -193,7 +193,14 @@ TEST_P(LockStoreConformance, HolderHandoverOfASharedHolderIsInvalid) {
   } catch (const InvalidArgumentError& error) {
     EXPECT_EQ(error.field(), "mode");
   }
-  EXPECT_EQ(store_->read_holders(key).size(), 1u);
+  // Rebuilt from its token (default mode), it is not the live exclusive grant: lock lost, and
+  // nothing changes (the server then releases it with delete_if_owner).
+  const LockHandle rebuilt{key, "alice", alice.session_id, reader->fencing_token, {}, {}};
+  EXPECT_THROW(store_->handover(rebuilt, "bob", bob.session_id, seconds(30)), LockLostError);
+  const auto holders = store_->read_holders(key);
+  ASSERT_EQ(holders.size(), 1u);
+  EXPECT_EQ(holders[0].fencing_token, reader->fencing_token);
+  EXPECT_EQ(holders[0].mode, HoldMode::kShared);
 }
 
 TEST_P(LockStoreConformance, HolderRevokeRemovesEveryHolder) {

@@ -36,14 +36,35 @@ struct Caller {
   bool listed = true;       // in the tokens file
 };
 
-enum class Route { kOpen, kAcquire, kExtend, kRelease, kKeepalive, kClose, kGet, kList, kRevoke };
-constexpr Route kRoutes[] = {Route::kOpen,    Route::kAcquire,   Route::kExtend,
-                             Route::kRelease, Route::kKeepalive, Route::kClose,
-                             Route::kGet,     Route::kList,      Route::kRevoke};
+// The semaphore routes and the shared acquire (ADR-0020) are rows of their own: the same roles
+// and the same ownership checks as the lock routes they mirror.
+enum class Route {
+  kOpen,
+  kAcquire,
+  kExtend,
+  kRelease,
+  kKeepalive,
+  kClose,
+  kGet,
+  kList,
+  kRevoke,
+  kSharedAcquire,
+  kPermitAcquire,
+  kPermitExtend,
+  kPermitRelease,
+  kSemaphoreGet
+};
+constexpr Route kRoutes[] = {Route::kOpen,          Route::kAcquire,       Route::kExtend,
+                             Route::kRelease,       Route::kKeepalive,     Route::kClose,
+                             Route::kGet,           Route::kList,          Route::kRevoke,
+                             Route::kSharedAcquire, Route::kPermitAcquire, Route::kPermitExtend,
+                             Route::kPermitRelease, Route::kSemaphoreGet};
 
 const char* name_of(Route route) {
-  static const char* kNames[] = {"open",  "acquire", "extend", "release", "keepalive",
-                                 "close", "get",     "list",   "revoke"};
+  static const char* kNames[] = {
+      "open",           "acquire",       "extend",         "release",      "keepalive",
+      "close",          "get",           "list",           "revoke",       "shared-acquire",
+      "permit-acquire", "permit-extend", "permit-release", "semaphore-get"};
   return kNames[static_cast<int>(route)];
 }
 
@@ -52,7 +73,9 @@ bool uses_namespace(Route route) {
 }
 bool uses_session(Route route) {
   return route == Route::kAcquire || route == Route::kExtend || route == Route::kRelease ||
-         route == Route::kKeepalive || route == Route::kClose;
+         route == Route::kKeepalive || route == Route::kClose || route == Route::kSharedAcquire ||
+         route == Route::kPermitAcquire || route == Route::kPermitExtend ||
+         route == Route::kPermitRelease;
 }
 
 class AuthzMatrix : public ::testing::TestWithParam<std::string> {
@@ -138,6 +161,7 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
         return allows(caller, "lock", "a") || allows(caller, "lock", "b") ? 201 : 403;
       case Route::kGet:
       case Route::kList:
+      case Route::kSemaphoreGet:
         return allows(caller, "read", ns) ? 200 : 403;
       case Route::kRevoke:
         return allows(caller, "admin", ns) ? 200 : 403;
@@ -148,9 +172,13 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
       case Route::kAcquire:
       case Route::kExtend:
       case Route::kRelease:
+      case Route::kSharedAcquire:
+      case Route::kPermitAcquire:
+      case Route::kPermitExtend:
+      case Route::kPermitRelease:
         if (!allows(caller, "lock", ns)) return 403;
         if (!own) return 404;
-        return route == Route::kRelease ? 204 : 200;
+        return route == Route::kRelease || route == Route::kPermitRelease ? 204 : 200;
     }
     return 0;
   }
@@ -164,7 +192,9 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
     const auto [victim_key, victim_token] = hold(victim_, victim_session_, ns);
     std::string key = victim_key;
     std::uint64_t token = victim_token;
-    if (own && (route == Route::kExtend || route == Route::kRelease) &&
+    if (own &&
+        (route == Route::kExtend || route == Route::kRelease || route == Route::kPermitExtend ||
+         route == Route::kPermitRelease) &&
         allows(caller, "lock", ns)) {
       std::tie(key, token) = hold(caller, session, ns);
     }
@@ -202,6 +232,26 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
       case Route::kRevoke:
         result = call(caller, "POST", "/v1/admin/locks/" + key + "/revoke?ns=" + ns);
         break;
+      case Route::kSharedAcquire:
+        result = call(caller, "POST", "/v1/locks/" + fresh + "/acquire?ns=" + ns,
+                      {{"session_id", session}, {"mode", "shared"}});
+        break;
+      case Route::kPermitAcquire:
+        result = call(caller, "POST", "/v1/semaphores/" + fresh + "/acquire?ns=" + ns,
+                      {{"session_id", session}, {"limit", 2}});
+        break;
+      case Route::kPermitExtend:  // the token names the grant, whichever route carries it
+        result = call(caller, "POST", "/v1/semaphores/" + key + "/extend?ns=" + ns,
+                      {{"session_id", session}, {"fencing_token", token}, {"ttl_ms", 90000}});
+        break;
+      case Route::kPermitRelease:
+        result = call(caller, "DELETE",
+                      "/v1/semaphores/" + key + "?ns=" + ns + "&session_id=" + session +
+                          "&fencing_token=" + std::to_string(token));
+        break;
+      case Route::kSemaphoreGet:
+        result = call(caller, "GET", "/v1/semaphores/" + key + "?ns=" + ns);
+        break;
     }
     const int want = expected(caller, route, ns, own);
     const std::string where =
@@ -218,9 +268,11 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
     if (want == 404) {
       EXPECT_EQ(result.error_code(), "session_not_found") << where;
     }
-    if (want == 200 && (route == Route::kGet || route == Route::kList)) {
-      const auto& lock = route == Route::kGet ? result.json.as_object()
-                                              : result.json.at("locks").at(0).as_object();
+    if (want == 200 &&
+        (route == Route::kGet || route == Route::kList || route == Route::kSemaphoreGet)) {
+      const auto& lock = route == Route::kGet    ? result.json.as_object()
+                         : route == Route::kList ? result.json.at("locks").at(0).as_object()
+                                                 : result.json.at("holders").at(0).as_object();
       // The victim's lock: its session ID only for the victim and for admins (C6).
       EXPECT_EQ(lock.contains("session_id"), allows(caller, "admin", ns)) << where;
       EXPECT_EQ(lock.at("owner").as_string(), "victim-app") << where;

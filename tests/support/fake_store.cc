@@ -203,19 +203,19 @@ LockHandle FakeStore::extend(const LockHandle& handle, milliseconds ttl) {
   check_ttl(ttl, options_.limits, "ttl_ms");
   const auto lock = enter();
   const auto now = options_.now();
-  auto* rows = &s_.locks;
-  std::string row_key = handle.key;
-  if (handle.mode != HoldMode::kExclusive) {
-    const auto found = s_.holders.find(handle.key);
-    if (found == s_.holders.end()) throw LockLostError("lock " + handle.key + " is not held");
-    rows = &found->second;
-    row_key = handle.session_id;
-  }
-  const auto row = rows->find(row_key);
-  if (row == rows->end() || !live(row->second, now) ||
-      row->second.fencing_token != handle.fencing_token ||
-      row->second.session_id != handle.session_id || row->second.owner_id != handle.owner_id) {
-    throw LockLostError("lock " + handle.key + " is not held by this grant");
+  // The token names the grant, whatever handle.mode says (a rebuilt handle has the default).
+  const auto matches = [&](const LockInfo& row) {
+    return live(row, now) && row.fencing_token == handle.fencing_token &&
+           row.session_id == handle.session_id && row.owner_id == handle.owner_id;
+  };
+  auto row = s_.locks.find(handle.key);
+  if (row == s_.locks.end() || !matches(row->second)) {
+    const auto rows = s_.holders.find(handle.key);
+    if (rows == s_.holders.end()) throw LockLostError("lock " + handle.key + " is not held");
+    row = rows->second.find(handle.session_id);
+    if (row == rows->second.end() || !matches(row->second)) {
+      throw LockLostError("lock " + handle.key + " is not held by this grant");
+    }
   }
   if (row->second.session_bound) {
     // A checked no-op: the grant lives by its session, whose expiry is the answer (ADR-0018).
@@ -225,12 +225,14 @@ LockHandle FakeStore::extend(const LockHandle& handle, milliseconds ttl) {
         sent_at + std::chrono::duration_cast<milliseconds>(session_expiry - now);
     checked.server_expiry = session_expiry;
     checked.session_bound = true;
+    checked.mode = row->second.mode;
     return checked;
   }
   row->second.expires_at = now + ttl;
   auto extended = handle;
   extended.client_deadline = sent_at + ttl;
   extended.server_expiry = row->second.expires_at;
+  extended.mode = row->second.mode;
   return extended;
 }
 
