@@ -340,6 +340,12 @@ etcdserverpb::Compare compare_value(const std::string& key, const std::string& v
   return compare;
 }
 
+etcdserverpb::Compare compare_none_in(const std::string& begin, const std::string& end) {
+  etcdserverpb::Compare compare = compare_create_revision(begin, 0);
+  compare.set_range_end(end);
+  return compare;
+}
+
 etcdserverpb::RequestOp put_op(const std::string& key, const std::string& value,
                                std::int64_t lease_id) {
   etcdserverpb::RequestOp op;
@@ -365,6 +371,19 @@ etcdserverpb::RequestOp delete_op(const std::string& key) {
 etcdserverpb::RequestOp delete_op_with_prev(const std::string& key) {
   etcdserverpb::RequestOp op = delete_op(key);
   op.mutable_request_delete_range()->set_prev_kv(true);
+  return op;
+}
+
+etcdserverpb::RequestOp range_op(const std::string& begin, const std::string& end) {
+  etcdserverpb::RequestOp op = get_op(begin);
+  op.mutable_request_range()->set_range_end(end);
+  return op;
+}
+
+etcdserverpb::RequestOp delete_range_op_with_prev(const std::string& begin,
+                                                  const std::string& end) {
+  etcdserverpb::RequestOp op = delete_op_with_prev(begin);
+  op.mutable_request_delete_range()->set_range_end(end);
   return op;
 }
 

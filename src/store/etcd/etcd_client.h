@@ -92,12 +92,18 @@ etcdserverpb::Compare compare_lease(const std::string& key, std::int64_t lease_i
 etcdserverpb::Compare compare_exists(const std::string& key);
 // Value(key) == value (false when the key does not exist).
 etcdserverpb::Compare compare_value(const std::string& key, const std::string& value);
+// CreateRevision == 0 for every key of [begin, end): no key lives in the range. An empty range
+// compares as one absent key (etcd's applyCompare), so this holds exactly when the range is empty.
+etcdserverpb::Compare compare_none_in(const std::string& begin, const std::string& end);
 etcdserverpb::RequestOp put_op(const std::string& key, const std::string& value,
                                std::int64_t lease_id);
 etcdserverpb::RequestOp get_op(const std::string& key);
 etcdserverpb::RequestOp delete_op(const std::string& key);
 // A delete whose response carries the deleted key-value (its lease, its value).
 etcdserverpb::RequestOp delete_op_with_prev(const std::string& key);
+// Every key of [begin, end), and a delete of them with their deleted key-values.
+etcdserverpb::RequestOp range_op(const std::string& begin, const std::string& end);
+etcdserverpb::RequestOp delete_range_op_with_prev(const std::string& begin, const std::string& end);
 etcdserverpb::RangeRequest range_request(const std::string& key);
 // Every key starting with `prefix`.
 etcdserverpb::RangeRequest prefix_request(const std::string& prefix);

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "dlock/errors.h"
+#include "util/limits.h"
 #include "util/store_key.h"
 
 namespace dlock::store::etcd {
@@ -12,6 +13,40 @@ namespace {
 
 constexpr std::string_view kLockSegment = "/lock/";
 constexpr std::string_view kSessionLocksSegment = "/locks/";
+constexpr std::string_view kSessionHoldersSegment = "/holders/";
+// Four decimal digits per limit and slot in a permit slot key.
+static_assert(limits::kMaxSemaphoreLimit < 10000);
+constexpr std::size_t kSlotDigits = 4;
+
+// '\0' -> "\0\xff": order- and prefix-preserving, and never "\0" followed by another byte.
+std::string escape(std::string_view key) {
+  std::string out;
+  out.reserve(key.size() + 2);
+  for (const char c : key) {
+    out.push_back(c);
+    if (c == '\0') out.push_back('\xff');
+  }
+  return out;
+}
+
+// "/dlock_holders/<escaped key>\0h": every holder key of `key` starts with it.
+std::string holder_base(std::string_view key) {
+  std::string base(kHolderPrefix);
+  base.append(escape(key));
+  base.push_back('\0');
+  base.push_back('h');
+  return base;
+}
+
+std::string digits(std::uint32_t value) {
+  std::string out = std::to_string(value);
+  return std::string(kSlotDigits - std::min(kSlotDigits, out.size()), '0') + out;
+}
+
+KeyRange prefix_range(std::string prefix) {
+  std::string end = prefix_range_end(prefix);
+  return KeyRange{std::move(prefix), std::move(end)};
+}
 
 }  // namespace
 
@@ -58,6 +93,15 @@ std::string session_locks_prefix(std::string_view session_id) {
   return std::string(kSessionPrefix) + std::string(session_id) + std::string(kSessionLocksSegment);
 }
 
+std::string session_holder_key(std::string_view session_id, std::string_view key) {
+  return session_holders_prefix(session_id) + std::string(key);
+}
+
+std::string session_holders_prefix(std::string_view session_id) {
+  return std::string(kSessionPrefix) + std::string(session_id) +
+         std::string(kSessionHoldersSegment);
+}
+
 std::optional<SessionKeyParts> parse_session_key(std::string_view etcd_key) {
   if (!etcd_key.starts_with(kSessionPrefix)) return std::nullopt;
   const std::string_view rest = etcd_key.substr(kSessionPrefix.size());
@@ -66,11 +110,13 @@ std::optional<SessionKeyParts> parse_session_key(std::string_view etcd_key) {
   if (!is_session_id(session_id)) return std::nullopt;
   if (slash == std::string_view::npos) return SessionKeyParts{std::string(session_id), ""};
   const std::string_view tail = rest.substr(slash);
-  if (!tail.starts_with(kSessionLocksSegment) || tail.size() == kSessionLocksSegment.size()) {
-    return std::nullopt;
+  for (const auto segment : {kSessionLocksSegment, kSessionHoldersSegment}) {
+    if (tail.starts_with(segment) && tail.size() > segment.size()) {
+      return SessionKeyParts{std::string(session_id), std::string(tail.substr(segment.size())),
+                             segment == kSessionHoldersSegment};
+    }
   }
-  return SessionKeyParts{std::string(session_id),
-                         std::string(tail.substr(kSessionLocksSegment.size()))};
+  return std::nullopt;
 }
 
 std::string prefix_range_end(std::string_view prefix) {
@@ -92,6 +138,61 @@ std::string scan_prefix_for(std::string_view prefix) {
   }
   return std::string(kRootPrefix) + std::string(prefix.substr(0, slash)) +
          std::string(kLockSegment) + std::string(prefix.substr(slash + 1));
+}
+
+KeyRange holder_range(std::string_view key) { return prefix_range(holder_base(key)); }
+KeyRange shared_range(std::string_view key) { return prefix_range(holder_base(key) + "s"); }
+KeyRange permit_range(std::string_view key) { return prefix_range(holder_base(key) + "p"); }
+
+KeyRange permit_range_of_limit(std::string_view key, std::uint32_t limit) {
+  return prefix_range(holder_base(key) + "p" + digits(limit));
+}
+
+std::string shared_holder_key(std::string_view key, std::string_view session_id) {
+  return holder_base(key) + "s" + std::string(session_id);
+}
+
+std::string permit_slot_key(std::string_view key, std::uint32_t limit, std::uint32_t slot) {
+  return holder_base(key) + "p" + digits(limit) + digits(slot);
+}
+
+std::optional<std::string> parse_holder_key(std::string_view etcd_key) {
+  if (!etcd_key.starts_with(kHolderPrefix)) return std::nullopt;
+  std::string_view rest = etcd_key.substr(kHolderPrefix.size());
+  std::string key;
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] != '\0') {
+      key.push_back(rest[i]);
+    } else if (i + 1 < rest.size() && rest[i + 1] == '\xff') {
+      key.push_back('\0');
+      ++i;
+    } else {
+      if (i + 1 >= rest.size() || rest[i + 1] != 'h' || key.empty()) return std::nullopt;
+      return key;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<PermitSlot> parse_permit_slot(std::string_view etcd_key) {
+  const auto key = parse_holder_key(etcd_key);
+  if (!key) return std::nullopt;
+  const std::string base = holder_base(*key) + "p";
+  if (!etcd_key.starts_with(base) || etcd_key.size() != base.size() + 2 * kSlotDigits) {
+    return std::nullopt;
+  }
+  const std::string_view numbers = etcd_key.substr(base.size());
+  PermitSlot slot;
+  const auto* first = numbers.data();
+  if (std::from_chars(first, first + kSlotDigits, slot.limit).ec != std::errc() ||
+      std::from_chars(first + kSlotDigits, first + 2 * kSlotDigits, slot.slot).ec != std::errc()) {
+    return std::nullopt;
+  }
+  return slot;
+}
+
+std::string holder_scan_prefix_for(std::string_view prefix) {
+  return std::string(kHolderPrefix) + escape(prefix);
 }
 
 }  // namespace dlock::store::etcd

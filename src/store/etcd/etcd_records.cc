@@ -6,7 +6,9 @@
 
 namespace dlock::store::etcd {
 
-std::string encode_grant(std::string_view owner_id, std::string_view session_id,
+namespace {
+
+GrantRecord grant_record(std::string_view owner_id, std::string_view session_id,
                          WallClock::time_point acquired_at, WallClock::time_point expires_at,
                          bool session_bound) {
   GrantRecord record;
@@ -15,6 +17,24 @@ std::string encode_grant(std::string_view owner_id, std::string_view session_id,
   record.set_acquired_at_us(util::to_unix_micros(acquired_at));
   record.set_server_expiry_us(util::to_unix_micros(expires_at));
   record.set_session_bound(session_bound);
+  return record;
+}
+
+}  // namespace
+
+std::string encode_grant(std::string_view owner_id, std::string_view session_id,
+                         WallClock::time_point acquired_at, WallClock::time_point expires_at,
+                         bool session_bound) {
+  return grant_record(owner_id, session_id, acquired_at, expires_at, session_bound)
+      .SerializeAsString();
+}
+
+std::string encode_holder(std::string_view owner_id, std::string_view session_id,
+                          WallClock::time_point acquired_at, WallClock::time_point expires_at,
+                          bool session_bound, HoldMode mode, std::uint32_t limit) {
+  GrantRecord record = grant_record(owner_id, session_id, acquired_at, expires_at, session_bound);
+  record.set_mode(static_cast<std::uint32_t>(mode));
+  record.set_limit(limit);
   return record.SerializeAsString();
 }
 
@@ -34,17 +54,39 @@ SessionRecord decode_session(const mvccpb::KeyValue& kv) {
   return record;
 }
 
+std::string encode_holder_entry(std::string_view owner_id, const std::string& holder_key) {
+  HolderEntry entry;
+  entry.set_owner_id(std::string(owner_id));
+  entry.set_holder_key(holder_key);
+  return entry.SerializeAsString();
+}
+
+HolderEntry decode_holder_entry(const mvccpb::KeyValue& kv) {
+  HolderEntry entry;
+  if (!entry.ParseFromString(kv.value()) || entry.holder_key().empty()) {
+    throw InternalError("etcd: the value of " + kv.key() + " is not a dlock holder entry");
+  }
+  return entry;
+}
+
 LockInfo lock_info(const mvccpb::KeyValue& kv) {
-  const auto key = parse_lock_key(kv.key());
-  if (!key) throw InternalError("etcd: " + kv.key() + " is not a dlock lock key");
+  auto key = parse_lock_key(kv.key());
+  if (!key) key = parse_holder_key(kv.key());
+  if (!key) throw InternalError("etcd: " + kv.key() + " is not a dlock lock or holder key");
   const GrantRecord record = decode_grant(kv);
+  const auto mode = static_cast<HoldMode>(record.mode());
+  if (mode != HoldMode::kExclusive && mode != HoldMode::kShared && mode != HoldMode::kPermit) {
+    throw InternalError("etcd: the record of " + kv.key() + " has an unknown mode");
+  }
   return LockInfo{*key,
                   record.owner_id(),
                   record.session_id(),
                   static_cast<FencingToken>(kv.mod_revision()),
                   util::from_unix_micros(record.acquired_at_us()),
                   util::from_unix_micros(record.server_expiry_us()),
-                  record.session_bound()};
+                  record.session_bound(),
+                  mode,
+                  mode == HoldMode::kPermit ? record.limit() : 0};
 }
 
 }  // namespace dlock::store::etcd

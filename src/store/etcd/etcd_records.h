@@ -14,13 +14,21 @@ namespace dlock::store::etcd {
 std::string encode_grant(std::string_view owner_id, std::string_view session_id,
                          WallClock::time_point acquired_at, WallClock::time_point expires_at,
                          bool session_bound = false);
+// A holder's record (docs/adr/0020): a grant record with its mode and, for a permit, its limit.
+std::string encode_holder(std::string_view owner_id, std::string_view session_id,
+                          WallClock::time_point acquired_at, WallClock::time_point expires_at,
+                          bool session_bound, HoldMode mode, std::uint32_t limit);
 // Throws InternalError when the value is not a grant record.
 GrantRecord decode_grant(const mvccpb::KeyValue& kv);
 
 SessionRecord decode_session(const mvccpb::KeyValue& kv);
 
-// The SPI view of a lock key. The token is the key's mod_revision: the revision of the Txn that
-// granted it, since nothing but a new grant ever writes the key.
+// A holder's session index entry (HolderEntry). Throws InternalError when it is not one.
+std::string encode_holder_entry(std::string_view owner_id, const std::string& holder_key);
+HolderEntry decode_holder_entry(const mvccpb::KeyValue& kv);
+
+// The SPI view of a lock key or a holder key. The token is the key's mod_revision: the revision
+// of the Txn that granted it, since nothing but a new grant ever writes the key.
 LockInfo lock_info(const mvccpb::KeyValue& kv);
 
 }  // namespace dlock::store::etcd

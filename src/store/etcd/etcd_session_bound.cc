@@ -34,22 +34,20 @@ void add_grant_puts(etcdserverpb::TxnRequest& request, const std::string& etcd_k
 std::optional<LockHandle> SessionBoundGrants::acquire(std::string_view key,
                                                       std::string_view owner_id,
                                                       std::string_view session_id) {
-  const auto record = sessions_.lookup(session_id);
-  if (!record) throw session_not_found(session_id);
   // The grant lives while the session's lease does: at least until `until`.
-  const auto until = sessions_.alive_until(*record);
-  if (!until) {
-    sessions_.forget(session_id);
-    throw session_not_found(session_id);
-  }
+  const auto session = sessions_.live(session_id);
+  const auto until = session.until;
   const std::string etcd_key = format_lock_key(key);
   const std::string record_key = session_record_key(session_id);
-  // The whole acquire: If(CreateRevision(key) == 0, session alive) Then(Put on the session's
-  // lease) Else(Get).
+  // The whole acquire: If(CreateRevision(key) == 0, session alive, no holder of the key) Then(Put
+  // on the session's lease) Else(Get). The holder range is one compare (docs/adr/0020).
+  const KeyRange holders = holder_range(key);
   etcdserverpb::TxnRequest request;
   *request.add_compare() = compare_create_revision(etcd_key, 0);
   *request.add_compare() = compare_exists(record_key);
-  add_grant_puts(request, etcd_key, key, owner_id, session_id, record->lease_id(), wall_at(*until));
+  *request.add_compare() = compare_none_in(holders.begin, holders.end);
+  add_grant_puts(request, etcd_key, key, owner_id, session_id, session.record.lease_id(),
+                 wall_at(until));
   *request.add_failure() = get_op(etcd_key);
   *request.add_failure() = get_op(record_key);
   auto response = client_.txn(request, CallKind::kWrite);
@@ -59,9 +57,7 @@ std::optional<LockHandle> SessionBoundGrants::acquire(std::string_view key,
       throw session_not_found(session_id);
     }
     const auto& holder = response.responses(0).response_range();
-    if (holder.kvs_size() == 0) {
-      throw InternalError("etcd: a failed acquire Txn did not return the holder of " + etcd_key);
-    }
+    if (holder.kvs_size() == 0) return std::nullopt;  // shared or permit holders live
     const GrantRecord held = decode_grant(holder.kvs(0));
     if (held.owner_id() != owner_id || held.session_id() != session_id) {
       watches_.remember_held(etcd_key, response.header().revision(),
@@ -73,7 +69,8 @@ std::optional<LockHandle> SessionBoundGrants::acquire(std::string_view key,
     etcdserverpb::TxnRequest again;
     *again.add_compare() = compare_mod_revision(etcd_key, previous.mod_revision());
     *again.add_compare() = compare_exists(record_key);
-    add_grant_puts(again, etcd_key, key, owner_id, session_id, record->lease_id(), wall_at(*until));
+    add_grant_puts(again, etcd_key, key, owner_id, session_id, session.record.lease_id(),
+                   wall_at(until));
     response = client_.txn(again, CallKind::kWrite);
     if (!response.succeeded()) {
       throw ContentionError("lock " + std::string(key) +
@@ -87,15 +84,14 @@ std::optional<LockHandle> SessionBoundGrants::acquire(std::string_view key,
                     std::string(owner_id),
                     std::string(session_id),
                     static_cast<FencingToken>(response.header().revision()),
-                    *until,
-                    wall_at(*until),
+                    until,
+                    wall_at(until),
                     true};
 }
 
-LockHandle SessionBoundGrants::extend(const LockHandle& handle) {
+LockHandle SessionBoundGrants::extend(const LockHandle& handle, const std::string& etcd_key) {
   const auto record = sessions_.lookup(handle.session_id);
   if (!record) throw lost(handle.key, handle.fencing_token);
-  const std::string etcd_key = format_lock_key(handle.key);
   // Nothing to renew but the session: check the grant (same revision, on the session's lease,
   // session record present). The Range makes it a linearizable read (see EtcdStore::extend).
   etcdserverpb::TxnRequest request;

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -35,8 +36,9 @@ class SessionBoundGrants {
   // LockStore::try_insert with LockLease::session(); `key` already checked.
   std::optional<LockHandle> acquire(std::string_view key, std::string_view owner_id,
                                     std::string_view session_id);
-  // LockStore::extend of a session-bound handle: a checked no-op (LockLostError when not live).
-  LockHandle extend(const LockHandle& handle);
+  // LockStore::extend of a session-bound handle whose grant is `etcd_key` (its lock key, or its
+  // holder key): a checked no-op (LockLostError when not live).
+  LockHandle extend(const LockHandle& handle, const std::string& etcd_key);
   // LockStore::handover to a session-bound grant of the next session. std::nullopt when the next
   // session is gone (`from` is then untouched: the caller releases it); LockLostError when
   // `from` is not the live grant.

@@ -27,6 +27,25 @@ namespace {
 // this cache is a part of that.
 constexpr std::size_t kMaxCachedSessions = 262144;
 
+// The grant keys the session index entries `entries` name: a lock key, or a holder key (the
+// entry's value names it, docs/adr/0020). `lease_id` != 0 keeps only entries on that lease.
+template <typename KeyValues>
+std::vector<std::string> grant_keys(const KeyValues& entries, std::int64_t lease_id = 0) {
+  std::vector<std::string> keys;
+  for (const auto& kv : entries) {
+    const auto parts = parse_session_key(kv.key());
+    if (!parts || parts->lock_key.empty() || (lease_id != 0 && kv.lease() != lease_id)) continue;
+    keys.push_back(parts->holder ? decode_holder_entry(kv).holder_key()
+                                 : format_lock_key(parts->lock_key));
+  }
+  return keys;
+}
+
+// Every index entry of a session (lock and holder entries), with values.
+etcdserverpb::RangeRequest index_request(std::string_view session_id) {
+  return prefix_request(session_record_key(session_id) + "/");
+}
+
 }  // namespace
 
 SessionNotFoundError session_not_found(std::string_view session_id) {
@@ -103,15 +122,8 @@ std::vector<LockInfo> Sessions::close(std::string_view session_id) {
   } catch (const SessionNotFoundError&) {
     throw session_not_found(session_id);  // ended since it was cached
   }
-  auto index = prefix_request(session_locks_prefix(session_id));
-  index.set_keys_only(true);
-  std::vector<std::string> etcd_keys;
-  const auto entries = client_.range(index);
-  for (const auto& kv : entries.kvs()) {
-    const auto parts = parse_session_key(kv.key());
-    if (parts && !parts->lock_key.empty()) etcd_keys.push_back(format_lock_key(parts->lock_key));
-  }
-  for (const auto& kv : read_keys(client_, etcd_keys)) {
+  const auto entries = client_.range(index_request(session_id));
+  for (const auto& kv : read_keys(client_, grant_keys(entries.kvs()))) {
     const GrantRecord grant = decode_grant(kv);
     if (grant.session_id() != session_id || grant.session_bound()) continue;
     // The grant's lease is its own: revoking it removes exactly this grant and its index entry.
@@ -130,7 +142,7 @@ ReapReport Sessions::reap_expired() {
   // end a grant whose *session* lease ended first: find sessions that left grant index entries
   // but no record, and release those grants. Keys only, one snapshot.
   std::set<std::string> live_sessions;
-  std::map<std::string, std::vector<std::string>> grants_of;
+  std::map<std::string, std::vector<std::string>> grants_of;  // index entry keys
   etcdserverpb::RangeRequest request = prefix_request(std::string(kSessionPrefix));
   request.set_keys_only(true);
   request.set_limit(1000);
@@ -142,7 +154,7 @@ ReapReport Sessions::reap_expired() {
       if (parts->lock_key.empty()) {
         live_sessions.insert(parts->session_id);
       } else {
-        grants_of[parts->session_id].push_back(parts->lock_key);
+        grants_of[parts->session_id].push_back(kv.key());
       }
     }
     if (!response.more() || response.kvs_size() == 0) break;
@@ -153,9 +165,7 @@ ReapReport Sessions::reap_expired() {
   for (const auto& [session_id, keys] : grants_of) {
     if (live_sessions.contains(session_id)) continue;
     report.expired_sessions.push_back(session_id);
-    std::vector<std::string> etcd_keys;
-    for (const auto& key : keys) etcd_keys.push_back(format_lock_key(key));
-    for (const auto& kv : read_keys(client_, etcd_keys)) {
+    for (const auto& kv : read_keys(client_, grant_keys(read_keys(client_, keys)))) {
       const GrantRecord grant = decode_grant(kv);
       if (grant.session_id() != session_id) continue;  // handed over since
       etcdserverpb::TxnRequest remove;
@@ -184,18 +194,23 @@ std::optional<SteadyClock::time_point> Sessions::alive_until(const SessionRecord
   return until;
 }
 
+Sessions::LiveSession Sessions::live(std::string_view session_id) {
+  const auto record = lookup(session_id);
+  if (!record) throw session_not_found(session_id);
+  const auto until = alive_until(*record);
+  if (!until) {
+    forget(session_id);
+    throw session_not_found(session_id);
+  }
+  return LiveSession{*record, *until};
+}
+
 std::vector<LockInfo> Sessions::session_bound_grants(std::string_view session_id,
                                                      const SessionRecord& record) {
   // Index entries on the session's lease belong to session-bound grants (a TTL grant's entry is
   // on the grant's own lease).
-  std::vector<std::string> etcd_keys;
-  const auto entries = client_.range(prefix_request(session_locks_prefix(session_id)));
-  for (const auto& kv : entries.kvs()) {
-    const auto parts = parse_session_key(kv.key());
-    if (parts && !parts->lock_key.empty() && kv.lease() == record.lease_id()) {
-      etcd_keys.push_back(format_lock_key(parts->lock_key));
-    }
-  }
+  const auto entries = client_.range(index_request(session_id));
+  const std::vector<std::string> etcd_keys = grant_keys(entries.kvs(), record.lease_id());
   std::vector<LockInfo> grants;
   if (etcd_keys.empty()) return grants;
   const auto until = alive_until(record);

@@ -47,6 +47,13 @@ class Sessions {
   // noted by an open or heartbeat through this store, else asked of etcd (whole seconds, rounded
   // down). std::nullopt when the lease is gone.
   std::optional<SteadyClock::time_point> alive_until(const SessionRecord& record);
+  // For a session-bound grant: the live session's record and alive_until; SessionNotFoundError
+  // when it is gone.
+  struct LiveSession {
+    SessionRecord record;
+    SteadyClock::time_point until;
+  };
+  LiveSession live(std::string_view session_id);
 
  private:
   void remember(const std::string& session_id, const SessionRecord& record);

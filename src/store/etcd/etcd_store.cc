@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_holders.h"
 #include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_leases.h"
 #include "store/etcd/etcd_records.h"
@@ -40,6 +41,7 @@ class EtcdStore final : public Backend {
         leases_(client_),
         sessions_(client_, leases_, limits_),
         session_bound_(client_, leases_, sessions_, watches_, after_grant_for_test_),
+        holders_(client_, leases_, sessions_),
         watches_(client_) {}
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
@@ -54,59 +56,100 @@ class EtcdStore final : public Backend {
     return acquire(key, etcd_key, owner_id, session_id, lease.ttl());
   }
 
-  // ADR-0020 holder sets: not implemented on this backend yet.
-  std::optional<LockHandle> try_insert_holder(std::string_view, std::string_view, std::string_view,
-                                              LockLease, HoldRequest) override {
-    throw InvalidArgumentError("mode", "shared and permit holders are not implemented yet");
+  // Holder sets (docs/adr/0020), etcd_holders.h.
+  std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
+                                              std::string_view session_id, LockLease lease,
+                                              HoldRequest request) override {
+    util::check_key(key);
+    util::check_owner(owner_id);
+    util::check_session_id(session_id);
+    util::check_hold_request(request);
+    check_lease(lease, limits_);
+    format_lock_key(key);  // throws for a key without namespace or name
+    if (!is_session_id(session_id)) throw session_not_found(session_id);
+    return holders_.acquire(key, owner_id, session_id, lease, request);
   }
 
   std::vector<LockInfo> read_holders(std::string_view key) override {
-    auto holder = read(key);
-    if (!holder) return {};
-    return {*holder};
+    util::check_key(key);
+    std::vector<LockInfo> found;
+    for (const auto& kv : holders_.read(key)) found.push_back(live_lock_info(kv));
+    return found;
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
     util::check_key(key);
-    const auto response = client_.range(range_request(format_lock_key(key)));
-    if (response.kvs_size() == 0) return std::nullopt;  // never granted, released or expired
-    return live_lock_info(response.kvs(0));
+    // The lock key comes first when it exists; holders follow, ordered by token.
+    const auto found = holders_.read(key);
+    if (found.empty()) return std::nullopt;  // never granted, released or expired
+    return live_lock_info(parse_lock_key(found.front().key()) ? found.front() : found.back());
   }
 
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
     std::vector<LockInfo> locks;
-    etcdserverpb::RangeRequest request = prefix_request(scan_prefix_for(prefix));
+    std::int64_t revision = 0;
     // Session keys may share the scanned range; pages continue past them, all at the revision
     // of the first page, so the listing is one snapshot.
-    while (locks.size() < limit) {
-      request.set_limit(static_cast<std::int64_t>(std::max<std::size_t>(limit - locks.size(), 64)));
-      const auto response = client_.range(request);
-      for (const auto& kv : response.kvs()) {
-        const auto key = parse_lock_key(kv.key());
-        if (!key || !key->starts_with(prefix)) continue;
-        locks.push_back(live_lock_info(kv));
-        if (locks.size() == limit) break;
-      }
-      if (!response.more() || response.kvs_size() == 0) break;
-      request.set_key(response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0'));
-      request.set_revision(response.header().revision());
-    }
+    scan(prefix_request(scan_prefix_for(prefix)), limit, revision, [&](const mvccpb::KeyValue& kv) {
+      const auto key = parse_lock_key(kv.key());
+      if (key && key->starts_with(prefix)) locks.push_back(live_lock_info(kv));
+      return locks.size() < limit;
+    });
+    // Holders (docs/adr/0020) at the same revision: whole names, until `limit` of them, so the
+    // first `limit` grants by (key, token) are among what is read.
+    std::size_t holders = 0;
+    std::string last_name;
+    scan(prefix_request(holder_scan_prefix_for(prefix)), limit, revision,
+         [&](const mvccpb::KeyValue& kv) {
+           const auto key = parse_holder_key(kv.key());
+           if (!key || !key->starts_with(prefix)) return true;
+           if (holders >= limit && *key != last_name) return false;
+           locks.push_back(live_lock_info(kv));
+           ++holders;
+           last_name = *key;
+           return true;
+         });
+    std::stable_sort(locks.begin(), locks.end(), [](const LockInfo& a, const LockInfo& b) {
+      return std::tie(a.key, a.fencing_token) < std::tie(b.key, b.fencing_token);
+    });
+    if (locks.size() > limit) locks.resize(limit);
     return locks;
   }
 
   LockHandle extend(const LockHandle& handle, milliseconds ttl) override {
     check_ttl(ttl, limits_, "ttl_ms");
-    const std::string etcd_key = format_lock_key(handle.key);
+    const std::string lock_key = format_lock_key(handle.key);
     if (!is_session_id(handle.session_id)) throw lost(handle.key, handle.fencing_token);
-    if (handle.session_bound) return session_bound_.extend(handle);
+    if (handle.session_bound && handle.mode == HoldMode::kExclusive) {
+      try {
+        return session_bound_.extend(handle, lock_key);
+      } catch (const LockLostError&) {
+        // The token may name a holder (docs/adr/0020): looked up below.
+      }
+    }
     const auto sent_at = SteadyClock::now();
     const auto wall_sent_at = wall_now();
-    const auto grant =
-        live_grant(etcd_key, handle.owner_id, handle.session_id, handle.fencing_token);
+    // The token names the grant, whatever handle.mode says (a handle rebuilt from a token has
+    // the default mode): the lock key, else one of the key's holders.
+    auto grant =
+        handle.mode == HoldMode::kExclusive
+            ? live_grant(lock_key, handle.owner_id, handle.session_id, handle.fencing_token)
+            : std::nullopt;
+    if (!grant) {
+      grant = holders_.live_holder(handle.key, handle.owner_id, handle.session_id,
+                                   handle.fencing_token);
+    }
     if (!grant) throw lost(handle.key, handle.fencing_token);
+    const std::string& etcd_key = grant->key();
+    const auto record = decode_grant(*grant);
+    const auto mode = static_cast<HoldMode>(record.mode());
     // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
     // server's extend) does not know it. A session-bound grant's lease is its session's.
-    if (decode_grant(*grant).session_bound()) return session_bound_.extend(handle);
+    if (record.session_bound()) {
+      LockHandle checked = session_bound_.extend(handle, etcd_key);
+      checked.mode = mode;
+      return checked;
+    }
     const std::optional<std::int64_t> grant_lease = grant->lease();
     // A lease renews for the TTL it was granted with; a Put to attach a longer one would move
     // the key's revision, i.e. change the token. So the TTL can be renewed, never lengthened:
@@ -128,6 +171,8 @@ class EtcdStore final : public Backend {
     }
     const milliseconds believed = std::min(ttl, milliseconds(seconds(renewed_seconds)));
     LockHandle extended = handle;
+    extended.mode = mode;
+    extended.session_bound = false;
     // Both counted from before the keep-alive was sent: the renewed lease lives at least that
     // long.
     extended.client_deadline = sent_at + believed;
@@ -151,8 +196,16 @@ class EtcdStore final : public Backend {
     *request.add_compare() = compare_value(index_key, std::string(owner_id));
     *request.add_success() = delete_op_with_prev(etcd_key);
     *request.add_success() = delete_op(index_key);
+    // Not this lock: the token may name a holder (docs/adr/0020), found by its index entry.
+    *request.add_failure() = get_op(session_holder_key(session_id, key));
     const auto response = client_.txn(request, CallKind::kWrite);
-    if (!response.succeeded()) return false;
+    if (!response.succeeded()) {
+      const auto& entries = response.responses(0).response_range();
+      if (entries.kvs_size() == 0 || entries.kvs(0).mod_revision() != to_revision(fencing_token)) {
+        return false;
+      }
+      return holders_.release(owner_id, fencing_token, entries.kvs(0));
+    }
     for (const auto& kv : response.responses(0).response_delete_range().prev_kvs()) {
       leases_.recycle_lease(kv);  // it held this lock key and this index entry, both gone
     }
@@ -161,6 +214,9 @@ class EtcdStore final : public Backend {
 
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override {
+    if (from.mode != HoldMode::kExclusive) {
+      throw InvalidArgumentError("mode", "only an exclusive grant is handed over");
+    }
     util::check_owner(next_owner_id);
     util::check_session_id(next_session_id);
     check_lease(lease, limits_);
@@ -212,34 +268,14 @@ class EtcdStore final : public Backend {
 
   LockOutcome revoke(std::string_view key) override {
     util::check_key(key);
-    etcdserverpb::DeleteRangeRequest request;
-    request.set_key(format_lock_key(key));
-    request.set_prev_kv(true);
-    const auto response = client_.delete_range(request);
-    LockOutcome outcome;
-    if (response.deleted() > 0 && response.prev_kvs_size() > 0) {
-      const auto& kv = response.prev_kvs(0);
-      outcome.revoked = true;
-      outcome.fencing_token = static_cast<FencingToken>(kv.mod_revision());
-      const GrantRecord record = decode_grant(kv);
-      outcome.owner_id = record.owner_id();
-      if (record.session_bound()) {
-        // Its lease is its session's, which lives on: remove the index entry instead.
-        const std::string index_key = session_lock_key(record.session_id(), key);
-        etcdserverpb::TxnRequest remove;
-        *remove.add_compare() = compare_mod_revision(index_key, kv.mod_revision());
-        *remove.add_success() = delete_op(index_key);
-        client_.txn(remove, CallKind::kWrite);
-      } else {
-        leases_.revoke_lease(kv.lease());  // takes the grant's session index entry with it
-      }
-    }
-    return outcome;
+    return holders_.revoke(key);
   }
 
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                         std::function<void()> on_released) override {
-    return watches_.watch(format_lock_key(key), std::move(on_released));
+    // The lock key and, for holders (docs/adr/0020), the key's holder range.
+    const KeyRange holders = holder_range(key);
+    return watches_.watch(format_lock_key(key), holders, std::move(on_released));
   }
 
   std::string_view backend_id() const override { return backend_names::kEtcd; }
@@ -274,6 +310,10 @@ class EtcdStore final : public Backend {
   // The lock key while it is the grant (token, owner, session), else std::nullopt.
   std::optional<mvccpb::KeyValue> live_grant(const std::string& etcd_key, std::string_view owner_id,
                                              std::string_view session_id, FencingToken token);
+  // Pages (of at least `page` keys) through `request` at `revision` (the first page's when 0, then
+  // set), calling `visit` with every key-value until it returns false.
+  void scan(etcdserverpb::RangeRequest request, std::size_t page, std::int64_t& revision,
+            const std::function<bool(const mvccpb::KeyValue&)>& visit);
   // When the next session of a hand-over is gone, the outgoing grant is simply released.
   std::optional<LockHandle> release_instead_of_handover(const LockHandle& from);
   // The grant as read and list report it, its expiry the later of the one written at the grant
@@ -287,6 +327,7 @@ class EtcdStore final : public Backend {
   Sessions sessions_;
   // Holds references only (watches_ is constructed after it and used only after construction).
   SessionBoundGrants session_bound_;
+  Holders holders_;
   // Declared last: destroyed first, so no watch callback outlives the rest of the store.
   ReleaseWatches watches_;
 };
@@ -301,10 +342,13 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
   const auto now = grant.wall_from;
   const std::string value = encode_grant(owner_id, session_id, now, now + ttl);
   const std::string record_key = session_record_key(session_id);
-  // The whole acquire: If(CreateRevision(key) == 0, session alive) Then(Put) Else(Get).
+  // The whole acquire: If(CreateRevision(key) == 0, session alive, no holder of the key)
+  // Then(Put) Else(Get). The holder range is one compare (docs/adr/0020).
+  const KeyRange holders = holder_range(key);
   etcdserverpb::TxnRequest request;
   *request.add_compare() = compare_create_revision(etcd_key, 0);
   *request.add_compare() = compare_exists(record_key);
+  *request.add_compare() = compare_none_in(holders.begin, holders.end);
   *request.add_success() = put_op(etcd_key, value, grant.id);
   // The index entry holds the owner, so a release can check it with a Compare.
   *request.add_success() =
@@ -322,7 +366,8 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
     throw session_not_found(session_id);
   }
   if (holder.kvs_size() == 0) {
-    throw InternalError("etcd: a failed acquire Txn did not return the holder of " + etcd_key);
+    leases_.recycle_unused(grant);
+    return std::nullopt;  // shared or permit holders live (no upgrade, docs/adr/0020)
   }
   const GrantRecord record = decode_grant(holder.kvs(0));
   if (record.owner_id() == owner_id && record.session_id() == session_id) {
@@ -394,6 +439,21 @@ std::optional<LockHandle> EtcdStore::release_instead_of_handover(const LockHandl
     throw lost(from.key, from.fencing_token);
   }
   return std::nullopt;
+}
+
+void EtcdStore::scan(etcdserverpb::RangeRequest request, std::size_t page, std::int64_t& revision,
+                     const std::function<bool(const mvccpb::KeyValue&)>& visit) {
+  request.set_limit(static_cast<std::int64_t>(std::max<std::size_t>(page, 64)));
+  while (true) {
+    request.set_revision(revision);
+    const auto response = client_.range(request);
+    revision = response.header().revision();
+    for (const auto& kv : response.kvs()) {
+      if (!visit(kv)) return;
+    }
+    if (!response.more() || response.kvs_size() == 0) return;
+    request.set_key(response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0'));
+  }
 }
 
 LockInfo EtcdStore::live_lock_info(const mvccpb::KeyValue& kv) {

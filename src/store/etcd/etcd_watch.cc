@@ -105,9 +105,11 @@ WatchHub::~WatchHub() {
 
 ReleaseSubscriptionPtr WatchHub::subscribe(std::string etcd_key, std::int64_t start_revision,
                                            std::function<void()> on_event,
-                                           std::function<void(std::int64_t)> on_created) {
+                                           std::function<void(std::int64_t)> on_created,
+                                           std::string range_end) {
   auto watch = std::make_shared<Watch>();
   watch->key = std::move(etcd_key);
+  watch->range_end = std::move(range_end);
   watch->next_revision = start_revision;
   watch->on_event = std::move(on_event);
   watch->on_created = std::move(on_created);
@@ -145,6 +147,7 @@ void WatchHub::send_create_locked(std::int64_t watch_id, const Watch& watch) {
   etcdserverpb::WatchRequest request;
   auto* create = request.mutable_create_request();
   create->set_key(watch.key);
+  create->set_range_end(watch.range_end);
   create->set_start_revision(watch.next_revision);
   create->set_watch_id(watch_id);
   // Only deletes are releases (release, expiry, revoke). A put is a grant: a hand-over or a
@@ -282,8 +285,33 @@ void ReleaseWatches::remember_held(const std::string& etcd_key, std::int64_t rev
   if (held.revision >= remembered.revision) remembered = held;
 }
 
-ReleaseSubscriptionPtr ReleaseWatches::watch(const std::string& etcd_key,
+namespace {
+
+// Both watches of one watch_releases.
+class BothSubscriptions final : public ReleaseSubscription {
+ public:
+  BothSubscriptions(ReleaseSubscriptionPtr first, ReleaseSubscriptionPtr second)
+      : first_(std::move(first)), second_(std::move(second)) {}
+
+ private:
+  ReleaseSubscriptionPtr first_;
+  ReleaseSubscriptionPtr second_;
+};
+
+}  // namespace
+
+ReleaseSubscriptionPtr ReleaseWatches::watch(const std::string& etcd_key, const KeyRange& holders,
                                              std::function<void()> on_released) {
+  // The holder range watch wakes the waiter once when etcd has created it (a holder released
+  // before then, after a failed acquire saw it, is not missed; the waiter's one extra attempt is
+  // the price), then on every holder's delete. It does not block this call.
+  auto holder_watch = hub_->subscribe(holders.begin, 0, on_released, {}, holders.end);
+  auto key_watch = watch_key(etcd_key, std::move(on_released));
+  return std::make_unique<BothSubscriptions>(std::move(key_watch), std::move(holder_watch));
+}
+
+ReleaseSubscriptionPtr ReleaseWatches::watch_key(const std::string& etcd_key,
+                                                 std::function<void()> on_released) {
   std::optional<HeldAt> held;
   {
     std::lock_guard lock(held_mutex_);

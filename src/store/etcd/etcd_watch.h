@@ -21,6 +21,7 @@
 
 #include "dlock/lock_store.h"
 #include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_keys.h"
 #include "store/etcd/proto/rpc.grpc.pb.h"
 
 namespace dlock::store::etcd {
@@ -42,15 +43,18 @@ class WatchHub {
   // which then delivers its events from a catch-up loop that runs every 100 ms; a watch from
   // "now" is delivered at once. Callers that must not miss an earlier event therefore watch
   // from now and check what happened before it with `on_created` (see EtcdStore).
+  // A non-empty `range_end` watches every key of [etcd_key, range_end) instead.
   ReleaseSubscriptionPtr subscribe(std::string etcd_key, std::int64_t start_revision,
                                    std::function<void()> on_event,
-                                   std::function<void(std::int64_t)> on_created = {});
+                                   std::function<void(std::int64_t)> on_created = {},
+                                   std::string range_end = {});
 
  private:
   class Stream;
   class Subscription;
   struct Watch {
     std::string key;
+    std::string range_end;
     // The first revision not yet seen; 0 = "from whenever etcd creates the watch".
     std::int64_t next_revision = 0;
     std::function<void()> on_event;
@@ -96,7 +100,10 @@ class ReleaseWatches {
                      std::int64_t create_revision);
   // Calls `on_released` whenever `etcd_key` may have been released, and once at once when the
   // grant remembered holding it ended before the watch started.
-  ReleaseSubscriptionPtr watch(const std::string& etcd_key, std::function<void()> on_released);
+  // Also whenever a key of `holders` (the key's holder range, docs/adr/0020) is deleted, and
+  // once when that watch starts.
+  ReleaseSubscriptionPtr watch(const std::string& etcd_key, const KeyRange& holders,
+                               std::function<void()> on_released);
 
  private:
   // A grant seen holding a key: the revision of the failed acquire that saw it, and the grant's
@@ -108,6 +115,7 @@ class ReleaseWatches {
   // Whether the grant seen in `held` ended by `revision` (the key was gone, or held by another
   // grant, at that revision). An error counts as yes: a needless wake-up costs the waiter one
   // attempt, a missed one could leave it asleep.
+  ReleaseSubscriptionPtr watch_key(const std::string& etcd_key, std::function<void()> on_released);
   bool released_since(const std::string& etcd_key, const HeldAt& held, std::int64_t revision);
 
   EtcdClient& client_;
