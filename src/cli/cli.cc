@@ -89,6 +89,10 @@ int report(const std::exception_ptr& failure, std::ostream& err) {
   } catch (const ResourceExhaustedError& error) {
     err << "dlock: server busy or throttling: " << error.what() << '\n';
     return kExitThrottled;
+  } catch (const ConflictError& error) {
+    // The request disagrees with the name's live holders (a semaphore's limit, ADR-0020).
+    err << "dlock: conflict on " << error.field() << ": " << error.what() << '\n';
+    return kExitFailure;
   } catch (const LockLostError& error) {
     err << "dlock: lock lost: " << error.what() << '\n';
     return kExitLockLost;

@@ -343,11 +343,13 @@ TEST_F(CliEndToEnd, SharedRunsOverlapAndAWriterWaitsForThem) {
 // permit lets the run in.
 TEST_F(CliEndToEnd, SemaphoreAdmitsItsLimitAndNoMore) {
   client::Client client(client_options());
-  client::Session holders(client, {"holders", milliseconds(10'000), {}});
+  // One session per permit: a session acquiring again replaces its grant (C3).
+  client::Session first(client, {"first", milliseconds(10'000), {}});
+  client::Session second(client, {"second", milliseconds(10'000), {}});
   client::AcquireOptions two;
   two.permits = 2;
-  auto a = holders.acquire("gpu-pool", two);
-  auto b = holders.acquire("gpu-pool", two);
+  auto a = first.acquire("gpu-pool", two);
+  auto b = second.acquire("gpu-pool", two);
   ASSERT_TRUE(a.has_value() && b.has_value());
   EXPECT_EQ(a->mode(), HoldMode::kPermit);
   EXPECT_EQ(b->limit(), 2u);
