@@ -134,6 +134,25 @@ struct AcquireOptions {
   // TTL of its own (`ttl` must be 0), kept by the session's keepalives, so `auto_extend` is not
   // needed (and is ignored); its deadline is the session's.
   bool session_bound = false;
+  // Which hold (docs/adr/0020-more-primitives-design.md). kExclusive (the default): the mutex,
+  // or the write side of a read-write lock. kShared: the read side; any number of shared
+  // holders of `key` at once, none while an exclusive holder lives, and each gets a token of
+  // its own. For a semaphore leave `mode` alone and set `permits` (kPermit is accepted too).
+  HoldMode mode = HoldMode::kExclusive;
+  // > 0: acquire one permit of the semaphore `key` of this many permits (/v1/semaphores). Every
+  // live holder must agree on the number: another one is ConflictError (field "limit"). All
+  // taken after `wait`: an empty optional ("held"), as for a lock. 0 with mode kPermit, or > 0
+  // with mode kShared: InvalidArgumentError.
+  std::uint32_t permits = 0;
+};
+
+// What Client::semaphore reports about a semaphore.
+struct SemaphoreInfo {
+  std::string name;
+  // The number of permits its live holders agreed on; 0 when no permit is held.
+  std::uint32_t limit = 0;
+  // Every live permit holder, each with its own fencing token.
+  std::vector<LockInfo> holders;
 };
 
 class Client;
@@ -174,9 +193,17 @@ class Lock {
   // True when the server granted a session-bound lock (ADR-0018): it lives as long as its
   // session, and extend() is a checked no-op that moves no deadline.
   bool session_bound() const;
+  // kExclusive, kShared (a read lock) or kPermit (one permit of a semaphore), as the server
+  // granted it.
+  HoldMode mode() const;
+  // For a permit: the semaphore's number of permits; else 0.
+  std::uint32_t limit() const;
 
   // Extends the lease now (ttl 0: the last granted TTL). Throws LockLostError when the grant
-  // is gone, UnavailableError when the server cannot answer.
+  // is gone, UnavailableError when the server cannot answer. A permit is extended and released
+  // through /v1/semaphores/{name} (the server would accept the lock routes too: the token names
+  // the grant), so the server's access log, metrics and authorisation see a semaphore's traffic
+  // under the route it was acquired by.
   void extend(std::chrono::milliseconds ttl = std::chrono::milliseconds(0));
   // Releases the grant and reports failures (LockLostError when it was no longer ours).
   // Afterwards the Lock is inert and its destructor does nothing.
@@ -216,8 +243,10 @@ class Session {
   bool lost() const;
   std::string lost_reason() const;
 
-  // Acquires `key`, waiting up to options.wait. Empty optional = held by someone else after
-  // the wait (a decision). Throws SessionNotFoundError, InvalidArgumentError, UnavailableError.
+  // Acquires `key` (a lock, a read lock, or one permit of a semaphore: options.mode and
+  // options.permits), waiting up to options.wait. Empty optional = held by someone else (every
+  // permit taken) after the wait (a decision). Throws SessionNotFoundError,
+  // InvalidArgumentError, ConflictError (a semaphore's limit differs), UnavailableError.
   std::optional<Lock> acquire(const std::string& key, AcquireOptions options = {});
 
   // Closes the session now and reports failures. Afterwards the destructor does nothing.
@@ -256,18 +285,40 @@ class Client {
   // LockLease::session() (`"lease": "session"`, ADR-0018: the answered TTL is the session's and
   // LockHandle::session_bound is set). Waits longer than the server's maximum are re-issued
   // until `wait`.
+  // `mode`: kExclusive (a lock) or kShared (a read lock, `"mode": "shared"`); LockHandle::mode
+  // is the mode granted. A permit is acquire_permit's.
   std::optional<LockHandle> acquire(const std::string& key, const std::string& session_id,
                                     LockLease lease, std::chrono::milliseconds wait,
-                                    const std::string& ns = {}, Deadline deadline = {});
+                                    const std::string& ns = {}, Deadline deadline = {},
+                                    HoldMode mode = HoldMode::kExclusive);
+  // One permit of the semaphore `name` of `limit` (> 0) permits (POST
+  // /v1/semaphores/{name}/acquire). Empty = every permit taken after `wait`. Throws
+  // ConflictError (field "limit") when the live holders agreed on another limit.
+  std::optional<LockHandle> acquire_permit(const std::string& name, const std::string& session_id,
+                                           std::uint32_t limit, LockLease lease,
+                                           std::chrono::milliseconds wait,
+                                           const std::string& ns = {}, Deadline deadline = {});
+  // `mode` kPermit sends extend and release through /v1/semaphores/{key} (Lock::extend says
+  // why); any other mode through /v1/locks/{key}. The server accepts either for any grant.
   ExtendResult extend(const std::string& key, const std::string& session_id, FencingToken token,
                       std::chrono::milliseconds ttl, const std::string& ns = {},
-                      Deadline deadline = {});
-  // Throws LockLostError when (session, token) is not the current grant.
+                      Deadline deadline = {}, HoldMode mode = HoldMode::kExclusive);
+  // Throws LockLostError when (session, token) is not a live grant.
   void release(const std::string& key, const std::string& session_id, FencingToken token,
-               const std::string& ns = {}, Deadline deadline = {});
-  // Empty = no live grant (lock_not_found).
+               const std::string& ns = {}, Deadline deadline = {},
+               HoldMode mode = HoldMode::kExclusive);
+  // Empty = no live grant (lock_not_found). With several holders (shared, permits): the one
+  // with the greatest token; LockInfo::mode and ::limit say which kind.
   std::optional<LockInfo> get(const std::string& key, const std::string& ns = {},
                               Deadline deadline = {});
+  // Every live holder of `key` (GET /v1/locks/{key}, "holders"), in the server's order; empty
+  // when the key is free. One for an exclusive lock, any number of readers or permits.
+  std::vector<LockInfo> holders(const std::string& key, const std::string& ns = {},
+                                Deadline deadline = {});
+  // The semaphore `name`: its agreed limit and every permit holder (GET /v1/semaphores/{name});
+  // limit 0 and no holders when every permit is free.
+  SemaphoreInfo semaphore(const std::string& name, const std::string& ns = {},
+                          Deadline deadline = {});
   std::vector<LockInfo> list(const std::string& prefix, std::size_t limit = 0,
                              const std::string& ns = {}, Deadline deadline = {});
   // Admin: removes the current grant whoever holds it. Needs the admin token.

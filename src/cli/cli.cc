@@ -89,6 +89,10 @@ int report(const std::exception_ptr& failure, std::ostream& err) {
   } catch (const ResourceExhaustedError& error) {
     err << "dlock: server busy or throttling: " << error.what() << '\n';
     return kExitThrottled;
+  } catch (const ConflictError& error) {
+    // The request disagrees with the name's live holders (a semaphore's limit, ADR-0020).
+    err << "dlock: conflict on " << error.field() << ": " << error.what() << '\n';
+    return kExitFailure;
   } catch (const LockLostError& error) {
     err << "dlock: lock lost: " << error.what() << '\n';
     return kExitLockLost;
@@ -156,6 +160,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   acquire->add_option("--session", session_id, "session id (dlock session open)")->required();
   acquire->add_option("--ttl", ttl, "lock TTL (default: the server's, 30s)");
   acquire->add_option("--wait", wait, "wait this long while the key is held (default 0)");
+  bool shared = false;
+  std::uint32_t permits = 0;
+  auto* acquire_shared = acquire->add_flag(
+      "--shared", shared, "a read lock: shared with other readers, excluded by writers");
+  acquire->add_option("--semaphore", permits, "one of N permits of the semaphore KEY")
+      ->check(CLI::Range(1u, UINT32_MAX))
+      ->excludes(acquire_shared);
 
   CLI::App* extend = app.add_subcommand("extend", help::kExtend);
   extend->footer(help::kExtendFooter);
@@ -175,6 +186,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App* get = app.add_subcommand("get", help::kGet);
   get->footer(help::kGetFooter);
   get->add_option("KEY", key, "lock key")->required();
+
+  CLI::App* semaphore = app.add_subcommand("semaphore", help::kSemaphore);
+  semaphore->footer(help::kSemaphoreFooter);
+  semaphore->add_option("NAME", key, "semaphore name")->required();
 
   CLI::App* list = app.add_subcommand("list", help::kList);
   list->footer(help::kListFooter);
@@ -203,6 +218,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_option("--kill-grace", kill_grace,
                   "time between SIGTERM and SIGKILL (default half the stop margin)");
   run->add_option("--owner", owner, "owner name (default $DLOCK_OWNER or USER@host)");
+  auto* run_shared = run->add_flag("--shared", shared,
+                                   "a read lock: shared with other readers, excluded by writers");
+  run->add_option("--semaphore", permits, "hold one of N permits of the semaphore KEY")
+      ->check(CLI::Range(1u, UINT32_MAX))
+      ->excludes(run_shared);
 
   std::string principal, permissions;
   CLI::App* token_cmd = app.add_subcommand("token", help::kToken);
@@ -242,7 +262,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       printer.session_closed(session_id);
     } else if (*acquire) {
       const milliseconds wait_ms = duration_flag(wait, "--wait");
-      auto handle = client.acquire(key, session_id, duration_flag(ttl, "--ttl"), wait_ms, flags.ns);
+      const milliseconds ttl_ms = duration_flag(ttl, "--ttl");
+      auto handle = permits > 0
+                        ? client.acquire_permit(key, session_id, permits, ttl_ms, wait_ms, flags.ns)
+                        : client.acquire(key, session_id, ttl_ms, wait_ms, flags.ns, {},
+                                         shared ? HoldMode::kShared : HoldMode::kExclusive);
       if (!handle) {
         if (flags.json) {
           printer.held(key, wait_ms);
@@ -251,7 +275,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         }
         return kExitNotAcquired;
       }
-      printer.granted(*handle, flags.ns);
+      printer.granted(*handle, flags.ns, permits);
     } else if (*extend) {
       const FencingToken token = fencing_token_flag(token_text);
       printer.extended(
@@ -261,7 +285,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       client.release(key, session_id, token, flags.ns);
       printer.released(key, token);
     } else if (*get) {
-      printer.lock(key, client.get(key, flags.ns));
+      printer.lock(key, client.holders(key, flags.ns));
+    } else if (*semaphore) {
+      printer.semaphore(client.semaphore(key, flags.ns));
     } else if (*list) {
       printer.locks(client.list(prefix, limit, flags.ns));
     } else if (*revoke) {
@@ -274,6 +300,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       options.ttl = duration_flag(ttl, "--ttl");
       options.session_bound = lease == "session";
       options.wait = duration_flag(wait, "--wait");
+      options.mode = shared ? HoldMode::kShared : HoldMode::kExclusive;
+      options.permits = permits;
       if (!stop_margin.empty()) {
         options.stop_margin = client::parse_duration(stop_margin, "--stop-margin");
       }

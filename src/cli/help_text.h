@@ -64,11 +64,20 @@ inline constexpr const char* kAcquireFooter = R"(DESCRIPTION
   session already holds succeeds again with a greater token. The lock is not extended: use
   `dlock extend` before its TTL passes, or `dlock run`.
 
+  --shared asks for a read lock: any number of sessions hold KEY shared at once, none while an
+  exclusive (write) lock lives, and a writer waits for every reader. --semaphore N asks for one
+  of N permits of the semaphore KEY: N holders at most, and every holder must give the same N
+  (another is refused, exit 1, error conflict on field limit). Each reader and each permit
+  gets a fencing token of its own. Extend and release a read lock or a permit like a lock.
+
 EXIT STATUS
-  0 granted, 75 still held after --wait, 69 server unavailable, 1 session not found.
+  0 granted, 75 still held (every permit taken) after --wait, 69 server unavailable, 1 session
+  not found.
 
 EXAMPLE
-  dlock acquire reports/daily --session "$sid" --ttl 2m --wait 10s)";
+  dlock acquire reports/daily --session "$sid" --ttl 2m --wait 10s
+  dlock acquire reports/daily --session "$sid" --shared
+  dlock acquire gpu-pool --session "$sid" --semaphore 4 --wait 1m)";
 
 inline constexpr const char* kExtend = "Extend a lock you hold (same fencing token)";
 inline constexpr const char* kExtendFooter = R"(DESCRIPTION
@@ -91,8 +100,21 @@ EXAMPLE
 
 inline constexpr const char* kGet = "Show who holds a lock";
 inline constexpr const char* kGetFooter = R"(DESCRIPTION
-  Prints the current grant of KEY (token, owner, session, times) or that it is free. With
-  --json the document has "held": true|false. Exits 0 either way.)";
+  Prints the current grant of KEY (mode, token, owner, session, times) or that it is free. The
+  mode is exclusive (a lock, a writer), shared (readers) or permit (a semaphore's holders).
+  With several holders the one with the greatest token is shown first, then every holder with
+  its own token. With --json the document has "held": true|false, "mode" and "holders" (every
+  holder). Exits 0 either way.)";
+
+inline constexpr const char* kSemaphore = "Show a semaphore's limit and holders";
+inline constexpr const char* kSemaphoreFooter = R"(DESCRIPTION
+  Prints how many of the semaphore NAME's permits are held, of how many (the limit its live
+  holders agreed on), and every holder with its fencing token. A semaphore none of whose
+  permits is held has no limit until the next acquire sets one. With --json: {"name", "limit"
+  (absent when no permit is held), "holders"}. Exits 0 either way.
+
+EXAMPLE
+  dlock semaphore gpu-pool)";
 
 inline constexpr const char* kList = "List held locks";
 inline constexpr const char* kListFooter = R"(DESCRIPTION
@@ -115,6 +137,7 @@ inline constexpr const char* kRunFooter = R"(DESCRIPTION
     DLOCK_FENCING_TOKEN  the grant's fencing token: pass it along with every write
     DLOCK_SESSION_ID     the session
     DLOCK_NAMESPACE      the namespace
+    DLOCK_LOCK_MODE      exclusive, shared (--shared) or permit (--semaphore N)
   in its environment, as the leader of a process group of its own: dlock signals the whole
   group (CMD, `sleep &`, pipelines...), never one pid. While CMD runs, dlock keeps the session
   alive (a keepalive every TTL/3). SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dlock are
@@ -129,6 +152,13 @@ LEASE
   the session's) and dlock extends it every TTL/3, as before ADR-0018 (for a dlockd that
   predates session-bound locks). Both are equally safe here: a dlock that dies or loses its server leaves
   the lock held for at most --ttl, and CMD is stopped by the timeline below.
+
+READ LOCKS AND SEMAPHORES
+  --shared holds KEY as a reader: runs with --shared overlap, an exclusive run (a writer) waits
+  until every reader is gone and readers that come after a waiting writer wait for it (per
+  dlockd). --semaphore N holds one of N permits of KEY: at most N runs at once, each giving the
+  same N. Each reader and each permit has a fencing token of its own, and a writer's token is
+  greater than every reader's before it. Lease, keepalives and the stop timeline are the same.
 
 STOP TIMELINE
   D is the lock's deadline: send time of the last successful acquire/extend (session-bound:
@@ -151,7 +181,9 @@ EXIT STATUS
 
 EXAMPLE
   dlock run payouts/batch-17 --ttl 30s --wait 5m -- \
-      sh -c 'pay --batch 17 --fencing-token "$DLOCK_FENCING_TOKEN"')";
+      sh -c 'pay --batch 17 --fencing-token "$DLOCK_FENCING_TOKEN"'
+  dlock run reports/daily --shared --wait 1m -- ./read-report.sh
+  dlock run gpu-pool --semaphore 4 --wait 10m -- ./train.sh)";
 
 inline constexpr const char* kToken = "Make bearer tokens for dlockd's tokens file";
 inline constexpr const char* kTokenFooter = R"(DESCRIPTION

@@ -1,5 +1,6 @@
 #include "cli/output.h"
 
+#include <algorithm>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
@@ -17,12 +18,30 @@ std::string time_or_dash(WallClock::time_point time) {
 }
 
 boost::json::object lock_json(const LockInfo& info) {
-  return boost::json::object{{"key", info.key},
+  boost::json::object object{{"key", info.key},
                              {"fencing_token", info.fencing_token},
                              {"owner", info.owner_id},
                              {"session_id", info.session_id},
                              {"acquired_at", time_or_dash(info.acquired_at)},
-                             {"expires_at", time_or_dash(info.expires_at)}};
+                             {"expires_at", time_or_dash(info.expires_at)},
+                             {"mode", to_string(info.mode)}};
+  if (info.limit != 0) object["limit"] = info.limit;
+  return object;
+}
+
+boost::json::array locks_json(const std::vector<LockInfo>& infos) {
+  boost::json::array array;
+  for (const LockInfo& info : infos) array.push_back(lock_json(info));
+  return array;
+}
+
+// One line per holder, under a header: how get and semaphore show several holders.
+void holder_table(std::ostream& out, const std::vector<LockInfo>& holders) {
+  out << "FENCING_TOKEN\tMODE\tOWNER\tSESSION\tEXPIRES_AT\n";
+  for (const LockInfo& info : holders) {
+    out << info.fencing_token << '\t' << to_string(info.mode) << '\t' << info.owner_id << '\t'
+        << info.session_id << '\t' << time_or_dash(info.expires_at) << '\n';
+  }
 }
 
 }  // namespace
@@ -65,21 +84,25 @@ void Printer::session_closed(const std::string& session_id) {
   out_ << "session " << session_id << " closed (its locks were released)\n";
 }
 
-void Printer::granted(const LockHandle& handle, const std::string& ns) {
+void Printer::granted(const LockHandle& handle, const std::string& ns, std::uint32_t limit) {
   const auto ttl = std::chrono::duration_cast<std::chrono::milliseconds>(handle.client_deadline -
                                                                          SteadyClock::now());
   if (json_) {
-    out_ << boost::json::serialize(
-                boost::json::object{{"key", handle.key},
-                                    {"ns", ns.empty() ? "default" : ns},
-                                    {"fencing_token", handle.fencing_token},
-                                    {"owner", handle.owner_id},
-                                    {"session_id", handle.session_id},
-                                    {"expires_at", time_or_dash(handle.server_expiry)}})
-         << '\n';
+    boost::json::object object{{"key", handle.key},
+                               {"ns", ns.empty() ? "default" : ns},
+                               {"fencing_token", handle.fencing_token},
+                               {"owner", handle.owner_id},
+                               {"session_id", handle.session_id},
+                               {"expires_at", time_or_dash(handle.server_expiry)},
+                               {"mode", to_string(handle.mode)}};
+    if (limit != 0) object["limit"] = limit;
+    out_ << boost::json::serialize(object) << '\n';
     return;
   }
-  out_ << "acquired " << handle.key << "  fencing token " << handle.fencing_token << "  expires "
+  out_ << "acquired " << handle.key;
+  if (handle.mode == HoldMode::kShared) out_ << " (shared)";
+  if (handle.mode == HoldMode::kPermit) out_ << " (a permit of " << limit << ")";
+  out_ << "  fencing token " << handle.fencing_token << "  expires "
        << time_or_dash(handle.server_expiry) << " (in about "
        << client::format_duration(std::chrono::duration_cast<std::chrono::seconds>(ttl)) << ")\n";
 }
@@ -108,30 +131,57 @@ void Printer::released(const std::string& key, FencingToken token) {
   out_ << "released " << key << " (fencing token " << token << ")\n";
 }
 
-void Printer::lock(const std::string& key, const std::optional<LockInfo>& info) {
+void Printer::lock(const std::string& key, const std::vector<LockInfo>& holders) {
+  const auto top = std::max_element(
+      holders.begin(), holders.end(),
+      [](const LockInfo& a, const LockInfo& b) { return a.fencing_token < b.fencing_token; });
   if (json_) {
-    boost::json::object object = info ? lock_json(*info) : boost::json::object{{"key", key}};
-    object["held"] = info.has_value();
+    boost::json::object object =
+        top != holders.end() ? lock_json(*top) : boost::json::object{{"key", key}};
+    object["held"] = top != holders.end();
+    if (top != holders.end()) object["holders"] = locks_json(holders);
     out_ << boost::json::serialize(object) << '\n';
     return;
   }
-  if (!info) {
+  if (top == holders.end()) {
     out_ << key << " is free\n";
     return;
   }
-  out_ << "key            " << info->key << '\n'
-       << "fencing token  " << info->fencing_token << '\n'
-       << "owner          " << info->owner_id << '\n'
-       << "session        " << info->session_id << '\n'
-       << "acquired at    " << time_or_dash(info->acquired_at) << '\n'
-       << "expires at     " << time_or_dash(info->expires_at) << '\n';
+  const LockInfo& info = *top;
+  out_ << "key            " << info.key << '\n' << "mode           " << to_string(info.mode);
+  if (info.limit != 0) out_ << " (semaphore of " << info.limit << ")";
+  out_ << '\n'
+       << "fencing token  " << info.fencing_token << '\n'
+       << "owner          " << info.owner_id << '\n'
+       << "session        " << info.session_id << '\n'
+       << "acquired at    " << time_or_dash(info.acquired_at) << '\n'
+       << "expires at     " << time_or_dash(info.expires_at) << '\n';
+  // Readers and permits: every holder, each with its own token (the one above is the newest).
+  if (info.mode != HoldMode::kExclusive || holders.size() > 1) {
+    out_ << "holders        " << holders.size() << '\n';
+    holder_table(out_, holders);
+  }
+}
+
+void Printer::semaphore(const client::SemaphoreInfo& info) {
+  if (json_) {
+    boost::json::object object{{"name", info.name}, {"holders", locks_json(info.holders)}};
+    if (info.limit != 0) object["limit"] = info.limit;
+    out_ << boost::json::serialize(object) << '\n';
+    return;
+  }
+  if (info.holders.empty()) {
+    out_ << "semaphore " << info.name << ": no permit held\n";
+    return;
+  }
+  out_ << "semaphore " << info.name << ": " << info.holders.size() << " of " << info.limit
+       << " permits held\n";
+  holder_table(out_, info.holders);
 }
 
 void Printer::locks(const std::vector<LockInfo>& infos) {
   if (json_) {
-    boost::json::array array;
-    for (const LockInfo& info : infos) array.push_back(lock_json(info));
-    out_ << boost::json::serialize(boost::json::object{{"locks", std::move(array)}}) << '\n';
+    out_ << boost::json::serialize(boost::json::object{{"locks", locks_json(infos)}}) << '\n';
     return;
   }
   if (infos.empty()) {

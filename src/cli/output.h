@@ -3,6 +3,7 @@
 // How the CLI prints results: aligned human text by default, one JSON document with --json
 // (the same field names as the C3 responses, so scripts can switch between them).
 
+#include <cstdint>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -19,10 +20,13 @@ class Printer {
   void session(const SessionInfo& info);
   void keepalive(const SessionInfo& info);
   void session_closed(const std::string& session_id);
-  void granted(const LockHandle& handle, const std::string& ns);
+  // `limit`: a permit's semaphore size (0 for a lock).
+  void granted(const LockHandle& handle, const std::string& ns, std::uint32_t limit = 0);
   void extended(const std::string& key, const client::ExtendResult& result);
   void released(const std::string& key, FencingToken token);
-  void lock(const std::string& key, const std::optional<LockInfo>& info);
+  // `holders`: every live holder of `key` (empty: free); the greatest token first, then each.
+  void lock(const std::string& key, const std::vector<LockInfo>& holders);
+  void semaphore(const client::SemaphoreInfo& info);
   void locks(const std::vector<LockInfo>& infos);
   void revoked(const std::string& key, const LockOutcome& outcome);
   // "held" for acquire: printed on stdout in JSON so scripts see a document either way.

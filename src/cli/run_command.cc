@@ -147,7 +147,8 @@ class GrantProbe {
       try {
         // A short budget: a probe that cannot get through is simply tried again later.
         client_.extend(lock_.key(), lock_.session_id(), lock_.token(), std::chrono::milliseconds(0),
-                       lock_.ns(), SteadyClock::now() + std::min(every_, kProbeBudget));
+                       lock_.ns(), SteadyClock::now() + std::min(every_, kProbeBudget),
+                       lock_.mode());
       } catch (const LockLostError& error) {
         reason = std::string("lock lost: ") + error.what();
       } catch (const SessionNotFoundError& error) {
@@ -223,6 +224,8 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
       if (!options.session_bound) acquire_options.ttl = options.ttl;
       acquire_options.wait = options.wait;
       acquire_options.ns = options.ns;
+      acquire_options.mode = options.mode;
+      acquire_options.permits = options.permits;
       // Ignored for a session-bound grant (its session's keepalives keep it).
       acquire_options.auto_extend = true;
       acquire_options.on_lost = [](const std::string&) { wake_main_thread(); };
@@ -252,8 +255,9 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   acquirer.join();
   if (acquire_error) std::rethrow_exception(acquire_error);
   if (!lock) {
-    err << "dlock: " << options.key << " is held by another owner; not acquired within "
-        << client::format_duration(options.wait) << '\n';
+    err << "dlock: " << options.key
+        << (options.permits > 0 ? ": every permit is taken" : " is held by another owner")
+        << "; not acquired within " << client::format_duration(options.wait) << '\n';
     return kExitNotAcquired;
   }
   // The deadline counts from when the granting request was sent: a long --wait can leave less
@@ -279,6 +283,8 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
       "DLOCK_FENCING_TOKEN=" + std::to_string(lock->token()),
       "DLOCK_SESSION_ID=" + session.id(),
       "DLOCK_NAMESPACE=" + (options.ns.empty() ? std::string("default") : options.ns),
+      // exclusive, shared or permit: as granted (ADR-0020).
+      std::string("DLOCK_LOCK_MODE=") + to_string(lock->mode()),
   };
   std::optional<GrantProbe> probe;
   if (lock->session_bound()) probe.emplace(client, *lock, session.ttl() / 3);

@@ -22,6 +22,10 @@ struct RunOptions {
   // default); false: a lock with a TTL of its own, extended every TTL/3 (`--lease ttl`).
   bool session_bound = true;
   std::chrono::milliseconds wait{0};
+  // kShared: a read lock (`--shared`). permits > 0: one permit of the semaphore `key` of that
+  // many (`--semaphore N`). As AcquireOptions::mode and ::permits (dlock/client.h).
+  HoldMode mode = HoldMode::kExclusive;
+  std::uint32_t permits = 0;
   // How long before the lock's client deadline CMD's group is sent SIGTERM, and how long
   // after SIGTERM it is sent SIGKILL; empty = the defaults of stop_times() (ADR-0014).
   std::optional<std::chrono::milliseconds> stop_margin;
@@ -30,8 +34,8 @@ struct RunOptions {
 };
 
 // Opens a session, acquires (waiting up to options.wait), runs CMD with DLOCK_KEY,
-// DLOCK_FENCING_TOKEN, DLOCK_SESSION_ID and DLOCK_NAMESPACE set, as the leader of its own
-// process group, keeps session and lock alive while it runs, and releases afterwards, once
+// DLOCK_FENCING_TOKEN, DLOCK_SESSION_ID, DLOCK_NAMESPACE and DLOCK_LOCK_MODE set, as the leader of
+// its own process group, keeps session and lock alive while it runs, and releases afterwards, once
 // nothing of the group is left (members CMD leaves behind are stopped first). A session-bound
 // lock's deadline is the session's, moved by its keepalives; the grant is checked every TTL/3
 // (an extend, a checked no-op for it) so that a revoke is noticed as with a TTL lock. Returns

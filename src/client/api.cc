@@ -15,9 +15,29 @@ namespace dlock::client::detail {
 namespace {
 
 std::string lock_target(const std::string& key, const std::string& action, const std::string& ns,
-                        std::vector<std::pair<std::string, std::string>> query = {}) {
+                        std::vector<std::pair<std::string, std::string>> query = {},
+                        HoldMode mode = HoldMode::kExclusive) {
   query.emplace_back("ns", ns);
-  return "/v1/locks/" + percent_encode(key) + action + query_string(query);
+  // A permit's routes are the semaphore's (Lock::extend in dlock/client.h says why).
+  const char* collection = mode == HoldMode::kPermit ? "/v1/semaphores/" : "/v1/locks/";
+  return collection + percent_encode(key) + action + query_string(query);
+}
+
+// The "holders" (or "locks") array of an answer, each entry a LockInfo.
+std::vector<LockInfo> decode_lock_infos(const boost::json::object& object, const char* member,
+                                        const std::string& what) {
+  const auto* entries = object.if_contains(member);
+  if (entries == nullptr || !entries->is_array()) {
+    throw InternalError(what + ": server response has no \"" + member + "\" array");
+  }
+  std::vector<LockInfo> out;
+  for (const boost::json::value& entry : entries->get_array()) {
+    if (!entry.is_object()) {
+      throw InternalError(what + ": a \"" + member + "\" entry is not an object");
+    }
+    out.push_back(decode_lock_info(entry.get_object()));
+  }
+  return out;
 }
 
 HttpRequest post(std::string target, const boost::json::object& body) {
@@ -71,8 +91,12 @@ void ClientCore::close_session(const std::string& session_id, const CallContext&
 
 std::optional<Grant> ClientCore::acquire(const std::string& key, const std::string& session_id,
                                          LockLease lease, std::chrono::milliseconds wait,
-                                         const std::string& ns, const CallContext& context) {
+                                         const std::string& ns, const CallContext& context,
+                                         HoldSpec hold) {
   const std::string what = "acquire " + key;
+  if (hold.mode == HoldMode::kPermit && hold.limit == 0) {
+    throw InvalidArgumentError("limit", what + ": a semaphore needs a limit of at least 1");
+  }
   // A session-bound lock asks for no TTL: the answered one (the session's) is the one to trust.
   const std::chrono::milliseconds ttl =
       lease.session_bound() ? std::chrono::milliseconds(0) : lease.ttl();
@@ -89,12 +113,15 @@ std::optional<Grant> ClientCore::acquire(const std::string& key, const std::stri
       if (lease.session_bound()) body["lease"] = "session";
       if (ttl.count() > 0) body["ttl_ms"] = millis(ttl);
       if (asked_wait.count() > 0) body["wait_ms"] = millis(asked_wait);
+      // Exclusive is the server's default: its requests stay as they were before modes.
+      if (hold.mode == HoldMode::kShared) body["mode"] = to_string(HoldMode::kShared);
+      if (hold.mode == HoldMode::kPermit) body["limit"] = hold.limit;
       request.body = boost::json::serialize(body);
       return asked_wait;
     };
     const Exchange exchange =
-        call(HttpRequest{Method::kPost, lock_target(key, "/acquire", ns), {}, {}}, attempt_context,
-             what);
+        call(HttpRequest{Method::kPost, lock_target(key, "/acquire", ns, {}, hold.mode), {}, {}},
+             attempt_context, what);
     const HttpResponse& response = exchange.response;
     if (response.status == 200) {
       const boost::json::object object = parse_object(response.body, what);
@@ -111,6 +138,9 @@ std::optional<Grant> ClientCore::acquire(const std::string& key, const std::stri
       handle.client_deadline = lease_deadline(exchange.sent_at, grant.ttl);
       handle.server_expiry = time_member(object, "expires_at");
       handle.session_bound = string_member(object, "lease", /*required=*/false) == "session";
+      // A server that predates modes sends none: then it granted what it knows, the mode asked.
+      handle.mode = mode_member(object, hold.mode);
+      grant.limit = handle.mode == HoldMode::kPermit ? limit_member(object, hold.limit) : 0;
       return grant;
     }
     const ApiError error = parse_api_error(response);
@@ -132,11 +162,12 @@ std::optional<Grant> ClientCore::acquire(const std::string& key, const std::stri
 
 ExtendResult ClientCore::extend(const std::string& key, const std::string& session_id,
                                 FencingToken token, std::chrono::milliseconds ttl,
-                                const std::string& ns, const CallContext& context) {
+                                const std::string& ns, const CallContext& context, HoldMode mode) {
   const std::string what = "extend " + key;
   boost::json::object body{{"session_id", session_id}, {"fencing_token", token}};
   if (ttl.count() > 0) body["ttl_ms"] = millis(ttl);
-  const Exchange exchange = call(post(lock_target(key, "/extend", ns), body), context, what);
+  const Exchange exchange =
+      call(post(lock_target(key, "/extend", ns, {}, mode), body), context, what);
   expect_status(exchange.response, 200, what);
   const boost::json::object object = parse_object(exchange.response.body, what);
   ExtendResult result;
@@ -154,16 +185,18 @@ ExtendResult ClientCore::extend(const std::string& key, const std::string& sessi
 }
 
 void ClientCore::release(const std::string& key, const std::string& session_id, FencingToken token,
-                         const std::string& ns, const CallContext& context) {
+                         const std::string& ns, const CallContext& context, HoldMode mode) {
   const std::string what = "release " + key;
   const std::string target = lock_target(
-      key, "", ns, {{"session_id", session_id}, {"fencing_token", std::to_string(token)}});
+      key, "", ns, {{"session_id", session_id}, {"fencing_token", std::to_string(token)}}, mode);
   const Exchange exchange = call(HttpRequest{Method::kDelete, target, {}, {}}, context, what);
   expect_status(exchange.response, 204, what);
 }
 
-std::optional<LockInfo> ClientCore::get(const std::string& key, const std::string& ns,
-                                        const CallContext& context) {
+// GET /v1/locks/{key}: the answer, or empty when the key is free (lock_not_found).
+std::optional<boost::json::object> ClientCore::read_lock(const std::string& key,
+                                                         const std::string& ns,
+                                                         const CallContext& context) {
   const std::string what = "get " + key;
   const Exchange exchange =
       call(HttpRequest{Method::kGet, lock_target(key, "", ns), {}, {}}, context, what);
@@ -173,7 +206,39 @@ std::optional<LockInfo> ClientCore::get(const std::string& key, const std::strin
     throw_api_error(error, what);
   }
   expect_status(exchange.response, 200, what);
-  return decode_lock_info(parse_object(exchange.response.body, what));
+  return parse_object(exchange.response.body, what);
+}
+
+std::optional<LockInfo> ClientCore::get(const std::string& key, const std::string& ns,
+                                        const CallContext& context) {
+  const auto object = read_lock(key, ns, context);
+  if (!object) return std::nullopt;
+  return decode_lock_info(*object);
+}
+
+std::vector<LockInfo> ClientCore::holders(const std::string& key, const std::string& ns,
+                                          const CallContext& context) {
+  const auto object = read_lock(key, ns, context);
+  if (!object) return {};
+  // A server that predates holder sets answers the one grant alone.
+  if (!object->contains("holders")) return {decode_lock_info(*object)};
+  return decode_lock_infos(*object, "holders", "get " + key);
+}
+
+SemaphoreInfo ClientCore::semaphore(const std::string& name, const std::string& ns,
+                                    const CallContext& context) {
+  const std::string what = "get semaphore " + name;
+  const Exchange exchange =
+      call(HttpRequest{Method::kGet, lock_target(name, "", ns, {}, HoldMode::kPermit), {}, {}},
+           context, what);
+  expect_status(exchange.response, 200, what);
+  const boost::json::object object = parse_object(exchange.response.body, what);
+  SemaphoreInfo info;
+  info.name = string_member(object, "name", /*required=*/false);
+  if (info.name.empty()) info.name = name;
+  info.limit = limit_member(object, 0);
+  info.holders = decode_lock_infos(object, "holders", what);
+  return info;
 }
 
 std::vector<LockInfo> ClientCore::list(const std::string& prefix, std::size_t limit,
@@ -185,17 +250,7 @@ std::vector<LockInfo> ClientCore::list(const std::string& prefix, std::size_t li
                                   {"ns", ns}});
   const Exchange exchange = call(HttpRequest{Method::kGet, target, {}, {}}, context, what);
   expect_status(exchange.response, 200, what);
-  const boost::json::object object = parse_object(exchange.response.body, what);
-  const auto* locks = object.if_contains("locks");
-  if (locks == nullptr || !locks->is_array()) {
-    throw InternalError(what + ": server response has no \"locks\" array");
-  }
-  std::vector<LockInfo> out;
-  for (const boost::json::value& entry : locks->get_array()) {
-    if (!entry.is_object()) throw InternalError(what + ": a \"locks\" entry is not an object");
-    out.push_back(decode_lock_info(entry.get_object()));
-  }
-  return out;
+  return decode_lock_infos(parse_object(exchange.response.body, what), "locks", what);
 }
 
 LockOutcome ClientCore::revoke(const std::string& key, const std::string& ns,

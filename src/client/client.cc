@@ -31,27 +31,50 @@ void Client::close_session(const std::string& session_id, Deadline deadline) {
 
 std::optional<LockHandle> Client::acquire(const std::string& key, const std::string& session_id,
                                           LockLease lease, std::chrono::milliseconds wait,
-                                          const std::string& ns, Deadline deadline) {
+                                          const std::string& ns, Deadline deadline, HoldMode mode) {
+  if (mode == HoldMode::kPermit) {
+    throw InvalidArgumentError("mode", "acquire " + key + ": a permit is acquire_permit's");
+  }
   auto grant = core_->acquire(key, session_id, lease, wait, ns,
-                              core_->context(core_->deadline_from(deadline, wait)));
+                              core_->context(core_->deadline_from(deadline, wait)), {mode, 0});
+  if (!grant) return std::nullopt;
+  return std::move(grant->handle);
+}
+
+std::optional<LockHandle> Client::acquire_permit(const std::string& name,
+                                                 const std::string& session_id, std::uint32_t limit,
+                                                 LockLease lease, std::chrono::milliseconds wait,
+                                                 const std::string& ns, Deadline deadline) {
+  auto grant = core_->acquire(name, session_id, lease, wait, ns,
+                              core_->context(core_->deadline_from(deadline, wait)),
+                              {HoldMode::kPermit, limit});
   if (!grant) return std::nullopt;
   return std::move(grant->handle);
 }
 
 ExtendResult Client::extend(const std::string& key, const std::string& session_id,
                             FencingToken token, std::chrono::milliseconds ttl,
-                            const std::string& ns, Deadline deadline) {
-  return core_->extend(key, session_id, token, ttl, ns, core_->context(deadline));
+                            const std::string& ns, Deadline deadline, HoldMode mode) {
+  return core_->extend(key, session_id, token, ttl, ns, core_->context(deadline), mode);
 }
 
 void Client::release(const std::string& key, const std::string& session_id, FencingToken token,
-                     const std::string& ns, Deadline deadline) {
-  core_->release(key, session_id, token, ns, core_->context(deadline));
+                     const std::string& ns, Deadline deadline, HoldMode mode) {
+  core_->release(key, session_id, token, ns, core_->context(deadline), mode);
 }
 
 std::optional<LockInfo> Client::get(const std::string& key, const std::string& ns,
                                     Deadline deadline) {
   return core_->get(key, ns, core_->context(deadline));
+}
+
+std::vector<LockInfo> Client::holders(const std::string& key, const std::string& ns,
+                                      Deadline deadline) {
+  return core_->holders(key, ns, core_->context(deadline));
+}
+
+SemaphoreInfo Client::semaphore(const std::string& name, const std::string& ns, Deadline deadline) {
+  return core_->semaphore(name, ns, core_->context(deadline));
 }
 
 std::vector<LockInfo> Client::list(const std::string& prefix, std::size_t limit,

@@ -5,6 +5,7 @@
 // so their background threads can be stopped mid-backoff.
 
 #include <atomic>
+#include <boost/json/object.hpp>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -49,6 +50,15 @@ struct Exchange {
 struct Grant {
   LockHandle handle;
   std::chrono::milliseconds ttl{0};
+  // For a permit: the semaphore's number of permits; else 0.
+  std::uint32_t limit = 0;
+};
+
+// What an acquire asks for (ADR-0020): an exclusive or shared hold of a lock, or one permit of
+// a semaphore of `limit` permits.
+struct HoldSpec {
+  HoldMode mode = HoldMode::kExclusive;
+  std::uint32_t limit = 0;  // kPermit only
 };
 
 struct ClientCore {
@@ -99,22 +109,35 @@ struct ClientCore {
   std::pair<SessionInfo, SteadyClock::time_point> keepalive(const std::string& session_id,
                                                             const CallContext& context);
   void close_session(const std::string& session_id, const CallContext& context);
+  // A permit goes to /v1/semaphores, anything else to /v1/locks (with "mode" when shared).
   std::optional<Grant> acquire(const std::string& key, const std::string& session_id,
                                LockLease lease, std::chrono::milliseconds wait,
-                               const std::string& ns, const CallContext& context);
+                               const std::string& ns, const CallContext& context,
+                               HoldSpec hold = {});
+  // `mode` picks the route: kPermit /v1/semaphores/{key}, else /v1/locks/{key}.
   ExtendResult extend(const std::string& key, const std::string& session_id, FencingToken token,
                       std::chrono::milliseconds ttl, const std::string& ns,
-                      const CallContext& context);
+                      const CallContext& context, HoldMode mode = HoldMode::kExclusive);
   void release(const std::string& key, const std::string& session_id, FencingToken token,
-               const std::string& ns, const CallContext& context);
+               const std::string& ns, const CallContext& context,
+               HoldMode mode = HoldMode::kExclusive);
   std::optional<LockInfo> get(const std::string& key, const std::string& ns,
                               const CallContext& context);
+  // Every live holder (the answer's "holders"; the top-level grant alone from a server that
+  // sends none); empty when the key is free.
+  std::vector<LockInfo> holders(const std::string& key, const std::string& ns,
+                                const CallContext& context);
+  SemaphoreInfo semaphore(const std::string& name, const std::string& ns,
+                          const CallContext& context);
   std::vector<LockInfo> list(const std::string& prefix, std::size_t limit, const std::string& ns,
                              const CallContext& context);
   LockOutcome revoke(const std::string& key, const std::string& ns, const CallContext& context);
 
  private:
   std::uint64_t random_bits();
+  // GET /v1/locks/{key}: the answer object, or empty when the key is free.
+  std::optional<boost::json::object> read_lock(const std::string& key, const std::string& ns,
+                                               const CallContext& context);
 
   std::mutex random_mutex_;
   std::mt19937_64 random_{std::random_device{}()};

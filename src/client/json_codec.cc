@@ -2,6 +2,7 @@
 
 #include <boost/json/parse.hpp>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 
 #include "dlock/errors.h"
@@ -138,6 +139,23 @@ WallClock::time_point time_member(const boost::json::object& object, std::string
   return text.empty() ? WallClock::time_point{} : parse_rfc3339(text);
 }
 
+HoldMode mode_member(const boost::json::object& object, HoldMode fallback) {
+  const std::string text = string_member(object, "mode", /*required=*/false);
+  if (text.empty()) return fallback;
+  for (HoldMode mode : {HoldMode::kExclusive, HoldMode::kShared, HoldMode::kPermit}) {
+    if (text == to_string(mode)) return mode;
+  }
+  bad_member("mode", "exclusive, shared or permit");
+}
+
+std::uint32_t limit_member(const boost::json::object& object, std::uint32_t fallback) {
+  const auto* value = object.if_contains("limit");
+  if (value == nullptr || value->is_null()) return fallback;
+  const std::uint64_t limit = uint_member(object, "limit");
+  if (limit == 0 || limit > UINT32_MAX) bad_member("limit", "an integer from 1 to 2^32-1");
+  return static_cast<std::uint32_t>(limit);
+}
+
 SessionInfo decode_session(const boost::json::object& object) {
   SessionInfo info;
   info.session_id = string_member(object, "session_id", /*required=*/false);
@@ -155,6 +173,9 @@ LockInfo decode_lock_info(const boost::json::object& object) {
   info.fencing_token = uint_member(object, "fencing_token");
   info.acquired_at = time_member(object, "acquired_at");
   info.expires_at = time_member(object, "expires_at");
+  info.session_bound = string_member(object, "lease", /*required=*/false) == "session";
+  info.mode = mode_member(object, HoldMode::kExclusive);
+  info.limit = limit_member(object, 0);
   return info;
 }
 

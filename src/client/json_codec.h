@@ -27,6 +27,12 @@ std::chrono::milliseconds millis_member(const boost::json::object& object, std::
 // Missing or null -> epoch (the field is informational).
 WallClock::time_point time_member(const boost::json::object& object, std::string_view name);
 
+// "mode": "exclusive", "shared" or "permit"; missing or null -> `fallback` (a server that
+// predates modes). Anything else: InternalError.
+HoldMode mode_member(const boost::json::object& object, HoldMode fallback);
+// "limit" (a semaphore's number of permits, 1..2^32-1); missing or null -> `fallback`.
+std::uint32_t limit_member(const boost::json::object& object, std::uint32_t fallback);
+
 SessionInfo decode_session(const boost::json::object& object);
 LockInfo decode_lock_info(const boost::json::object& object);
 LockOutcome decode_outcome(const boost::json::object& object);

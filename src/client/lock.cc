@@ -38,8 +38,9 @@ void extend_loop(const std::stop_token& stop, LockState& state) {
       ttl = state.ttl;
     }
     try {
-      const ExtendResult result = core.extend(state.key, state.session->id, state.token, ttl,
-                                              state.ns, CallContext{deadline, stop, {}, {}});
+      const ExtendResult result =
+          core.extend(state.key, state.session->id, state.token, ttl, state.ns,
+                      CallContext{deadline, stop, {}, {}}, state.mode);
       record_extension(state, result);
       return result.client_deadline - result.ttl + result.ttl / 3;
     } catch (const LockLostError& error) {
@@ -61,6 +62,24 @@ void extend_loop(const std::stop_token& stop, LockState& state) {
   renew_until_deadline(renewal, first, core.clock, stop);
 }
 
+// AcquireOptions::mode and ::permits (dlock/client.h) as the request they spell.
+HoldSpec hold_spec(const std::string& key, const AcquireOptions& options) {
+  if (options.permits == 0) {
+    if (options.mode == HoldMode::kPermit) {
+      throw InvalidArgumentError("limit", "acquire " + key +
+                                              ": a permit needs AcquireOptions::permits, the "
+                                              "semaphore's number of permits");
+    }
+    return {options.mode, 0};
+  }
+  if (options.mode == HoldMode::kShared) {
+    throw InvalidArgumentError("mode", "acquire " + key +
+                                           ": a shared hold and a semaphore permit exclude each "
+                                           "other (mode shared with permits > 0)");
+  }
+  return {HoldMode::kPermit, options.permits};
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -70,8 +89,9 @@ std::optional<Lock> Session::acquire(const std::string& key, AcquireOptions opti
     throw InvalidArgumentError("ttl_ms", "a session-bound lock has no TTL of its own");
   }
   const LockLease lease = options.session_bound ? LockLease::session() : LockLease(options.ttl);
+  const detail::HoldSpec hold = detail::hold_spec(key, options);
   auto grant = core.acquire(key, state_->id, lease, options.wait, options.ns,
-                            core.context(core.deadline_from({}, options.wait)));
+                            core.context(core.deadline_from({}, options.wait)), hold);
   if (!grant) return std::nullopt;
   const LockHandle* handle = &grant->handle;
   auto state = std::make_unique<detail::LockState>();
@@ -85,6 +105,8 @@ std::optional<Lock> Session::acquire(const std::string& key, AcquireOptions opti
   state->server_expiry = handle->server_expiry;
   state->ttl = grant->ttl;
   state->session_bound = handle->session_bound;
+  state->mode = handle->mode;
+  state->limit = grant->limit;
   // A session-bound lock is trusted exactly as long as its session (Lock::client_deadline).
   if (state->session_bound) state->client_deadline = SteadyClock::time_point::max();
   if (options.auto_extend && !state->session_bound) {
@@ -148,6 +170,8 @@ std::string Lock::lost_reason() const {
 }
 
 bool Lock::session_bound() const { return state_->session_bound; }
+HoldMode Lock::mode() const { return state_->mode; }
+std::uint32_t Lock::limit() const { return state_->limit; }
 
 void Lock::extend(std::chrono::milliseconds ttl) {
   detail::ClientCore& core = *state_->core;
@@ -158,7 +182,7 @@ void Lock::extend(std::chrono::milliseconds ttl) {
   }
   try {
     const ExtendResult result = core.extend(state_->key, state_->session->id, state_->token,
-                                            effective, state_->ns, core.context({}));
+                                            effective, state_->ns, core.context({}), state_->mode);
     detail::record_extension(*state_, result);
   } catch (const LockLostError& error) {
     state_->gone = true;
@@ -178,7 +202,7 @@ void Lock::release() {
   if (state_->session->closed) return;
   detail::ClientCore& core = *state_->core;
   core.release(state_->key, state_->session->id, state_->token, state_->ns,
-               core.context(SteadyClock::now() + core.options.request_timeout));
+               core.context(SteadyClock::now() + core.options.request_timeout), state_->mode);
 }
 
 }  // namespace dlock::client

@@ -55,6 +55,9 @@ struct LockState {
   FencingToken token = 0;
   // Lives as long as the session (ADR-0018): its deadline is the session's, never extended.
   bool session_bound = false;
+  // Which hold (ADR-0020); a permit's extend and release go to /v1/semaphores.
+  HoldMode mode = HoldMode::kExclusive;
+  std::uint32_t limit = 0;  // a permit's semaphore size
   std::function<void(const std::string&)> on_lost;
   LossFlag loss;
   std::atomic<bool> released{false};

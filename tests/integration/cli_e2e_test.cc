@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "cli/child_process.h"
 #include "cli/cli.h"
@@ -282,6 +283,106 @@ TEST_F(CliEndToEnd, UnreachableServerExits69) {
                                    "300ms", "get",      "k"};
   std::ostringstream out, err;
   EXPECT_EQ(cli::run_cli(static_cast<int>(argv.size()), argv.data(), out, err), 69) << err.str();
+}
+
+// Read-write locks (ADR-0020): two `run --shared` hold the key at once, `get` shows both
+// readers, and an exclusive `run --wait` runs only after both are gone, with a greater token.
+TEST_F(CliEndToEnd, SharedRunsOverlapAndAWriterWaitsForThem) {
+  const std::filesystem::path dir(dir_);
+  // Each reader notes its token, then holds the key until the test creates $DIR/go.
+  const auto reader = [&](const std::string& name) {
+    return start_run("reports/daily", {"--shared", "--ttl", "10s"},
+                     "echo \"$DLOCK_LOCK_MODE $DLOCK_FENCING_TOKEN\" > \"$DIR/" + name +
+                         "\"; i=0; while [ ! -e \"$DIR/go\" ] && [ $i -lt 400 ]; do sleep 0.05; "
+                         "i=$((i+1)); done; touch \"$DIR/" +
+                         name + ".done\"");
+  };
+  auto first = reader("r1");
+  auto second = reader("r2");
+  // A reader that was refused exits at once: stop waiting then.
+  testing::wait_for(
+      [&] {
+        return (!read_file(dir / "r1").empty() && !read_file(dir / "r2").empty()) ||
+               first->try_wait() || second->try_wait();
+      },
+      milliseconds(20'000));
+  ASSERT_TRUE(!read_file(dir / "r1").empty() && !read_file(dir / "r2").empty())
+      << "the two readers did not hold the key at the same time";
+  const Outcome got = dlock({"--json", "get", "reports/daily"});
+  ASSERT_EQ(got.status, 0) << got.err;
+  const auto info = boost::json::parse(got.out);
+  EXPECT_EQ(info.at("mode").as_string(), "shared");
+  EXPECT_EQ(info.at("holders").as_array().size(), 2u) << got.out;
+
+  auto writer = start_run(
+      "reports/daily", {"--wait", "20s"},
+      R"(if [ -e "$DIR/r1.done" ] && [ -e "$DIR/r2.done" ]; then r=after; else r=during; fi
+         echo "$r $DLOCK_LOCK_MODE $DLOCK_FENCING_TOKEN" > "$DIR/w")");
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_FALSE(std::filesystem::exists(dir / "w")) << "a writer ran while readers held the key";
+  std::ofstream(dir / "go").put('\n');
+  EXPECT_EQ(wait_exit(*first, milliseconds(20'000)), 0);
+  EXPECT_EQ(wait_exit(*second, milliseconds(20'000)), 0);
+  ASSERT_EQ(wait_exit(*writer, milliseconds(20'000)), 0);
+  std::istringstream r1(read_file(dir / "r1")), r2(read_file(dir / "r2")), w(read_file(dir / "w"));
+  std::string mode1, mode2, when, writer_mode;
+  std::uint64_t token1 = 0, token2 = 0, writer_token = 0;
+  r1 >> mode1 >> token1;
+  r2 >> mode2 >> token2;
+  w >> when >> writer_mode >> writer_token;
+  EXPECT_EQ(mode1, "shared");
+  EXPECT_EQ(mode2, "shared");
+  EXPECT_NE(token1, token2);
+  EXPECT_EQ(when, "after");
+  EXPECT_EQ(writer_mode, "exclusive");
+  EXPECT_GT(writer_token, std::max(token1, token2));
+}
+
+// Semaphores: two permits of 2 held through the library, a third `run --semaphore 2` stays
+// out (75), `semaphore` shows the limit and holders, another limit is a conflict, and a freed
+// permit lets the run in.
+TEST_F(CliEndToEnd, SemaphoreAdmitsItsLimitAndNoMore) {
+  client::Client client(client_options());
+  // One session per permit: a session acquiring again replaces its grant (C3).
+  client::Session first(client, {"first", milliseconds(10'000), {}});
+  client::Session second(client, {"second", milliseconds(10'000), {}});
+  client::AcquireOptions two;
+  two.permits = 2;
+  auto a = first.acquire("gpu-pool", two);
+  auto b = second.acquire("gpu-pool", two);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_EQ(a->mode(), HoldMode::kPermit);
+  EXPECT_EQ(b->limit(), 2u);
+  EXPECT_GT(b->token(), a->token());
+
+  auto third = start_run("gpu-pool", {"--semaphore", "2", "--wait", "300ms"}, "touch \"$DIR/ran\"");
+  EXPECT_EQ(wait_exit(*third, milliseconds(20'000)), 75);
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(dir_) / "ran"));
+
+  const Outcome shown = dlock({"--json", "semaphore", "gpu-pool"});
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  const auto info = boost::json::parse(shown.out);
+  EXPECT_EQ(info.at("limit").to_number<int>(), 2);
+  EXPECT_EQ(info.at("holders").as_array().size(), 2u) << shown.out;
+
+  const Outcome opened = dlock({"--json", "session", "open", "--ttl", "10s"});
+  ASSERT_EQ(opened.status, 0) << opened.err;
+  const std::string session_id(boost::json::parse(opened.out).at("session_id").as_string().c_str());
+  const Outcome other_limit =
+      dlock({"acquire", "gpu-pool", "--session", session_id, "--semaphore", "3"});
+  EXPECT_EQ(other_limit.status, 1) << other_limit.err;
+  EXPECT_NE(other_limit.err.find("limit"), std::string::npos) << other_limit.err;
+
+  a->release();
+  auto fourth = start_run("gpu-pool", {"--semaphore", "2", "--wait", "10s"},
+                          R"(echo "$DLOCK_LOCK_MODE $DLOCK_FENCING_TOKEN" > "$DIR/p")");
+  ASSERT_EQ(wait_exit(*fourth, milliseconds(20'000)), 0);
+  std::istringstream seen(read_file(std::filesystem::path(dir_) / "p"));
+  std::string mode;
+  std::uint64_t token = 0;
+  seen >> mode >> token;
+  EXPECT_EQ(mode, "permit");
+  EXPECT_GT(token, b->token());
 }
 
 }  // namespace

@@ -416,5 +416,57 @@ TEST_F(DlockRunTest, BadDurationIsAUsageError) {
   EXPECT_TRUE(server_.requests().empty());
 }
 
+// Read locks and semaphores (ADR-0020): what `run --shared` and `run --semaphore N` ask for,
+// which routes they use, and DLOCK_LOCK_MODE.
+TEST_F(DlockRunTest, RunSharedHoldsAReadLockAndExportsItsMode) {
+  auto dlock = start(R"(echo "$DLOCK_LOCK_MODE|$DLOCK_FENCING_TOKEN" > "$DIR/env")", {"--shared"});
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 0);
+  EXPECT_EQ(read_file(dir_ / "env"), "shared|42\n");
+  EXPECT_NE(acquire_body().find(R"("mode":"shared")"), std::string::npos) << acquire_body();
+  EXPECT_TRUE(server_.wait_for_requests(
+      [](const FakeRequest& r) {
+        return r.method == "DELETE" && r.target.rfind("/v1/locks/jobs%2Fnightly%20run?", 0) == 0;
+      },
+      1, milliseconds(0)));
+  auto exclusive = start(R"(echo "$DLOCK_LOCK_MODE" > "$DIR/env")");
+  EXPECT_EQ(wait_exit(*exclusive, milliseconds(10'000)), 0);
+  EXPECT_EQ(read_file(dir_ / "env"), "exclusive\n");
+  EXPECT_EQ(acquire_body().find("mode"), std::string::npos) << acquire_body();
+}
+
+TEST_F(DlockRunTest, RunSemaphoreHoldsOnePermitThroughTheSemaphoreRoutes) {
+  api_.session_ttl_ms = 600;  // the grant is checked every 200 ms while CMD runs
+  auto dlock = start(R"(echo "$DLOCK_LOCK_MODE|$DLOCK_FENCING_TOKEN" > "$DIR/env"; sleep 0.5)",
+                     {"--semaphore", "3"});
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 0);
+  EXPECT_EQ(read_file(dir_ / "env"), "permit|42\n");
+  const auto to = [](const char* method, const char* prefix) {
+    return
+        [=](const FakeRequest& r) { return r.method == method && r.target.rfind(prefix, 0) == 0; };
+  };
+  EXPECT_TRUE(server_.wait_for_requests(to("POST", "/v1/semaphores/jobs%2Fnightly%20run/acquire"),
+                                        1, milliseconds(0)));
+  EXPECT_NE(acquire_body().find(R"("limit":3)"), std::string::npos) << acquire_body();
+  EXPECT_TRUE(server_.wait_for_requests(to("POST", "/v1/semaphores/jobs%2Fnightly%20run/extend"), 1,
+                                        milliseconds(0)));
+  EXPECT_TRUE(server_.wait_for_requests(
+      to("DELETE", "/v1/semaphores/jobs%2Fnightly%20run?session_id=s-1&fencing_token=42"), 1,
+      milliseconds(0)));
+  for (const FakeRequest& request : server_.requests()) {
+    EXPECT_NE(request.target.rfind("/v1/locks", 0), 0u) << request.method << " " << request.target;
+  }
+}
+
+TEST_F(DlockRunTest, AllPermitsTakenExits75AndSharedWithSemaphoreIsAUsageError) {
+  api_.held = true;
+  auto held = start(R"(touch "$DIR/ran")", {"--semaphore", "2", "--wait", "100ms"});
+  EXPECT_EQ(wait_exit(*held, milliseconds(10'000)), 75);
+  auto both = start(R"(touch "$DIR/ran")", {"--semaphore", "2", "--shared"});
+  EXPECT_EQ(wait_exit(*both, milliseconds(10'000)), 64);
+  auto zero = start(R"(touch "$DIR/ran")", {"--semaphore", "0"});
+  EXPECT_EQ(wait_exit(*zero, milliseconds(10'000)), 64);
+  EXPECT_FALSE(file_exists("ran"));
+}
+
 }  // namespace
 }  // namespace dlock::client

@@ -46,14 +46,25 @@ class FakeLockApi {
         return {503, error_body("unavailable", "backend down"), {{"Retry-After", "0"}}};
       }
       if (held) return {409, error_body("held", "held by someone else")};
-      return {200, grant()};
+      // The mode asked for (ADR-0020): a permit through /v1/semaphores with its "limit".
+      const bool permit = t.rfind("/v1/semaphores/", 0) == 0;
+      const auto limit_at = request.body.find(R"("limit":)");
+      std::string extra = R"(,"mode":")" + std::string(permit ? "permit" : "exclusive") + R"(")";
+      if (!permit && request.body.find(R"("mode":"shared")") != std::string::npos) {
+        extra = R"(,"mode":"shared")";
+      }
+      if (permit && limit_at != std::string::npos) {
+        extra += R"(,"limit":)" + std::to_string(std::stoul(request.body.substr(limit_at + 8)));
+      }
+      return {200, grant(extra)};
     }
     if (request.method == "POST" && has("/extend")) {
       if (lock_lost) return {409, error_body("lock_lost", "not the current grant")};
       if (extend_unavailable) return {503, error_body("unavailable", "backend down")};
       return {200, grant()};
     }
-    if (request.method == "DELETE" && t.rfind("/v1/locks/", 0) == 0) {
+    if (request.method == "DELETE" &&
+        (t.rfind("/v1/locks/", 0) == 0 || t.rfind("/v1/semaphores/", 0) == 0)) {
       if (lock_lost) return {409, error_body("lock_lost", "not the current grant")};
       return {204, ""};
     }
@@ -61,12 +72,13 @@ class FakeLockApi {
   }
 
  private:
-  std::string grant() const {
+  // `extra`: more members, each starting with a comma.
+  std::string grant(const std::string& extra = "") const {
     return R"({"key":"k","fencing_token":)" + std::to_string(token.load()) +
            R"(,"owner":"tester","session_id":"s-1","ttl_ms":)" +
            std::to_string(lock_ttl_ms.load()) +
            R"(,"expires_at":"2030-01-01T00:00:00Z","lease":")" +
-           (session_bound ? "session" : "ttl") + R"("})";
+           (session_bound ? "session" : "ttl") + R"(")" + extra + "}";
   }
 };
 
