@@ -321,26 +321,28 @@ def exercise(c, server):
 
 def exercise_modes(c, sid, bob_sid, carol_sid):
     """"mode" on lock acquire: shared holders, their reads, extend and release (ADR-0020)."""
-    acquire, extend, lock = "/v1/locks/{key}/acquire", "/v1/locks/{key}/extend", "/v1/locks/{key}"
-    key, encoded = "reports/daily", "reports%2Fdaily"
-    path = f"/v1/locks/{encoded}"
+    lock, key, path = "/v1/locks/{key}", "reports/daily", "/v1/locks/reports%2Fdaily"
+
+    def acquire(status, **body):
+        return c.send("POST", lock + "/acquire", path + "/acquire", status, body)[1]
+
+    def release(status, session, token):
+        c.send("DELETE", lock, f"{path}?session_id={session}&fencing_token={token}", status)
+
     for mode in ("permit", "", 7):
-        expect(c.send("POST", acquire, path + "/acquire", 400, {"session_id": sid, "mode": mode})[1],
-               code="invalid_argument", field="mode")
-    _, mine = c.send("POST", acquire, path + "/acquire", 200, {"session_id": sid, "mode": "exclusive"})
+        expect(acquire(400, session_id=sid, mode=mode), code="invalid_argument", field="mode")
+    mine = acquire(200, session_id=sid, mode="exclusive")
     expect(mine, mode="exclusive")
-    c.send("DELETE", lock, f"{path}?session_id={sid}&fencing_token={mine.get('fencing_token')}", 204)
-    _, a = c.send("POST", acquire, path + "/acquire", 200, {"session_id": sid, "mode": "shared"})
-    _, b = c.send("POST", acquire, path + "/acquire", 200,
-                  {"session_id": bob_sid, "mode": "shared", "lease": "session"})
+    release(204, sid, mine.get("fencing_token"))
+    a = acquire(200, session_id=sid, mode="shared")
+    b = acquire(200, session_id=bob_sid, mode="shared", lease="session")
     expect(a, mode="shared")
     expect(b, mode="shared", lease="session")
     tokens = [a.get("fencing_token", 0), b.get("fencing_token", 0)]
     if tokens[1] <= tokens[0]:
         fail(f"the second shared holder's token {tokens[1]} is not greater than {tokens[0]}")
-    expect(c.send("POST", acquire, path + "/acquire", 409, {"session_id": carol_sid})[1], code="held")
-    expect(c.send("POST", acquire, path + "/acquire", 409,
-                  {"session_id": carol_sid, "mode": "exclusive", "wait_ms": 200})[1], code="held")
+    expect(acquire(409, session_id=carol_sid), code="held")
+    expect(acquire(409, session_id=carol_sid, mode="exclusive", wait_ms=200), code="held")
     _, read = c.send("GET", lock, path, 200)
     expect(read, key=key, mode="shared", fencing_token=tokens[1])
     if [h.get("fencing_token") for h in read.get("holders", [])] != tokens:
@@ -348,36 +350,39 @@ def exercise_modes(c, sid, bob_sid, carol_sid):
     _, listed = c.send("GET", "/v1/locks", "/v1/locks?prefix=reports", 200)
     if [(e["key"], e["mode"]) for e in listed.get("locks", [])] != [(key, "shared")] * 2:
         fail(f"list did not find the two shared holders of {key}: {listed}")
-    _, extended = c.send("POST", extend, path + "/extend", 200,
+    _, extended = c.send("POST", lock + "/extend", path + "/extend", 200,
                          {"session_id": sid, "fencing_token": tokens[0], "ttl_ms": 20000})
     expect(extended, mode="shared", fencing_token=tokens[0])
-    c.send("DELETE", lock, f"{path}?session_id={sid}&fencing_token={tokens[0]}", 204)
-    expect(c.send("POST", acquire, path + "/acquire", 409, {"session_id": carol_sid})[1], code="held")
-    c.send("DELETE", lock, f"{path}?session_id={bob_sid}&fencing_token={tokens[1]}", 204)
-    c.send("DELETE", lock, f"{path}?session_id={bob_sid}&fencing_token={tokens[1]}", 409)
+    release(204, sid, tokens[0])
+    expect(acquire(409, session_id=carol_sid), code="held")
+    release(204, bob_sid, tokens[1])
+    release(409, bob_sid, tokens[1])
     c.send("GET", lock, path, 404)
 
 
 def exercise_semaphores(c, sid, bob_sid, carol_sid):
     """/v1/semaphores/{name}: every operation's success and error answers (ADR-0020)."""
-    semaphore = "/v1/semaphores/{name}"
-    acquire, extend = semaphore + "/acquire", semaphore + "/extend"
-    name, path = "gpu/pool", "/v1/semaphores/gpu%2Fpool"
-    _, a = c.send("POST", acquire, path + "/acquire", 200,
-                  {"session_id": sid, "limit": 2, "ttl_ms": 10000})
-    _, b = c.send("POST", acquire, path + "/acquire", 200,
-                  {"session_id": bob_sid, "limit": 2, "lease": "session", "ns": "default"})
+    semaphore, name, path = "/v1/semaphores/{name}", "gpu/pool", "/v1/semaphores/gpu%2Fpool"
+
+    def acquire(status, query="", **body):
+        return c.send("POST", semaphore + "/acquire", path + "/acquire" + query, status, body)[1]
+
+    def extend(status, **body):
+        return c.send("POST", semaphore + "/extend", path + "/extend", status, body)[1]
+
+    def release(status, query):
+        return c.send("DELETE", semaphore, f"{path}?{query}", status)[1]
+
+    a = acquire(200, session_id=sid, limit=2, ttl_ms=10000)
+    b = acquire(200, session_id=bob_sid, limit=2, lease="session", ns="default")
     expect(a, key=name, mode="permit", limit=2)
     expect(b, mode="permit", limit=2, lease="session")
     tokens = [a.get("fencing_token", 0), b.get("fencing_token", 0)]
     if tokens[1] <= tokens[0]:
         fail(f"the second permit's token {tokens[1]} is not greater than {tokens[0]}")
-    expect(c.send("POST", acquire, path + "/acquire", 409, {"session_id": carol_sid, "limit": 2})[1],
-           code="held")
-    expect(c.send("POST", acquire, path + "/acquire", 409,
-                  {"session_id": carol_sid, "limit": 2, "wait_ms": 200})[1], code="held")
-    expect(c.send("POST", acquire, path + "/acquire", 409, {"session_id": carol_sid, "limit": 3})[1],
-           code="conflict", field="limit")
+    expect(acquire(409, session_id=carol_sid, limit=2), code="held")
+    expect(acquire(409, session_id=carol_sid, limit=2, wait_ms=200), code="held")
+    expect(acquire(409, session_id=carol_sid, limit=3), code="conflict", field="limit")
     # Locks and semaphores share the key space: a permit holds off a lock of the name.
     expect(c.send("POST", "/v1/locks/{key}/acquire", "/v1/locks/gpu%2Fpool/acquire", 409,
                   {"session_id": carol_sid})[1], code="held")
@@ -387,43 +392,36 @@ def exercise_semaphores(c, sid, bob_sid, carol_sid):
         fail(f"GET {path}: holders are not the two permits in token order: {read}")
     _, as_lock = c.send("GET", "/v1/locks/{key}", "/v1/locks/gpu%2Fpool", 200)
     expect(as_lock, mode="permit", limit=2, fencing_token=tokens[1])
-    _, extended = c.send("POST", extend, path + "/extend", 200,
-                         {"session_id": sid, "fencing_token": tokens[0], "ttl_ms": 20000})
+    extended = extend(200, session_id=sid, fencing_token=tokens[0], ttl_ms=20000)
     expect(extended, mode="permit", fencing_token=tokens[0])
-    expect(c.send("POST", extend, path + "/extend", 409, {"session_id": sid, "fencing_token": 1})[1],
-           code="lock_lost")
-    expect(c.send("POST", extend, path + "/extend", 400, {"session_id": sid})[1],
-           field="fencing_token")
-    c.send("POST", extend, path + "/extend", 404,
-           {"session_id": "nosuchsession", "fencing_token": tokens[0]})
-    release = f"{path}?session_id={bob_sid}&fencing_token={tokens[1]}"
-    c.send("DELETE", semaphore, release, 204)
-    c.send("DELETE", semaphore, release, 409)
-    expect(c.send("DELETE", semaphore, f"{path}?session_id={bob_sid}", 400)[1], field="fencing_token")
-    c.send("DELETE", semaphore, f"{path}?session_id=nosuchsession&fencing_token=1", 404)
+    expect(extend(409, session_id=sid, fencing_token=1), code="lock_lost")
+    expect(extend(400, session_id=sid), field="fencing_token")
+    extend(404, session_id="nosuchsession", fencing_token=tokens[0])
+    release(204, f"session_id={bob_sid}&fencing_token={tokens[1]}")
+    expect(release(409, f"session_id={bob_sid}&fencing_token={tokens[1]}"), code="lock_lost")
+    expect(release(400, f"session_id={bob_sid}"), field="fencing_token")
+    release(404, "session_id=nosuchsession&fencing_token=1")
     # Bad input names its field.
-    for body, field in (({"session_id": carol_sid}, "limit"),
-                        ({"session_id": carol_sid, "limit": 0}, "limit"),
-                        ({"session_id": carol_sid, "limit": 1025}, "limit"),
-                        ({"session_id": carol_sid, "limit": 2, "mode": "shared"}, "mode"),
-                        ({"session_id": carol_sid, "limit": 2, "ttl_ms": 5}, "ttl_ms"),
-                        ({"limit": 2}, "session_id")):
-        expect(c.send("POST", acquire, path + "/acquire", 400, body)[1], field=field)
-    c.send("POST", acquire, path + "/acquire?ns=b@d", 400, {"session_id": carol_sid, "limit": 2})
-    c.send("POST", acquire, path + "/acquire", 404, {"session_id": "nosuchsession", "limit": 2})
-    c.send("POST", acquire, path + "/acquire", 413,
+    for field, body in (("limit", {}), ("limit", {"limit": 0}), ("limit", {"limit": 1025}),
+                        ("mode", {"limit": 2, "mode": "shared"}),
+                        ("ttl_ms", {"limit": 2, "ttl_ms": 5}),
+                        ("ttl_ms", {"limit": 2, "ttl_ms": 5000, "lease": "session"}),
+                        ("session_id", {"session_id": None, "limit": 2})):
+        expect(acquire(400, **dict({"session_id": carol_sid}, **body)), field=field)
+    expect(acquire(400, "?ns=b@d", session_id=carol_sid, limit=2), field="ns")
+    acquire(404, session_id="nosuchsession", limit=2)
+    c.send("POST", semaphore + "/acquire", path + "/acquire", 413,
            raw=json.dumps({"session_id": carol_sid, "limit": 2, "pad": "x" * 70000}))
     c.send("PUT", semaphore, path, 405)
     c.send("POST", None, path + "/other", 405, {"session_id": carol_sid})
     c.send("GET", semaphore, "/v1/semaphores/bad%zzname", 400)
-    c.send("DELETE", semaphore, f"{path}?session_id={sid}&fencing_token={tokens[0]}", 204)
+    release(204, f"session_id={sid}&fencing_token={tokens[0]}")
     # No holder left: no limit, no holders (also for a name never used); a new limit is taken.
     for empty in (path, "/v1/semaphores/never-used"):
         _, read = c.send("GET", semaphore, empty, 200)
         if read.get("holders") != [] or "limit" in read:
             fail(f"GET {empty}: not an empty semaphore: {read}")
-    _, c_permit = c.send("POST", acquire, path + "/acquire", 200, {"session_id": carol_sid, "limit": 3})
-    expect(c_permit, limit=3)
+    expect(acquire(200, session_id=carol_sid, limit=3), limit=3)
 
 
 def metrics(c):
