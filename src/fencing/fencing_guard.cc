@@ -44,7 +44,18 @@ constexpr const char* kAdmitSql =
     "ON CONFLICT (resource) DO UPDATE SET highest_token = EXCLUDED.highest_token, "
     "holder_key = EXCLUDED.holder_key "
     "WHERE fencing_resource.highest_token <= EXCLUDED.highest_token "
+    "AND fencing_resource.highest_read_token <= EXCLUDED.highest_token "
     "AND " DLOCK_FENCING_SAME_KEY " RETURNING highest_token";
+
+// A reader: admitted unless a writer with a greater token has written; raises the greatest
+// reader token, never lowers it (readers come in any order).
+constexpr const char* kAdmitReadSql =
+    "INSERT INTO fencing_resource (resource, highest_token, holder_key, highest_read_token) "
+    "VALUES ($1, 0, $3, $2) ON CONFLICT (resource) DO UPDATE SET "
+    "highest_read_token = greatest(fencing_resource.highest_read_token, "
+    "EXCLUDED.highest_read_token), holder_key = EXCLUDED.holder_key "
+    "WHERE fencing_resource.highest_token <= EXCLUDED.highest_read_token "
+    "AND " DLOCK_FENCING_SAME_KEY " RETURNING 1";
 
 constexpr const char* kBindSql =
     "INSERT INTO fencing_resource (resource, highest_token, holder_key) VALUES ($1, 0, $2) "
@@ -89,8 +100,10 @@ std::string bound_key(pg_conn* conn, std::string_view resource) {
   return PQgetvalue(result.get(), 0, 0);
 }
 
-Admission admit(pg_conn* conn, std::string_view resource, FencingToken token,
-                std::string_view lock_key) {
+namespace {
+
+Admission admit_with(const char* sql, pg_conn* conn, std::string_view resource, FencingToken token,
+                     std::string_view lock_key) {
   check_lock_key(lock_key);
   if (PQtransactionStatus(conn) != PQTRANS_INTRANS) {
     throw FencingError(
@@ -102,12 +115,24 @@ Admission admit(pg_conn* conn, std::string_view resource, FencingToken token,
     throw FencingError("fencing token does not fit a bigint", ErrorCode::kInvalidArgument);
   }
   const auto result =
-      run(conn, kAdmitSql, {std::string(resource), std::to_string(token), std::string(lock_key)});
+      run(conn, sql, {std::string(resource), std::to_string(token), std::string(lock_key)});
   if (PQntuples(result.get()) == 1) return Admission::kAdmitted;
   if (const std::string bound = bound_key(conn, resource); !bound.empty() && bound != lock_key) {
     key_mismatch(resource, bound, lock_key);
   }
   return Admission::kStale;
+}
+
+}  // namespace
+
+Admission admit(pg_conn* conn, std::string_view resource, FencingToken token,
+                std::string_view lock_key) {
+  return admit_with(kAdmitSql, conn, resource, token, lock_key);
+}
+
+Admission admit_read(pg_conn* conn, std::string_view resource, FencingToken token,
+                     std::string_view lock_key) {
+  return admit_with(kAdmitReadSql, conn, resource, token, lock_key);
 }
 
 FencingToken highest_accepted(pg_conn* conn, std::string_view resource) {

@@ -72,7 +72,8 @@ void install_schema(pg_conn* conn);
 void bind_resource(pg_conn* conn, std::string_view resource, std::string_view lock_key);
 
 enum class Admission {
-  kAdmitted,  // token >= highest accepted: the highest is now `token`; go on and write
+  kAdmitted,  // token >= highest accepted (and above every admitted reader's): the highest is
+              // now `token`; go on and write
   kStale,     // a greater token was accepted already: the caller's grant is over; do not write
 };
 
@@ -82,6 +83,17 @@ enum class Admission {
 // is bound to `lock_key`. On kAdmitted the row stays locked until the transaction ends.
 Admission admit(pg_conn* conn, std::string_view resource, FencingToken token,
                 std::string_view lock_key);
+
+// The read side of a read-write lock (docs/fencing.md, "Read-write locks"): a holder of a shared
+// grant of `lock_key` presents its token before it reads `resource`, in the caller's open
+// transaction. Admitted when no writer with a greater token has written (token >= the highest
+// accepted write token); the resource then remembers the greatest reader token, and admit()
+// refuses every writer whose token is not above it. Readers are admitted in any order among
+// themselves. kStale: a later writer has written; what this reader would read is not what its
+// grant protected. The row stays locked until the transaction ends (readers of one resource
+// are serialized for that long: keep the transaction short).
+Admission admit_read(pg_conn* conn, std::string_view resource, FencingToken token,
+                     std::string_view lock_key);
 
 // The highest token `resource` has accepted, or 0 when it has accepted none.
 FencingToken highest_accepted(pg_conn* conn, std::string_view resource);

@@ -77,6 +77,30 @@ TEST_F(FencingGuard, SameTokenWritesRepeatedlyGreaterTakesOverSmallerIsStale) {
   EXPECT_EQ(writes_with(12), 1);
 }
 
+// Read-write locks (ADR-0020): readers present their tokens in any order; a writer whose token
+// is below an admitted reader's — it was granted before that reader, so its grant ended before
+// the reader's began — is refused, and a reader is refused once a later writer has written.
+TEST_F(FencingGuard, ReadersOrderAStaleWriterOut) {
+  const auto read = [&](FencingToken token) {
+    Transaction tx(conn_.get());
+    const auto admission = admit_read(conn_.get(), resource_, token, "key");
+    tx.commit();
+    return admission;
+  };
+  EXPECT_EQ(write(conn_.get(), 5), Admission::kAdmitted);
+  EXPECT_EQ(read(8), Admission::kAdmitted);
+  EXPECT_EQ(read(7), Admission::kAdmitted) << "readers among themselves are not ordered";
+  EXPECT_EQ(write(conn_.get(), 6), Admission::kStale) << "a writer granted before the readers";
+  EXPECT_EQ(writes_with(6), 0);
+  EXPECT_EQ(highest_accepted(conn_.get(), resource_), 5u) << "a reader raises no write token";
+  EXPECT_EQ(write(conn_.get(), 9), Admission::kAdmitted);
+  EXPECT_EQ(read(8), Admission::kStale) << "a reader after a later writer wrote";
+  EXPECT_EQ(read(10), Admission::kAdmitted);
+  // A reader of another key is refused like a writer of one.
+  Transaction tx(conn_.get());
+  EXPECT_THROW(admit_read(conn_.get(), resource_, 11, "other-key"), LockKeyMismatchError);
+}
+
 TEST_F(FencingGuard, AdmitOutsideATransactionIsRefused) {
   EXPECT_THROW(admit(conn_.get(), resource_, 1, "key"), FencingError);
   EXPECT_EQ(highest_accepted(conn_.get(), resource_), 0u);
