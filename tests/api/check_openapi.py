@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.parse
 
 import http.client
 import jsonschema
@@ -32,6 +31,8 @@ C3_ROUTES = {
     ("post", "/v1/locks/{key}/extend"), ("delete", "/v1/locks/{key}"),
     ("get", "/v1/locks/{key}"), ("get", "/v1/locks"), ("post", "/v1/admin/locks/{key}/revoke"),
     ("get", "/metrics"), ("get", "/healthz"), ("get", "/readyz"),
+    ("post", "/v1/semaphores/{name}/acquire"), ("post", "/v1/semaphores/{name}/extend"),
+    ("delete", "/v1/semaphores/{name}"), ("get", "/v1/semaphores/{name}"),
 }
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options"}
 failures = []
@@ -40,6 +41,14 @@ failures = []
 def fail(message):
     failures.append(message)
     print(f"FAIL {message}", flush=True)
+
+
+def expect(answer, **wanted):
+    """The answer's fields (error: its error's code and field) have the wanted values."""
+    fields = answer.get("error", answer) if isinstance(answer, dict) else {}
+    for name, value in wanted.items():
+        if fields.get(name) != value:
+            fail(f"{name} is {fields.get(name)!r}, not {value!r}: {answer}")
 
 
 def resolve(doc, ref):
@@ -222,6 +231,7 @@ def exercise(c, server):
     _, grant = c.send("POST", acquire, f"/v1/locks/{encoded}/acquire", 200,
                       {"session_id": sid, "ttl_ms": 10000})
     _, again = c.send("POST", acquire, f"/v1/locks/{encoded}/acquire", 200, {"session_id": sid})
+    expect(grant, mode="exclusive", lease="ttl")
     if again.get("fencing_token", 0) <= grant.get("fencing_token", 0):
         fail("re-entrant acquire did not answer a greater token")
     token = again["fencing_token"]
@@ -272,8 +282,16 @@ def exercise(c, server):
         fail(f"revoke answered {outcome}, not the grant {regrant.get('fencing_token')}")
     c.send("POST", revoke, f"/v1/admin/locks/{encoded}/revoke", 200)
     c.send("POST", revoke, "/v1/admin/locks/bad%zzkey/revoke", 400)
+    # Read-write locks and semaphores; closing carol frees her permit.
+    _, carol = c.send("POST", "/v1/sessions", "/v1/sessions", 201, {"owner": "carol"})
+    exercise_modes(c, sid, bob_sid, carol["session_id"])
+    exercise_semaphores(c, sid, bob_sid, carol["session_id"])
     # Close.
     close = "/v1/sessions/{session_id}"
+    c.send("DELETE", close, f"/v1/sessions/{carol['session_id']}", 204)
+    _, freed = c.send("GET", "/v1/semaphores/{name}", "/v1/semaphores/gpu%2Fpool", 200)
+    if freed.get("holders") != []:
+        fail(f"closing carol's session did not free her permit: {freed}")
     c.send("DELETE", close, f"/v1/sessions/{sid}", 204)
     c.send("DELETE", close, f"/v1/sessions/{sid}", 404)
     c.send("DELETE", close, "/v1/sessions/bad!id", 400)
@@ -281,17 +299,129 @@ def exercise(c, server):
     fillers = [c.send("POST", "/v1/sessions", "/v1/sessions", 201, {"owner": "filler"})[1]
                for _ in range(19)]
     c.send("POST", "/v1/sessions", "/v1/sessions", 429, {"owner": "one-too-many"})
-    # 503: a waiting acquire answered by the shutdown.
+    # 503: a waiting lock acquire and a waiting permit acquire answered by the shutdown.
+    permit = "/v1/semaphores/{name}/acquire"
     c.send("POST", acquire, "/v1/locks/shutdown-key/acquire", 200, {"session_id": bob_sid})
-    waiting = threading.Thread(target=c.send, args=(
-        "POST", acquire, "/v1/locks/shutdown-key/acquire", 503,
-        {"session_id": fillers[0]["session_id"], "wait_ms": 20000}))
-    waiting.start()
+    c.send("POST", permit, "/v1/semaphores/shutdown-pool/acquire", 200,
+           {"session_id": bob_sid, "limit": 1})
+    waiting = [threading.Thread(target=c.send, args=(
+        "POST", template, path, 503, dict(body, session_id=filler["session_id"], wait_ms=20000)))
+        for template, path, body, filler in (
+            (acquire, "/v1/locks/shutdown-key/acquire", {}, fillers[0]),
+            (permit, "/v1/semaphores/shutdown-pool/acquire", {"limit": 1}, fillers[1]))]
+    for thread in waiting:
+        thread.start()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and "dlock_waiters{backend=\"sqlite\"} 1" not in metrics(c):
+    while time.monotonic() < deadline and "dlock_waiters{backend=\"sqlite\"} 2" not in metrics(c):
         time.sleep(0.05)
     server.process.send_signal(signal.SIGTERM)
-    waiting.join(timeout=30)
+    for thread in waiting:
+        thread.join(timeout=30)
+
+
+def exercise_modes(c, sid, bob_sid, carol_sid):
+    """"mode" on lock acquire: shared holders, their reads, extend and release (ADR-0020)."""
+    lock, key, path = "/v1/locks/{key}", "reports/daily", "/v1/locks/reports%2Fdaily"
+
+    def acquire(status, **body):
+        return c.send("POST", lock + "/acquire", path + "/acquire", status, body)[1]
+
+    def release(status, session, token):
+        c.send("DELETE", lock, f"{path}?session_id={session}&fencing_token={token}", status)
+
+    for mode in ("permit", "", 7):
+        expect(acquire(400, session_id=sid, mode=mode), code="invalid_argument", field="mode")
+    mine = acquire(200, session_id=sid, mode="exclusive")
+    expect(mine, mode="exclusive")
+    release(204, sid, mine.get("fencing_token"))
+    a = acquire(200, session_id=sid, mode="shared")
+    b = acquire(200, session_id=bob_sid, mode="shared", lease="session")
+    expect(a, mode="shared")
+    expect(b, mode="shared", lease="session")
+    tokens = [a.get("fencing_token", 0), b.get("fencing_token", 0)]
+    if tokens[1] <= tokens[0]:
+        fail(f"the second shared holder's token {tokens[1]} is not greater than {tokens[0]}")
+    expect(acquire(409, session_id=carol_sid), code="held")
+    expect(acquire(409, session_id=carol_sid, mode="exclusive", wait_ms=200), code="held")
+    _, read = c.send("GET", lock, path, 200)
+    expect(read, key=key, mode="shared", fencing_token=tokens[1])
+    if [h.get("fencing_token") for h in read.get("holders", [])] != tokens:
+        fail(f"GET {path}: holders are not the two shared holders in token order: {read}")
+    _, listed = c.send("GET", "/v1/locks", "/v1/locks?prefix=reports", 200)
+    if [(e["key"], e["mode"]) for e in listed.get("locks", [])] != [(key, "shared")] * 2:
+        fail(f"list did not find the two shared holders of {key}: {listed}")
+    _, extended = c.send("POST", lock + "/extend", path + "/extend", 200,
+                         {"session_id": sid, "fencing_token": tokens[0], "ttl_ms": 20000})
+    expect(extended, mode="shared", fencing_token=tokens[0])
+    release(204, sid, tokens[0])
+    expect(acquire(409, session_id=carol_sid), code="held")
+    release(204, bob_sid, tokens[1])
+    release(409, bob_sid, tokens[1])
+    c.send("GET", lock, path, 404)
+
+
+def exercise_semaphores(c, sid, bob_sid, carol_sid):
+    """/v1/semaphores/{name}: every operation's success and error answers (ADR-0020)."""
+    semaphore, name, path = "/v1/semaphores/{name}", "gpu/pool", "/v1/semaphores/gpu%2Fpool"
+
+    def acquire(status, query="", **body):
+        return c.send("POST", semaphore + "/acquire", path + "/acquire" + query, status, body)[1]
+
+    def extend(status, **body):
+        return c.send("POST", semaphore + "/extend", path + "/extend", status, body)[1]
+
+    def release(status, query):
+        return c.send("DELETE", semaphore, f"{path}?{query}", status)[1]
+
+    a = acquire(200, session_id=sid, limit=2, ttl_ms=10000)
+    b = acquire(200, session_id=bob_sid, limit=2, lease="session", ns="default")
+    expect(a, key=name, mode="permit", limit=2)
+    expect(b, mode="permit", limit=2, lease="session")
+    tokens = [a.get("fencing_token", 0), b.get("fencing_token", 0)]
+    if tokens[1] <= tokens[0]:
+        fail(f"the second permit's token {tokens[1]} is not greater than {tokens[0]}")
+    expect(acquire(409, session_id=carol_sid, limit=2), code="held")
+    expect(acquire(409, session_id=carol_sid, limit=2, wait_ms=200), code="held")
+    expect(acquire(409, session_id=carol_sid, limit=3), code="conflict", field="limit")
+    # Locks and semaphores share the key space: a permit holds off a lock of the name.
+    expect(c.send("POST", "/v1/locks/{key}/acquire", "/v1/locks/gpu%2Fpool/acquire", 409,
+                  {"session_id": carol_sid})[1], code="held")
+    _, read = c.send("GET", semaphore, path, 200)
+    expect(read, name=name, limit=2)
+    if [h.get("fencing_token") for h in read.get("holders", [])] != tokens:
+        fail(f"GET {path}: holders are not the two permits in token order: {read}")
+    _, as_lock = c.send("GET", "/v1/locks/{key}", "/v1/locks/gpu%2Fpool", 200)
+    expect(as_lock, mode="permit", limit=2, fencing_token=tokens[1])
+    extended = extend(200, session_id=sid, fencing_token=tokens[0], ttl_ms=20000)
+    expect(extended, mode="permit", fencing_token=tokens[0])
+    expect(extend(409, session_id=sid, fencing_token=1), code="lock_lost")
+    expect(extend(400, session_id=sid), field="fencing_token")
+    extend(404, session_id="nosuchsession", fencing_token=tokens[0])
+    release(204, f"session_id={bob_sid}&fencing_token={tokens[1]}")
+    expect(release(409, f"session_id={bob_sid}&fencing_token={tokens[1]}"), code="lock_lost")
+    expect(release(400, f"session_id={bob_sid}"), field="fencing_token")
+    release(404, "session_id=nosuchsession&fencing_token=1")
+    # Bad input names its field.
+    for field, body in (("limit", {}), ("limit", {"limit": 0}), ("limit", {"limit": 1025}),
+                        ("mode", {"limit": 2, "mode": "shared"}),
+                        ("ttl_ms", {"limit": 2, "ttl_ms": 5}),
+                        ("ttl_ms", {"limit": 2, "ttl_ms": 5000, "lease": "session"}),
+                        ("session_id", {"session_id": None, "limit": 2})):
+        expect(acquire(400, **dict({"session_id": carol_sid}, **body)), field=field)
+    expect(acquire(400, "?ns=b@d", session_id=carol_sid, limit=2), field="ns")
+    acquire(404, session_id="nosuchsession", limit=2)
+    c.send("POST", semaphore + "/acquire", path + "/acquire", 413,
+           raw=json.dumps({"session_id": carol_sid, "limit": 2, "pad": "x" * 70000}))
+    c.send("PUT", semaphore, path, 405)
+    c.send("POST", None, path + "/other", 405, {"session_id": carol_sid})
+    c.send("GET", semaphore, "/v1/semaphores/bad%zzname", 400)
+    release(204, f"session_id={sid}&fencing_token={tokens[0]}")
+    # No holder left: no limit, no holders (also for a name never used); a new limit is taken.
+    for empty in (path, "/v1/semaphores/never-used"):
+        _, read = c.send("GET", semaphore, empty, 200)
+        if read.get("holders") != [] or "limit" in read:
+            fail(f"GET {empty}: not an empty semaphore: {read}")
+    expect(acquire(200, session_id=carol_sid, limit=3), limit=3)
 
 
 def metrics(c):
