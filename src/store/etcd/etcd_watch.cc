@@ -302,11 +302,16 @@ class BothSubscriptions final : public ReleaseSubscription {
 
 ReleaseSubscriptionPtr ReleaseWatches::watch(const std::string& etcd_key, const KeyRange& holders,
                                              std::function<void()> on_released) {
-  // The holder range watch wakes the waiter once when etcd has created it (a holder released
-  // before then, after a failed acquire saw it, is not missed; the waiter's one extra attempt is
-  // the price), then on every holder's delete. It does not block this call.
-  auto holder_watch = hub_->subscribe(holders.begin, 0, on_released, {}, holders.end);
-  auto key_watch = watch_key(etcd_key, std::move(on_released));
+  // The holder range watch is created (etcd answered) before this returns, so a holder's release
+  // after that is reported. One seen by a failed acquire and released before it started is
+  // covered by the lock key's watch, created after it on the same stream: that one wakes the
+  // waiter once at its start unless it saw an exclusive holder (then no holder lived).
+  auto created = std::make_shared<CreatedAt>();
+  auto holder_watch = hub_->subscribe(
+      holders.begin, 0, on_released, [created](std::int64_t revision) { created->set(revision); },
+      holders.end);
+  auto key_watch = watch_key(etcd_key, on_released);
+  if (!created->wait_until(SteadyClock::now() + client_.call_timeout())) on_released();
   return std::make_unique<BothSubscriptions>(std::move(key_watch), std::move(holder_watch));
 }
 
