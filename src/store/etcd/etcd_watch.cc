@@ -302,16 +302,16 @@ class BothSubscriptions final : public ReleaseSubscription {
 
 ReleaseSubscriptionPtr ReleaseWatches::watch(const std::string& etcd_key, const KeyRange& holders,
                                              std::function<void()> on_released) {
-  // The holder range watch is created (etcd answered) before this returns, so a holder's release
-  // after that is reported. One seen by a failed acquire and released before it started is
-  // covered by the lock key's watch, created after it on the same stream: that one wakes the
-  // waiter once at its start unless it saw an exclusive holder (then no holder lived).
-  auto created = std::make_shared<CreatedAt>();
+  // Both watches go on the one stream, the holder range's first: etcd creates a stream's watches
+  // in the order asked (also when the stream is opened again: by watch ID), so the holder range
+  // watch exists once the lock key's does. The lock key's watch either wakes the waiter once as
+  // etcd creates it (nothing remembered) or is created before this returns (a remembered
+  // exclusive holder, whose catch-up check covers what happened before): either way no holder's
+  // release after this call is missed, and the holder watch needs no wake-up of its own at its
+  // start (a spurious one, which etcd_store_test forbids).
   auto holder_watch = hub_->subscribe(
-      holders.begin, 0, on_released, [created](std::int64_t revision) { created->set(revision); },
-      holders.end);
-  auto key_watch = watch_key(etcd_key, on_released);
-  if (!created->wait_until(SteadyClock::now() + client_.call_timeout())) on_released();
+      holders.begin, 0, on_released, [](std::int64_t) {}, holders.end);
+  auto key_watch = watch_key(etcd_key, std::move(on_released));
   return std::make_unique<BothSubscriptions>(std::move(key_watch), std::move(holder_watch));
 }
 
