@@ -155,6 +155,9 @@ void run_backend(const Options& options, const std::string& name, const std::str
   for (int c : options.clients) {
     record(http_pairs(dlockd.target(), name, c, duration));
     record(http_pairs(dlockd.target(), name, c, duration, /*session_bound=*/true));
+    // Holder sets (ADR-0020) beside the exclusive pairs: one name, every grant coexisting.
+    record(http_holders(dlockd.target(), name, c, duration, HolderShape::kShared));
+    record(http_holders(dlockd.target(), name, c, duration, HolderShape::kPermits));
   }
   // The hot key (http below the largest client count: that one follows, with its extras).
   for (int c : options.clients) {

@@ -64,53 +64,81 @@ void open_sessions(asio::io_context& io, std::vector<std::unique_ptr<Connection>
 
 }  // namespace
 
-Measurement http_pairs(const HttpTarget& target, const std::string& backend, int clients,
-                       std::chrono::milliseconds duration, bool session_bound) {
-  const std::string lease = session_bound ? R"("lease":"session")" : R"("ttl_ms":30000)";
+namespace {
+
+// One acquire + release per round on connection i: `acquire_target(i)` with `acquire_body`,
+// released through `release_base(i)` + "?session_id=…&fencing_token=…".
+Measurement http_rounds(const HttpTarget& target, const std::string& backend, int clients,
+                        std::chrono::milliseconds duration, const std::string& path,
+                        const std::string& workload,
+                        const std::function<std::string(int)>& acquire_target,
+                        const std::string& acquire_body,
+                        const std::function<std::string(int)>& release_base) {
   asio::io_context io;
   auto connections = open_connections(io, {target}, clients);
-  open_sessions(io, connections, "bench-pairs");
+  open_sessions(io, connections, "bench-" + workload);
   std::vector<ClientStats> stats(static_cast<std::size_t>(clients));
   const auto start = Clock::now();
   const auto deadline = start + duration;
 
-  std::function<void(int)> pair = [&](int i) {
+  std::function<void(int)> round = [&](int i) {
     if (Clock::now() >= deadline) return;
     Connection* c = connections[static_cast<std::size_t>(i)].get();
     auto& out = stats[static_cast<std::size_t>(i)];
-    const std::string key = "bench-http-" + std::to_string(i);
     const auto t0 = Clock::now();
-    c->send(http::verb::post, "/v1/locks/" + key + "/acquire",
-            "{\"session_id\":\"" + c->session_id + "\"," + lease + "}",
-            [&, c, i, key, t0](int status, const std::string& body) {
+    c->send(http::verb::post, acquire_target(i),
+            "{\"session_id\":\"" + c->session_id + "\"," + acquire_body + "}",
+            [&, c, i, t0](int status, const std::string& body) {
               const auto t1 = Clock::now();
               if (status != 200) {
                 ++out.errors;
                 report_unexpected("acquire", status, body);
                 if (status < 0) return;
-                return pair(i);
+                return round(i);
               }
               const std::string token = json_number_field(body, "fencing_token");
-              c->send(
-                  http::verb::delete_,
-                  "/v1/locks/" + key + "?session_id=" + c->session_id + "&fencing_token=" + token,
-                  "", [&, i, t0, t1](int status2, const std::string& body2) {
-                    if (status2 != 204) {
-                      ++out.errors;
-                      report_unexpected("release", status2, body2);
-                    }
-                    if (status2 < 0) return;
-                    ++out.ops;
-                    out.acquire_ms.push_back(ms_between(t0, t1));
-                    out.op_ms.push_back(ms_between(t0, Clock::now()));
-                    pair(i);
-                  });
+              c->send(http::verb::delete_,
+                      release_base(i) + "?session_id=" + c->session_id + "&fencing_token=" + token,
+                      "", [&, i, t0, t1](int status2, const std::string& body2) {
+                        if (status2 != 204) {
+                          ++out.errors;
+                          report_unexpected("release", status2, body2);
+                        }
+                        if (status2 < 0) return;
+                        ++out.ops;
+                        out.acquire_ms.push_back(ms_between(t0, t1));
+                        out.op_ms.push_back(ms_between(t0, Clock::now()));
+                        round(i);
+                      });
             });
   };
-  for (int i = 0; i < clients; ++i) pair(i);
+  for (int i = 0; i < clients; ++i) round(i);
   io.run();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return summarize(backend, session_bound ? "http-sb" : "http", "pairs", clients, seconds, stats);
+  return summarize(backend, path, workload, clients, seconds, stats);
+}
+
+}  // namespace
+
+Measurement http_pairs(const HttpTarget& target, const std::string& backend, int clients,
+                       std::chrono::milliseconds duration, bool session_bound) {
+  const std::string lease = session_bound ? R"("lease":"session")" : R"("ttl_ms":30000)";
+  const auto key = [](int i) { return "/v1/locks/bench-http-" + std::to_string(i); };
+  return http_rounds(
+      target, backend, clients, duration, session_bound ? "http-sb" : "http", "pairs",
+      [&](int i) { return key(i) + "/acquire"; }, lease, key);
+}
+
+Measurement http_holders(const HttpTarget& target, const std::string& backend, int clients,
+                         std::chrono::milliseconds duration, HolderShape shape) {
+  const bool shared = shape == HolderShape::kShared;
+  const std::string name =
+      shared ? "/v1/locks/bench-http-shared" : "/v1/semaphores/bench-http-permits";
+  const std::string body = shared ? R"("ttl_ms":30000,"mode":"shared")"
+                                  : R"("ttl_ms":30000,"limit":)" + std::to_string(clients);
+  return http_rounds(
+      target, backend, clients, duration, "http", shared ? "shared" : "permits",
+      [&](int) { return name + "/acquire"; }, body, [&](int) { return name; });
 }
 
 Measurement http_hot(const std::vector<HttpTarget>& targets, const std::string& backend,

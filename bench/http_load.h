@@ -36,6 +36,15 @@ std::shared_ptr<boost::asio::ssl::context> tls_client_context(const std::string&
 Measurement http_pairs(const HttpTarget& target, const std::string& backend, int clients,
                        std::chrono::milliseconds duration, bool session_bound = false);
 
+// Holder sets (ADR-0020), beside http_pairs at the same client count: every connection acquires
+// and releases ONE name — as a shared holder of lock "bench-http-shared" (workload "shared"), or
+// as one of `clients` permits of semaphore "bench-http-permits" (workload "permits") — so every
+// grant coexists with the others and none waits: what a holder-set grant costs against an
+// exclusive one on a key of its own. Path "http".
+enum class HolderShape { kShared, kPermits };
+Measurement http_holders(const HttpTarget& target, const std::string& backend, int clients,
+                         std::chrono::milliseconds duration, HolderShape shape);
+
 // Hot key: every connection asks for one key with wait_ms and releases at once when granted.
 // `handoff_ms` gets, for each grant after the first, the time from the previous holder's
 // release acknowledgement to this grant's reception (negative when the grant arrived first),

@@ -214,6 +214,28 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
       }
     }
   }
+  md << "\n## Holder sets (ADR-0020)\n\n"
+     << "Every client acquires and releases one name through dlockd: as a shared holder of one "
+        "read-write lock (`shared`), or as one of N permits of one semaphore, N = the client "
+        "count (`permits`); every grant coexists with the others, none waits. × exclusive: "
+        "against `http` pairs (an exclusive lock on a key of its own) at the same client "
+        "count.\n\n"
+     << "| backend | workload | clients | grants/s | p50 ms | p99 ms | × exclusive grants/s | "
+        "errors |\n"
+     << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const auto& b : backends) {
+    for (const char* workload : {"shared", "permits"}) {
+      for (int c : info.clients) {
+        const auto* m = find(all, b, "http", workload, c);
+        if (m == nullptr) continue;
+        const auto* exclusive = find(all, b, "http", "pairs", c);
+        md << "| " << b << " | " << workload << " | " << c << " | " << fixed(m->per_second(), 0)
+           << " | " << fixed(m->p50_ms, 3) << " | " << fixed(m->p99_ms, 3) << " | "
+           << (exclusive && exclusive->ops ? fixed(m->per_second() / exclusive->per_second()) : "–")
+           << " | " << m->errors << " |\n";
+      }
+    }
+  }
   md << "\n## Hot key (all clients on one key)\n\n"
      << "raw = every client retries the acquire statement in a loop (no queue); anchor = every "
         "client blocks in pg_advisory_lock / etcd v3lock Lock on one name; spi = the store SPI "

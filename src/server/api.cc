@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dlock/errors.h"
+#include "server/api_render.h"
 #include "server/error_mapping.h"
 #include "server/input_checks.h"
 #include "server/json_util.h"
@@ -69,69 +70,6 @@ bool matches(std::string_view pattern, const std::vector<std::string>& path,
     if (slash == std::string_view::npos) return index == path.size();
     pattern.remove_prefix(slash + 1);
   }
-}
-
-// --- rendering ------------------------------------------------------------------------------
-
-// The lifetime answered for a grant (C3, docs/adr/0011-honest-lock-lifetimes.md): never more
-// than was asked, and never more than the store says the lock is certain to live, counted from
-// when this request arrived. A client counts it from its send time, which is earlier, so the
-// deadline it computes is one the backend keeps -- even where the backend kept less than asked
-// (an etcd lease renews for its first TTL, whatever an extend asks).
-// A session-bound grant asked for no TTL: its lifetime is its session's (ADR-0018).
-milliseconds honoured_ttl(const LockHandle& handle, milliseconds asked,
-                          SteadyClock::time_point received) {
-  const auto kept = std::chrono::floor<milliseconds>(handle.client_deadline - received);
-  return std::clamp(kept, milliseconds(0), handle.session_bound ? milliseconds::max() : asked);
-}
-
-const char* lease_name(bool session_bound) { return session_bound ? "session" : "ttl"; }
-
-std::string api_key(const std::string& stored) { return std::string(store_key::api_key(stored)); }
-
-// `limit`: a permit's semaphore size (0 for a lock), answered as "limit".
-json::object handle_json(const LockHandle& handle, milliseconds asked,
-                         SteadyClock::time_point received, bool auth_enabled,
-                         std::uint32_t limit = 0) {
-  json::object body{{"key", api_key(handle.key)},
-                    {"fencing_token", handle.fencing_token},
-                    {"owner", shown_owner(handle.owner_id, auth_enabled)},
-                    {"session_id", handle.session_id},
-                    {"ttl_ms", honoured_ttl(handle, asked, received).count()},
-                    {"expires_at", format_time(handle.server_expiry)},
-                    {"lease", lease_name(handle.session_bound)},
-                    {"mode", to_string(handle.mode)}};
-  if (limit != 0) body["limit"] = limit;
-  return body;
-}
-
-// A lock as `caller` may see it: session_id only for its own session or with admin on the
-// namespace (C6).
-json::object info_json(const LockInfo& info, const auth::Principal* caller, bool auth_enabled) {
-  json::object body{{"key", api_key(info.key)},
-                    {"fencing_token", info.fencing_token},
-                    {"owner", shown_owner(info.owner_id, auth_enabled)},
-                    {"acquired_at", format_time(info.acquired_at)},
-                    {"expires_at", format_time(info.expires_at)},
-                    {"lease", lease_name(info.session_bound)},
-                    {"mode", to_string(info.mode)}};
-  if (info.limit != 0) body["limit"] = info.limit;
-  const auto parts = store_key::split(info.key);
-  if (may_see_session(caller, info.owner_id, parts ? parts->ns : "")) {
-    body["session_id"] = info.session_id;
-  }
-  return body;
-}
-
-Response ok(unsigned status, const json::object& body) {
-  return json_response(status, json::serialize(body));
-}
-
-Response no_content() {
-  Response response{http::status::no_content, 11};
-  response.set(http::field::server, "dlockd");
-  response.prepare_payload();
-  return response;
 }
 
 // Answers `reply` from a service callback: the value through `render`, an error through the
