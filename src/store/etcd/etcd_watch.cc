@@ -302,10 +302,15 @@ class BothSubscriptions final : public ReleaseSubscription {
 
 ReleaseSubscriptionPtr ReleaseWatches::watch(const std::string& etcd_key, const KeyRange& holders,
                                              std::function<void()> on_released) {
-  // The holder range watch wakes the waiter once when etcd has created it (a holder released
-  // before then, after a failed acquire saw it, is not missed; the waiter's one extra attempt is
-  // the price), then on every holder's delete. It does not block this call.
-  auto holder_watch = hub_->subscribe(holders.begin, 0, on_released, {}, holders.end);
+  // Both watches go on the one stream, the holder range's first: etcd creates a stream's watches
+  // in the order asked (also when the stream is opened again: by watch ID), so the holder range
+  // watch exists once the lock key's does. The lock key's watch either wakes the waiter once as
+  // etcd creates it (nothing remembered) or is created before this returns (a remembered
+  // exclusive holder, whose catch-up check covers what happened before): either way no holder's
+  // release after this call is missed, and the holder watch needs no wake-up of its own at its
+  // start (a spurious one, which etcd_store_test forbids).
+  auto holder_watch = hub_->subscribe(
+      holders.begin, 0, on_released, [](std::int64_t) {}, holders.end);
   auto key_watch = watch_key(etcd_key, std::move(on_released));
   return std::make_unique<BothSubscriptions>(std::move(key_watch), std::move(holder_watch));
 }

@@ -100,8 +100,8 @@ class ReleaseWatches {
                      std::int64_t create_revision);
   // Calls `on_released` whenever `etcd_key` may have been released, and once at once when the
   // grant remembered holding it ended before the watch started.
-  // Also whenever a key of `holders` (the key's holder range, docs/adr/0020) is deleted, and
-  // once when that watch starts.
+  // Also whenever a key of `holders` (the key's holder range, docs/adr/0020) is deleted; that
+  // watch does not wake at its start (the lock key's watch does, unless it knows better).
   ReleaseSubscriptionPtr watch(const std::string& etcd_key, const KeyRange& holders,
                                std::function<void()> on_released);
 
