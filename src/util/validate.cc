@@ -41,6 +41,16 @@ void check_key(std::string_view key) { check_field(key, "key"); }
 void check_owner(std::string_view owner_id) { check_field(owner_id, "owner"); }
 void check_session_id(std::string_view session_id) { check_field(session_id, "session_id"); }
 
+void check_holder_inputs(std::string_view key, std::string_view owner_id,
+                         std::string_view session_id, const LockLease& lease,
+                         const TtlLimits& limits, const HoldRequest& request) {
+  check_key(key);
+  check_owner(owner_id);
+  check_session_id(session_id);
+  check_lease(lease, limits);
+  check_hold_request(request);
+}
+
 void check_hold_request(const HoldRequest& request) {
   switch (request.mode) {
     case HoldMode::kExclusive:

@@ -14,5 +14,10 @@ void check_session_id(std::string_view session_id);
 // A shared request has limit 0; a permit request 1..limits::kMaxSemaphoreLimit ("limit"); an
 // exclusive one is not a holder request ("mode").
 void check_hold_request(const HoldRequest& request);
+// Every input of LockStore::try_insert_holder, in one place for every store: key, owner,
+// session_id, the lease's TTL within `limits` ("ttl_ms"), and the request.
+void check_holder_inputs(std::string_view key, std::string_view owner_id,
+                         std::string_view session_id, const LockLease& lease,
+                         const TtlLimits& limits, const HoldRequest& request);
 
 }  // namespace dlock::util

@@ -129,11 +129,7 @@ std::optional<LockHandle> FakeStore::try_insert_holder(std::string_view key,
                                                        std::string_view session_id, LockLease lease,
                                                        HoldRequest request) {
   const auto sent_at = SteadyClock::now();
-  util::check_key(key);
-  util::check_owner(owner_id);
-  util::check_session_id(session_id);
-  check_lease(lease, options_.limits);
-  util::check_hold_request(request);
+  util::check_holder_inputs(key, owner_id, session_id, lease, options_.limits, request);
   const auto lock = enter();
   const auto now = options_.now();
   if (!session_live(session_id, now)) {

@@ -60,11 +60,7 @@ class EtcdStore final : public Backend {
   std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
                                               std::string_view session_id, LockLease lease,
                                               HoldRequest request) override {
-    util::check_key(key);
-    util::check_owner(owner_id);
-    util::check_session_id(session_id);
-    util::check_hold_request(request);
-    check_lease(lease, limits_);
+    util::check_holder_inputs(key, owner_id, session_id, lease, limits_, request);
     format_lock_key(key);  // throws for a key without namespace or name
     if (!is_session_id(session_id)) throw session_not_found(session_id);
     return holders_.acquire(key, owner_id, session_id, lease, request);

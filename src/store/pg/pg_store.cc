@@ -161,11 +161,7 @@ class PgStore final : public Backend {
   std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
                                               std::string_view session_id, LockLease lease,
                                               HoldRequest request) override {
-    util::check_key(key);
-    util::check_owner(owner_id);
-    util::check_session_id(session_id);
-    check_lease(lease, limits_);
-    util::check_hold_request(request);
+    util::check_holder_inputs(key, owner_id, session_id, lease, limits_, request);
     const auto sent_at = SteadyClock::now();
     const auto granted = pool_.lease()->execute(
         "grant_holder", {key, owner_id, session_id, lease_text(lease), to_string(request.mode),
