@@ -289,47 +289,49 @@ void Api::list_locks(const RequestContext& context, const Reply& reply) {
 // GET /v1/locks/{key}: the holder with the greatest token at the top level (an exclusive lock's
 // one grant), its mode, and every holder (several for shared holders, ADR-0020).
 void Api::read_lock(const RequestContext& context, const Reply& reply) {
-  const auto name = checked_key(context.params[0]);
-  const auto ns = context.query_namespace();
-  const auto key = store_key::join(ns, name);
-  if (auto denied = auth_.authorize(context, auth::Role::kRead, ns)) return reply(*denied);
-  const bool auth = auth_.enabled();
-  service_.read_holders(
-      key, answer<std::vector<LockInfo>>(
-               reply, [key, caller = context.principal, auth](std::vector<LockInfo> holders) {
+  read_holders(context, reply,
+               [](const std::string& key, const std::vector<LockInfo>& holders, json::array items,
+                  const json::object& top) {
                  if (holders.empty()) {
                    return error_response(404, "lock_not_found", "no live lock " + api_key(key));
                  }
-                 auto body = info_json(holders.back(), caller.get(), auth);
-                 json::array items;
-                 for (const auto& holder : holders) {
-                   items.push_back(info_json(holder, caller.get(), auth));
-                 }
+                 auto body = top;
                  body["holders"] = std::move(items);
                  return ok(200, body);
-               }));
+               });
 }
 
 // GET /v1/semaphores/{name}: the limit the live permits agreed on (absent with none) and every
 // holder; 200 with no holders when every permit is free.
 void Api::read_semaphore(const RequestContext& context, const Reply& reply) {
+  read_holders(context, reply,
+               [](const std::string& key, const std::vector<LockInfo>& holders, json::array items,
+                  const json::object&) {
+                 json::object body{{"name", api_key(key)}};
+                 if (!holders.empty() && holders.back().limit != 0) {
+                   body["limit"] = holders.back().limit;
+                 }
+                 body["holders"] = std::move(items);
+                 return ok(200, body);
+               });
+}
+
+void Api::read_holders(const RequestContext& context, const Reply& reply,
+                       const RenderHolders& render) {
   const auto name = checked_key(context.params[0]);
   const auto ns = context.query_namespace();
   const auto key = store_key::join(ns, name);
   if (auto denied = auth_.authorize(context, auth::Role::kRead, ns)) return reply(*denied);
   const bool auth = auth_.enabled();
   service_.read_holders(
-      key, answer<std::vector<LockInfo>>(
-               reply, [key, caller = context.principal, auth](std::vector<LockInfo> holders) {
-                 json::object body{{"name", api_key(key)}};
-                 json::array items;
-                 for (const auto& holder : holders) {
-                   if (holder.limit != 0) body["limit"] = holder.limit;
-                   items.push_back(info_json(holder, caller.get(), auth));
-                 }
-                 body["holders"] = std::move(items);
-                 return ok(200, body);
-               }));
+      key, answer<std::vector<LockInfo>>(reply, [key, caller = context.principal, auth,
+                                                 render](std::vector<LockInfo> holders) {
+        json::array items;
+        for (const auto& holder : holders) items.push_back(info_json(holder, caller.get(), auth));
+        const auto top =
+            holders.empty() ? json::object{} : info_json(holders.back(), caller.get(), auth);
+        return render(key, holders, std::move(items), top);
+      }));
 }
 
 void Api::release(const RequestContext& context, const Reply& reply) {

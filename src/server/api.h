@@ -6,6 +6,8 @@
 // LockService, whose answer or error becomes the response (server/error_mapping.h).
 
 #include <atomic>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/url/url_view.hpp>
 #include <functional>
 #include <memory>
@@ -87,6 +89,12 @@ class Api {
   // principal's session is answered 404 session_not_found, as a missing one is.
   void with_own_session(const RequestContext& context, const std::string& session_id,
                         const Reply& reply, std::function<void()> act);
+  // GET of a name's holders (a lock's or a semaphore's): checks the key and the read role, then
+  // renders the holders (ordered by token) as `items`, and the latest one as `top` ({} if none).
+  using RenderHolders =
+      std::function<Response(const std::string& key, const std::vector<LockInfo>& holders,
+                             boost::json::array items, const boost::json::object& top)>;
+  void read_holders(const RequestContext& context, const Reply& reply, const RenderHolders& render);
   // The acquire of a lock (exclusive or shared) or of a permit, from its checked body.
   void grant(const RequestContext& context, const Reply& reply, const BodyReader& reader,
              HoldRequest request);
