@@ -110,6 +110,26 @@ class LockStore {
                                                       std::string_view session_id, LockLease lease,
                                                       HoldRequest request) = 0;
 
+  // Elections (docs/adr/0020-more-primitives-design.md, "Leader election"): try_insert whose
+  // grant carries `value`, the leader's value. An election is an exclusive grant with a value:
+  // every promise of try_insert holds (one atomic operation, a strictly greater token, held while
+  // another session's live grant of any mode holds `key`, re-entrant with a new token and this
+  // value), and read, read_holders and list report the value. A grant made by try_insert or
+  // handover has no value: a plain lock that takes over a leader's name does not inherit it.
+  // Throws InvalidArgumentError ("value": empty, longer than limits::kMaxLeaderValueBytes or
+  // holding a NUL byte; "ttl_ms"), SessionNotFoundError, Unavailable/Contention.
+  virtual std::optional<LockHandle> try_insert_leader(std::string_view key,
+                                                      std::string_view owner_id,
+                                                      std::string_view session_id, LockLease lease,
+                                                      std::string_view value) = 0;
+
+  // Replaces the value of `handle`'s live exclusive grant (found by key, session and token, as
+  // extend finds it) in one atomic operation, and returns the grant as read reports it: the same
+  // token, the same lease and expiry (a proclaim neither extends nor detaches the grant's lease).
+  // Throws LockLostError when that grant is not live (released, expired, revoked, taken over, or
+  // the token names a shared or permit holder), InvalidArgumentError ("value").
+  virtual LockInfo proclaim(const LockHandle& handle, std::string_view value) = 0;
+
   // Every live holder of `key`, ordered by token: one exclusive grant, or its shared holders, or
   // its permit holders (each LockInfo carries its mode and, for permits, the limit).
   virtual std::vector<LockInfo> read_holders(std::string_view key) = 0;
@@ -173,6 +193,9 @@ class LockStore {
   // calls are allowed, missed releases are not: a release after watch_releases returns is
   // always reported. Waiters use it instead of polling; they still retry try_insert, which
   // alone decides.
+  // Elections: it is also called whenever a grant with a value (a leader) is made by
+  // try_insert_leader or its value replaced by proclaim, through any store on the same storage,
+  // so that an election's observers wait on it too (they re-read; read alone decides).
   virtual ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                                 std::function<void()> on_released) = 0;
 

@@ -96,6 +96,9 @@ struct LockInfo {
   HoldMode mode = HoldMode::kExclusive;
   // For a permit: the number of permits of its name (the live holders' agreed limit); else 0.
   std::uint32_t limit = 0;
+  // An election's leader (LockStore::try_insert_leader) carries its value; a plain lock, a
+  // shared or a permit holder has none.
+  std::optional<std::string> value{};
 };
 
 // Result of an administrative force-revoke. Appears nowhere on the acquire path.

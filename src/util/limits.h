@@ -20,6 +20,8 @@ inline constexpr std::size_t kMaxListLimit = 1000;      // GET /v1/locks ?limit=
 inline constexpr std::size_t kDefaultListLimit = 100;
 // The most permits a semaphore may have (`limit`, ADR-0020): etcd keeps one key per permit.
 inline constexpr std::uint32_t kMaxSemaphoreLimit = 1024;
+// The longest value of an election's leader (`value`, ADR-0020), in bytes.
+inline constexpr std::size_t kMaxLeaderValueBytes = 1024;
 // What a store accepts for any text field, the "<ns>/<key>" store key included.
 inline constexpr std::size_t kMaxStoreFieldBytes = 1024;
 

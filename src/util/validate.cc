@@ -70,5 +70,17 @@ void check_hold_request(const HoldRequest& request) {
   }
 }
 
+void check_leader_value(std::string_view value) {
+  if (value.empty()) throw InvalidArgumentError("value", "value must not be empty");
+  if (value.size() > limits::kMaxLeaderValueBytes) {
+    throw InvalidArgumentError(
+        "value",
+        "value must be at most " + std::to_string(limits::kMaxLeaderValueBytes) + " bytes");
+  }
+  if (value.find('\0') != std::string_view::npos) {
+    throw InvalidArgumentError("value", "value must not contain a NUL byte");
+  }
+}
+
 }  // namespace util
 }  // namespace dlock

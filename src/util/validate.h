@@ -20,4 +20,8 @@ void check_holder_inputs(std::string_view key, std::string_view owner_id,
                          std::string_view session_id, const LockLease& lease,
                          const TtlLimits& limits, const HoldRequest& request);
 
+// A leader's value (LockStore::try_insert_leader, proclaim): 1..limits::kMaxLeaderValueBytes
+// bytes, no NUL ("value").
+void check_leader_value(std::string_view value);
+
 }  // namespace dlock::util

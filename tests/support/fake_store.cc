@@ -107,21 +107,35 @@ LockHandle FakeStore::grant(std::string_view key, std::string_view owner_id,
 
 std::optional<LockHandle> FakeStore::try_insert(std::string_view key, std::string_view owner_id,
                                                 std::string_view session_id, LockLease lease) {
+  return insert_exclusive(key, owner_id, session_id, lease, std::nullopt);
+}
+
+std::optional<LockHandle> FakeStore::insert_exclusive(std::string_view key,
+                                                      std::string_view owner_id,
+                                                      std::string_view session_id, LockLease lease,
+                                                      std::optional<std::string_view> value) {
   const auto sent_at = SteadyClock::now();
   util::check_key(key);
   util::check_owner(owner_id);
   util::check_session_id(session_id);
   check_lease(lease, options_.limits);
-  const auto lock = enter();
-  const auto now = options_.now();
-  if (!session_live(session_id, now)) {
-    throw SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
+  if (value) util::check_leader_value(*value);
+  std::optional<LockHandle> granted;
+  {
+    const auto lock = enter();
+    const auto now = options_.now();
+    if (!session_live(session_id, now)) {
+      throw SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
+    }
+    if (const auto* holder = live_grant(key, now)) {
+      if (holder->owner_id != owner_id || holder->session_id != session_id) return std::nullopt;
+    }
+    if (!live_holders(key, now).empty()) return std::nullopt;  // no upgrade (ADR-0020)
+    granted = grant(key, owner_id, session_id, lease, sent_at, now);
+    if (value) s_.locks.find(key)->second.value = std::string(*value);
   }
-  if (const auto* holder = live_grant(key, now)) {
-    if (holder->owner_id != owner_id || holder->session_id != session_id) return std::nullopt;
-  }
-  if (!live_holders(key, now).empty()) return std::nullopt;  // no upgrade (ADR-0020)
-  return grant(key, owner_id, session_id, lease, sent_at, now);
+  if (value) s_.hub.notify(key);  // observers of the election (LockStore::watch_releases)
+  return granted;
 }
 
 std::optional<LockHandle> FakeStore::try_insert_holder(std::string_view key,
@@ -192,6 +206,32 @@ std::vector<LockInfo> FakeStore::list(std::string_view prefix, std::size_t limit
   });
   if (found.size() > limit) found.resize(limit);
   return found;
+}
+
+std::optional<LockHandle> FakeStore::try_insert_leader(std::string_view key,
+                                                       std::string_view owner_id,
+                                                       std::string_view session_id, LockLease lease,
+                                                       std::string_view value) {
+  return insert_exclusive(key, owner_id, session_id, lease, value);
+}
+
+LockInfo FakeStore::proclaim(const LockHandle& handle, std::string_view value) {
+  util::check_leader_value(value);
+  LockInfo answer;
+  {
+    const auto lock = enter();
+    const auto now = options_.now();
+    auto row = s_.locks.find(handle.key);
+    if (row == s_.locks.end() || !live(row->second, now) ||
+        row->second.fencing_token != handle.fencing_token ||
+        row->second.session_id != handle.session_id || row->second.owner_id != handle.owner_id) {
+      throw LockLostError("lock " + handle.key + " is not held by this grant");
+    }
+    row->second.value = std::string(value);
+    answer = reported(row->second);
+  }
+  s_.hub.notify(handle.key);
+  return answer;
 }
 
 LockHandle FakeStore::extend(const LockHandle& handle, milliseconds ttl) {

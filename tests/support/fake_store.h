@@ -69,6 +69,10 @@ class FakeStore : public Backend {
   std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
                                               std::string_view session_id, LockLease lease,
                                               HoldRequest request) override;
+  std::optional<LockHandle> try_insert_leader(std::string_view key, std::string_view owner_id,
+                                              std::string_view session_id, LockLease lease,
+                                              std::string_view value) override;
+  LockInfo proclaim(const LockHandle& handle, std::string_view value) override;
   std::vector<LockInfo> read_holders(std::string_view key) override;
   std::optional<LockInfo> read(std::string_view key) override;
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override;
@@ -107,6 +111,10 @@ class FakeStore : public Backend {
   // A new row for (key, owner_id, session_id) with the next token (under the storage mutex).
   LockInfo make_row(std::string_view key, std::string_view owner_id, std::string_view session_id,
                     LockLease lease, WallClock::time_point now);
+  // try_insert, and try_insert_leader with the leader's value.
+  std::optional<LockHandle> insert_exclusive(std::string_view key, std::string_view owner_id,
+                                             std::string_view session_id, LockLease lease,
+                                             std::optional<std::string_view> value);
   LockHandle handle_of(const LockInfo& row, SteadyClock::time_point sent_at,
                        WallClock::time_point now) const;
   LockHandle grant(std::string_view key, std::string_view owner_id, std::string_view session_id,

@@ -112,6 +112,19 @@ std::optional<LockHandle> FaultInjectingStore::try_insert_holder(std::string_vie
   });
 }
 
+std::optional<LockHandle> FaultInjectingStore::try_insert_leader(std::string_view key,
+                                                                 std::string_view owner_id,
+                                                                 std::string_view session_id,
+                                                                 LockLease lease,
+                                                                 std::string_view value) {
+  return invoke("try_insert_leader",
+                [&] { return inner_.try_insert_leader(key, owner_id, session_id, lease, value); });
+}
+
+LockInfo FaultInjectingStore::proclaim(const LockHandle& handle, std::string_view value) {
+  return invoke("proclaim", [&] { return inner_.proclaim(handle, value); });
+}
+
 std::vector<LockInfo> FaultInjectingStore::read_holders(std::string_view key) {
   return invoke("read_holders", [&] { return inner_.read_holders(key); });
 }

@@ -59,6 +59,10 @@ class FaultInjectingStore : public Backend {
   std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
                                               std::string_view session_id, LockLease lease,
                                               HoldRequest request) override;
+  std::optional<LockHandle> try_insert_leader(std::string_view key, std::string_view owner_id,
+                                              std::string_view session_id, LockLease lease,
+                                              std::string_view value) override;
+  LockInfo proclaim(const LockHandle& handle, std::string_view value) override;
   std::vector<LockInfo> read_holders(std::string_view key) override;
   std::optional<LockInfo> read(std::string_view key) override;
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override;

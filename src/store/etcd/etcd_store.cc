@@ -66,6 +66,13 @@ class EtcdStore final : public Backend {
     return holders_.acquire(key, owner_id, session_id, lease, request);
   }
 
+  std::optional<LockHandle> try_insert_leader(std::string_view, std::string_view, std::string_view,
+                                              LockLease, std::string_view) override {
+    throw UnavailableError("elections: not built on this backend yet");
+  }
+  LockInfo proclaim(const LockHandle&, std::string_view) override {
+    throw UnavailableError("elections: not built on this backend yet");
+  }
   std::vector<LockInfo> read_holders(std::string_view key) override {
     util::check_key(key);
     std::vector<LockInfo> found;

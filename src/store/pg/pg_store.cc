@@ -174,6 +174,13 @@ class PgStore final : public Backend {
     return handle;
   }
 
+  std::optional<LockHandle> try_insert_leader(std::string_view, std::string_view, std::string_view,
+                                              LockLease, std::string_view) override {
+    throw UnavailableError("elections: not built on this backend yet");
+  }
+  LockInfo proclaim(const LockHandle&, std::string_view) override {
+    throw UnavailableError("elections: not built on this backend yet");
+  }
   std::vector<LockInfo> read_holders(std::string_view key) override {
     util::check_key(key);
     const auto result = pool_.lease()->execute("read_holders", {key});
