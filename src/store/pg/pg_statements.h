@@ -4,6 +4,8 @@
 // Timestamps leave the database as integer microseconds since the epoch, computed from now():
 // the lease clock is the database clock (C1 Warning 2). Nothing here takes a client time.
 
+#include <algorithm>
+#include <cstddef>
 #include <vector>
 
 #include "store/pg/pg_connection.h"
@@ -48,6 +50,20 @@ const std::vector<PreparedStatement>& prepared_statements();
 
 namespace dlock::store::pg::sql {
 
+// The literals `parts` joined into one, at compile time: two statements share their text without
+// a macro (whose line continuations would hide that text from scripts/mutation-check's rows).
+template <std::size_t N>
+struct SqlText {
+  char text[N]{};
+};
+template <std::size_t... N>
+constexpr auto join_sql(const char (&... parts)[N]) {
+  SqlText<(N + ...) - sizeof...(N) + 1> joined;
+  std::size_t at = 0;
+  ((std::copy_n(parts, N - 1, joined.text + at), at += N - 1), ...);
+  return joined;
+}
+
 // C1 acquire: one statement, one round trip. One row -> granted, zero rows -> held.
 // C1 Warning 1: BOTH nextval('fencing_token_seq') are required. Without the one in DO UPDATE a
 // takeover of an expired lease (and a re-entrant re-acquire) re-issues the previous token.
@@ -55,22 +71,26 @@ namespace dlock::store::pg::sql {
 // `value` (migrations/005_elections.sql) is the leader's value for kAcquireLeader and NULL for
 // kAcquire: every grant writes it, so a plain takeover or re-acquire of a leader's row drops it.
 // Returns the token, acquired_at, the expiry the grant reports and now().
-#define DLOCK_PG_ACQUIRE(value) \
-  "INSERT INTO locks AS l (key, owner_id, session_id, value, fencing_token, acquired_at, "        \
-  "expires_at) VALUES ($1, $2, $3, " value ", nextval('fencing_token_seq'), now(), "              \
-  "now() + nullif($4::bigint, 0) * interval '1 millisecond') "                                    \
-  "ON CONFLICT (key) DO UPDATE "                                                                  \
-  "SET mode = 'exclusive', permit_limit = 0, value = EXCLUDED.value, "                            \
-  "owner_id = EXCLUDED.owner_id, session_id = EXCLUDED.session_id, "                              \
-  "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, "                        \
-  "fencing_token = nextval('fencing_token_seq') "                                                 \
-  "WHERE NOT " DLOCK_PG_LIVE_LOCKING("l") " "                                                     \
-  "OR (l.owner_id, l.session_id) = (EXCLUDED.owner_id, EXCLUDED.session_id) "                     \
-  "RETURNING fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US(DLOCK_PG_EXPIRY("l")) \
-  ", " DLOCK_PG_US("now()")
-inline constexpr const char* kAcquire = DLOCK_PG_ACQUIRE("NULL");
+inline constexpr char kAcquireHead[] =
+    "INSERT INTO locks AS l (key, owner_id, session_id, value, fencing_token, acquired_at, "
+    "expires_at) VALUES ($1, $2, $3, ";
+inline constexpr char kAcquireTail[] =
+    ", nextval('fencing_token_seq'), now(), "
+    "now() + nullif($4::bigint, 0) * interval '1 millisecond') "
+    "ON CONFLICT (key) DO UPDATE "
+    "SET mode = 'exclusive', permit_limit = 0, value = EXCLUDED.value, "
+    "owner_id = EXCLUDED.owner_id, session_id = EXCLUDED.session_id, "
+    "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, "
+    "fencing_token = nextval('fencing_token_seq') "
+    "WHERE NOT " DLOCK_PG_LIVE_LOCKING("l") " "
+    "OR (l.owner_id, l.session_id) = (EXCLUDED.owner_id, EXCLUDED.session_id) "
+    "RETURNING fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US(
+        DLOCK_PG_EXPIRY("l")) ", " DLOCK_PG_US("now()");
+inline constexpr auto kAcquireText = join_sql(kAcquireHead, "NULL", kAcquireTail);
+inline constexpr const char* kAcquire = kAcquireText.text;
 // An election's leader (ADR-0020): the same one statement, $5 the value.
-inline constexpr const char* kAcquireLeader = DLOCK_PG_ACQUIRE("$5");
+inline constexpr auto kAcquireLeaderText = join_sql(kAcquireHead, "$5", kAcquireTail);
+inline constexpr const char* kAcquireLeader = kAcquireLeaderText.text;
 
 // kRead, kReadHolders and kList see every grant: the exclusive rows of `locks` and the holders
 // of `lock_holders` (never a group row, which is no grant), as one relation named `locks`.

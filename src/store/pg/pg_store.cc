@@ -431,7 +431,8 @@ class PgStore final : public Backend {
   const PgStoreOptions options_;
   const TtlLimits limits_;
   PgPool pool_;
-  // acquire, extend, delete_if_owner and heartbeat: the hot writes, batched (ADR-0019).
+  // acquire, extend, delete_if_owner and heartbeat: the hot writes, batched (ADR-0019); the
+  // leader grant and proclaim with them (one statement each, as the acquire).
   PgBatcher writes_;
   util::ReleaseHub releases_;
   std::mutex listener_mutex_;
