@@ -1,8 +1,8 @@
 // Elections on the PostgreSQL store (docs/adr/0020-more-primitives-design.md, "Leader election";
-// src/store/pg/migrations/005_elections.sql), what the conformance matrix cannot see: the
-// trigger that announces a new leader or value on channel dlock_release must stay silent for
-// every grant without a value (a plain grant notifying would wake every waiter of the key on
-// every grant, the hot-key path's cost), and a stale value must never leak into a later grant.
+// src/store/pg/pg_statements.h, kAcquireLeader and kProclaim), what the conformance matrix cannot
+// see: a new leader or value is announced on channel dlock_release, but every other write stays
+// silent (a plain grant notifying would wake every waiter of the key on every grant, the hot-key
+// path's cost), and a proclaim needs its leader's session live, as extend does.
 //
 // No sleeping: a listener connection delivers notifications in commit order, so once the
 // notification of a later leader grant (on another key) has arrived, any notification of the
