@@ -24,7 +24,8 @@ LockInfo lock_info_from(const Statement& row) {
                   util::from_unix_micros(row.column_int64(5) * 1000),
                   row.column_int64(6) != 0,
                   mode_from(row.column_text(7)),
-                  static_cast<std::uint32_t>(row.column_int64(8))};
+                  static_cast<std::uint32_t>(row.column_int64(8)),
+                  row.column_optional_text(9)};
 }
 
 LockHandle handle_from(std::string_view key, std::string_view owner_id, std::string_view session_id,

@@ -15,7 +15,7 @@ namespace dlock::store::sqlite {
 // "shared" -> kShared, "permit" -> kPermit, anything else -> kExclusive (GrantTable::mode).
 HoldMode mode_from(const std::string& text);
 
-// A LockInfo from a row of DLOCK_SQLITE_COLUMNS_IN's nine columns.
+// A LockInfo from a row of DLOCK_SQLITE_COLUMNS_IN's ten columns.
 LockInfo lock_info_from(const Statement& row);
 
 // The handle of a grant from a statement returning its expiry (column `expiry`) and the store's
