@@ -71,11 +71,12 @@ class SqliteStore final : public Backend {
     std::optional<LockInfo> proclaimed;
     writes_.write([&] {
       proclaimed.reset();
-      static const std::string sql = std::string(
-                                         "UPDATE locks SET value = ?5 WHERE key = ?1 AND "
-                                         "owner_id = ?2 AND session_id = ?3 AND fencing_token = ?4 "
-                                         "AND " DLOCK_SQLITE_LIVE_GRANT " RETURNING ") +
-                                     kGrants.columns;
+      static const std::string sql =
+          std::string(
+              "UPDATE locks SET value = ?5 WHERE key = ?1 AND owner_id = ?2 "
+              "AND session_id = ?3 AND fencing_token = ?4 AND " DLOCK_SQLITE_LIVE_GRANT
+              " RETURNING ") +
+          kGrants.columns;
       Statement& update = statements_.get(sql);
       ResetGuard reset(update);
       update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
