@@ -78,6 +78,15 @@ inline constexpr const char* kAcquire =
     "   OR (locks.owner_id = excluded.owner_id AND locks.session_id = excluded.session_id) "
     "RETURNING fencing_token, acquired_at, " DLOCK_SQLITE_GRANT_EXPIRY ", " DLOCK_SQLITE_NOW;
 
+// proclaim (ADR-0020, "Leader election"): the value ?5 replaces the value of the live exclusive
+// grant of key ?1 with owner ?2, session ?3 and token ?4; the token and expires_at stay. Returns
+// the grant in DLOCK_SQLITE_COLUMNS_IN's columns (as kGrants.columns, so as read reports it); no
+// row when no such grant lives.
+inline constexpr const char* kProclaim =
+    "UPDATE locks SET value = ?5 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+    "AND fencing_token = ?4 AND " DLOCK_SQLITE_LIVE_GRANT
+    " RETURNING " DLOCK_SQLITE_COLUMNS_IN("locks", "'exclusive', 0, locks.value");
+
 // Release: deletes the grant only if it is still this holder's; one row whose value says
 // whether it was still live. The same for a shared or permit holder, by its token.
 #define DLOCK_SQLITE_DELETE_IF_OWNER_IN(t)                 \

@@ -71,13 +71,7 @@ class SqliteStore final : public Backend {
     std::optional<LockInfo> proclaimed;
     writes_.write([&] {
       proclaimed.reset();
-      static const std::string sql =
-          std::string(
-              "UPDATE locks SET value = ?5 WHERE key = ?1 AND owner_id = ?2 "
-              "AND session_id = ?3 AND fencing_token = ?4 AND " DLOCK_SQLITE_LIVE_GRANT
-              " RETURNING ") +
-          kGrants.columns;
-      Statement& update = statements_.get(sql);
+      Statement& update = statements_.get(sql::kProclaim);
       ResetGuard reset(update);
       update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
       update.bind(4, static_cast<std::int64_t>(handle.fencing_token)).bind(5, value);
@@ -489,12 +483,6 @@ class SqliteStore final : public Backend {
     std::vector<LockInfo> result;
     while (select.step()) result.push_back(lock_info_from(select));
     return result;
-  }
-
-  static SessionInfo session_from(std::string_view session_id, const Statement& row) {
-    return SessionInfo{std::string(session_id), row.column_text(0),
-                       std::chrono::milliseconds(row.column_int64(1)),
-                       util::from_unix_micros(row.column_int64(2) * 1000)};
   }
 
   const TtlLimits limits_;
