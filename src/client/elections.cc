@@ -27,8 +27,8 @@ WallClock::time_point ClientCore::proclaim(const std::string& name, const std::s
   const std::string what = "proclaim " + name;
   const boost::json::object body{
       {"session_id", session_id}, {"fencing_token", token}, {"value", value}};
-  const Exchange exchange = call(post_json(election_target(name, "/proclaim", ns), body), context,
-                                 what);
+  const Exchange exchange =
+      call(post_json(election_target(name, "/proclaim", ns), body), context, what);
   if (exchange.response.status != 200) {
     throw_api_error(parse_api_error(exchange.response), what);
   }
@@ -42,8 +42,8 @@ WallClock::time_point ClientCore::proclaim(const std::string& name, const std::s
   return time_member(object, "expires_at");
 }
 
-void ClientCore::resign(const std::string& name, const std::string& session_id,
-                        FencingToken token, const std::string& ns, const CallContext& context) {
+void ClientCore::resign(const std::string& name, const std::string& session_id, FencingToken token,
+                        const std::string& ns, const CallContext& context) {
   const std::string what = "resign " + name;
   const boost::json::object body{{"session_id", session_id}, {"fencing_token", token}};
   const Exchange exchange =
@@ -67,8 +67,8 @@ std::optional<LeaderInfo> ClientCore::leader(const std::string& name, const std:
   // The server may hold the poll for `wait` before it answers (ADR-0012, as a waiting acquire).
   poll.attempt_slack = std::max(poll.attempt_slack, wait);
   const Exchange exchange =
-      call(HttpRequest{Method::kGet, election_target(name, "", ns, std::move(query)), {}, {}},
-           poll, what);
+      call(HttpRequest{Method::kGet, election_target(name, "", ns, std::move(query)), {}, {}}, poll,
+           what);
   if (exchange.response.status == 404) {
     const ApiError error = parse_api_error(exchange.response);
     if (error.code == "no_leader") return std::nullopt;

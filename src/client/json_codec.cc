@@ -193,8 +193,7 @@ LockOutcome decode_outcome(const boost::json::object& object) {
   return outcome;
 }
 
-client::LeaderInfo decode_leader_info(const boost::json::object& object,
-                                      const std::string& name) {
+client::LeaderInfo decode_leader_info(const boost::json::object& object, const std::string& name) {
   client::LeaderInfo info;
   info.name = string_member(object, "name", /*required=*/false);
   if (info.name.empty()) info.name = name;
