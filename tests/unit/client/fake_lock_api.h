@@ -24,6 +24,7 @@ class FakeLockApi {
   std::atomic<bool> extend_unavailable{false};     // extend -> 503 unavailable
   std::atomic<bool> session_gone{false};           // keepalive/acquire -> 404 session_not_found
   std::atomic<bool> keepalive_unavailable{false};  // keepalive -> 503 unavailable
+  std::atomic<bool> leads{false};  // GET /v1/elections/{name}: 200 (token) or 404 no_leader
 
   FakeResponse handle(const FakeRequest& request) {
     const std::string& t = request.target;
@@ -74,12 +75,16 @@ class FakeLockApi {
 
  private:
   // The election routes (C3 "Elections"): a campaign leads with the value sent and `token`
-  // (held -> 409 held), proclaim keeps the token (lock_lost -> 409), resign -> 204. The read is
-  // the test's to script; here nobody leads.
+  // (held -> 409 held), proclaim keeps the token (lock_lost -> 409), resign -> 204; the read
+  // answers a leader with `token` while `leads`, else no_leader.
   FakeResponse election(const FakeRequest& request) {
     const std::string& t = request.target;
     const auto has = [&t](const char* part) { return t.find(part) != std::string::npos; };
-    if (request.method == "GET") return {404, error_body("no_leader", "nobody leads")};
+    if (request.method == "GET" && !leads) return {404, error_body("no_leader", "nobody leads")};
+    if (request.method == "GET") {
+      return {200, R"({"name":"e","leader":{"owner":"tester","value":"v"},"fencing_token":)" +
+                       std::to_string(token.load()) + "}"};
+    }
     if (session_gone) return {404, error_body("session_not_found", "no such session")};
     if (has("/campaign") && held) return {409, error_body("held", "another session leads")};
     if (has("/proclaim") || has("/resign")) {
