@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stop_token>
 
-#include "cli/cli.h"
+#include "cli_in_process.h"
 #include "cli/leader_command.h"
 #include "fake_server.h"
 #include "test_options.h"
@@ -30,20 +30,7 @@ std::string leader_body(int token, const std::string& value) {
 
 FakeResponse no_leader() { return {404, error_body("no_leader", "nobody leads")}; }
 
-struct CliResult {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-CliResult dlock(std::vector<std::string> args) {
-  args.insert(args.begin(), "dlock");
-  std::vector<const char*> argv;
-  for (const auto& arg : args) argv.push_back(arg.c_str());
-  std::ostringstream out, err;
-  const int status = cli::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {status, out.str(), err.str()};
-}
+using testing::dlock;
 
 TEST(DlockLeader, PrintsTheLeaderOrNoLeaderAndExitsZeroEitherWay) {
   bool leads = true;

@@ -9,7 +9,7 @@
 #include <boost/json/parse.hpp>
 
 #include "dlock/client.h"
-#include "fake_lock_api.h"
+#include "scripted_api_test.h"
 #include "test_options.h"
 #include "wait_until.h"
 
@@ -28,32 +28,7 @@ constexpr const char* kLeaderBody =
     R"({"name":"db","leader":{"owner":"o-7","value":"10.0.0.7:5432"},"fencing_token":77,
     "acquired_at":"2030-01-01T00:00:00Z","expires_at":"2030-01-01T00:00:30Z","session_id":"s-7"})";
 
-class ElectionsTest : public ::testing::Test {
- protected:
-  ElectionsTest()
-      : server_([this](const FakeRequest& request) {
-          if (script_) {
-            if (auto answer = script_(request); answer.status != 0) return answer;
-          }
-          return api_.handle(request);
-        }),
-        client_(testing::fast_options(server_.url())) {}
-
-  // The requests that went to `method` on a target starting with `prefix`.
-  std::vector<FakeRequest> sent(const std::string& method, const std::string& prefix) const {
-    std::vector<FakeRequest> out;
-    for (const FakeRequest& request : server_.requests()) {
-      if (request.method == method && request.target.rfind(prefix, 0) == 0) out.push_back(request);
-    }
-    return out;
-  }
-
-  FakeLockApi api_;
-  // Answers first when it returns a status other than 0; FakeLockApi otherwise.
-  std::function<FakeResponse(const FakeRequest&)> script_;
-  FakeServer server_;
-  Client client_;
-};
+using ElectionsTest = testing::ScriptedApiTest;
 
 TEST_F(ElectionsTest, ACampaignSendsTheValueAndWaitAndLeadsWithTheToken) {
   Session session(client_, {"tester", milliseconds(3000), {}});
