@@ -118,6 +118,20 @@ http = {
     + request("POST", "/v1/semaphores/p/acquire", '{"session_id":"@SID@","limit":1e9}')
     + request("POST", "/v1/semaphores/p/acquire", '{"session_id":"@SID@"}'),
     "semaphore_405": request("PUT", "/v1/semaphores/p/acquire"),
+    # Elections (ADR-0020): campaign, proclaim, observe, resign.
+    "election": request("POST", "/v1/elections/e/campaign",
+                        '{"session_id":"@SID@","value":"10.0.0.1:8080"}')
+    + request("POST", "/v1/elections/e/proclaim",
+              '{"session_id":"@SID@","fencing_token":1,"value":"10.0.0.2"}')
+    + request("GET", "/v1/elections/e?after_token=1&after_value=10.0.0.2&wait_ms=3")
+    + request("POST", "/v1/elections/e/resign", '{"session_id":"@SID@","fencing_token":1}')
+    + request("GET", "/v1/elections/e"),
+    "election_bad": request("POST", "/v1/elections/e/campaign", '{"session_id":"@SID@","value":""}')
+    + request("POST", "/v1/elections/e/campaign", '{"session_id":"@SID@","value":"a\\u0000b"}')
+    + request("GET", "/v1/elections/e?after_token=-1")
+    + request("GET", "/v1/elections/e?after_value=%ff&after_token=0")
+    + request("GET", "/v1/elections/e?after_token=0&wait_ms=1e3")
+    + request("PUT", "/v1/elections/e/campaign"),
 }
 for name, data in http.items():
     write("http_request", name, data)
@@ -155,6 +169,9 @@ bodies = {
     "permit": '{"session_id":"7f3a","limit":1024,"ttl_ms":30000}',
     "mode_wrong": '{"mode":"permit","limit":-1}',
     "limit_edges": '{"limit":4294967297}',
+    "campaign": '{"session_id":"7f3a","value":"10.0.0.1:8080","wait_ms":1000}',
+    "value_nul": '{"value":"a\\u0000b"}',
+    "value_wrong": '{"value":["x"]}',
 }
 for name, data in bodies.items():
     write("json_body", name, data)

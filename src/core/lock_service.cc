@@ -132,6 +132,57 @@ void LockService::extend(std::string key, std::string session_id, FencingToken t
                   });
 }
 
+void LockService::proclaim(std::string key, std::string session_id, FencingToken token,
+                           std::string value, Callback<LockInfo> done) {
+  run<LockInfo>(std::move(done), [this, key = std::move(key), session_id = std::move(session_id),
+                                  token, value = std::move(value)] {
+    const LockHandle handle{key, owner_of(session_id), session_id, token, {}, {}};
+    return backend_.proclaim(handle, value);
+  });
+}
+
+void LockService::observe(std::string key,
+                          std::function<bool(const std::optional<LockInfo>&)> satisfied,
+                          milliseconds wait, Callback<std::optional<LockInfo>> done,
+                          CancellationPtr cancellation) {
+  if (wait.count() <= 0) {
+    return run<std::optional<LockInfo>>(
+        std::move(done), [this, key = std::move(key)] { return backend_.read(key); });
+  }
+  ObservationPtr observation;
+  {
+    std::lock_guard lock(mutex_);
+    std::erase_if(observations_, [](const auto& weak) {
+      const auto alive = weak.lock();
+      return !alive || alive->finished();
+    });
+    std::exception_ptr refused;
+    if (stopping_) {
+      refused = std::make_exception_ptr(UnavailableError("server is shutting down"));
+    } else if (wait > options_.max_wait) {
+      refused = std::make_exception_ptr(InvalidArgumentError(
+          "wait_ms", "wait_ms must be at most " + std::to_string(options_.max_wait.count())));
+    } else if (observations_.size() >= options_.max_waiters) {
+      // Observers hold a subscription and a connection each, as waiters do: the same cap.
+      refused = std::make_exception_ptr(ResourceExhaustedError(
+          "too many observers (limit " + std::to_string(options_.max_waiters) + ")"));
+    }
+    if (refused) {
+      asio::post(workers_, [done = std::move(done), refused] { done({std::nullopt, refused}); });
+      return;
+    }
+    observation = std::make_shared<Observation>(backend_, workers_, io_, std::move(key),
+                                                std::move(satisfied), std::move(done));
+    observations_.push_back(observation);
+  }
+  if (cancellation) {
+    cancellation->arm_watched([weak = std::weak_ptr<Observation>(observation)] {
+      if (auto alive = weak.lock()) alive->abandon();
+    });
+  }
+  observation->start(wait);
+}
+
 void LockService::release(std::string key, std::string session_id, FencingToken token,
                           Callback<bool> done) {
   run<bool>(std::move(done), [this, key = std::move(key), session_id = std::move(session_id),
@@ -257,6 +308,7 @@ void LockService::reap() {
 void LockService::shutdown() {
   std::map<std::string, KeyStatePtr, std::less<>> queues;  // destroyed after the lock
   std::vector<WaiterPtr> answered;
+  std::vector<std::weak_ptr<Observation>> observations;
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
@@ -271,6 +323,12 @@ void LockService::shutdown() {
     count_answered(answered.size());
     waiters_ = 0;
     queues.swap(queues_);
+    observations.swap(observations_);
+  }
+  for (auto& weak : observations) {
+    if (auto alive = weak.lock()) {
+      alive->fail(std::make_exception_ptr(UnavailableError("server is shutting down")));
+    }
   }
   for (auto& waiter : answered) {
     waiter->done(

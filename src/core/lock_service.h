@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/cancellation.h"
+#include "core/observation.h"
 #include "core/session_book.h"
 #include "core/waiter_queue.h"
 #include "dlock/lock_store.h"
@@ -100,7 +101,18 @@ class LockService {
   void acquire(std::string key, std::string session_id, LockLease lease,
                std::chrono::milliseconds wait, Callback<std::optional<LockHandle>> done,
                CancellationPtr cancellation = nullptr,
-               HoldRequest request = HoldRequest{HoldMode::kExclusive, 0});
+               HoldRequest request = HoldRequest{HoldMode::kExclusive, 0},
+               std::optional<std::string> leader_value = std::nullopt);
+  // Elections (ADR-0020): a campaign is acquire(exclusive, session-bound) with `leader_value`;
+  // proclaim replaces the leading grant's value (same token); resign is release.
+  void proclaim(std::string key, std::string session_id, FencingToken token, std::string value,
+                Callback<LockInfo> done);
+  // Observes `key`'s election: answers as soon as `satisfied(read(key))` or when `wait` has
+  // passed (with the state then), waking on the store's watch_releases notifications only
+  // (no polling), one read per wake-up. `cancellation` (may be null) ends it early unanswered.
+  void observe(std::string key, std::function<bool(const std::optional<LockInfo>&)> satisfied,
+               std::chrono::milliseconds wait, Callback<std::optional<LockInfo>> done,
+               CancellationPtr cancellation = nullptr);
   // Every live holder of the key (one exclusive grant, or its shared or permit holders).
   void read_holders(std::string key, Callback<std::vector<LockInfo>> done);
   void extend(std::string key, std::string session_id, FencingToken token,
@@ -142,7 +154,8 @@ class LockService {
   // or a permit.
   std::optional<LockHandle> try_grant(const std::string& key, const std::string& owner_id,
                                       const std::string& session_id, LockLease lease,
-                                      const HoldRequest& request);
+                                      const HoldRequest& request,
+                                      const std::optional<std::string>& value);
 
   std::string owner_of(const std::string& session_id);
   void forget_session(const std::string& session_id);
@@ -194,6 +207,7 @@ class LockService {
   mutable std::mutex mutex_;  // guards everything below
   std::map<std::string, KeyStatePtr, std::less<>> queues_;
   std::size_t waiters_ = 0;
+  std::vector<std::weak_ptr<Observation>> observations_;  // live elections' observers
   bool stopping_ = false;
   std::unique_ptr<boost::asio::steady_timer> reap_timer_;
 };

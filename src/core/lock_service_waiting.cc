@@ -26,8 +26,10 @@ const char* outcome_label(const AcquireOutcome& outcome) {
 std::optional<LockHandle> LockService::try_grant(const std::string& key,
                                                  const std::string& owner_id,
                                                  const std::string& session_id, LockLease lease,
-                                                 const HoldRequest& request) {
+                                                 const HoldRequest& request,
+                                                 const std::optional<std::string>& value) {
   observer_.on_backend_attempt();
+  if (value) return backend_.try_insert_leader(key, owner_id, session_id, lease, *value);
   if (request.mode == HoldMode::kExclusive) {
     return backend_.try_insert(key, owner_id, session_id, lease);
   }
@@ -36,7 +38,8 @@ std::optional<LockHandle> LockService::try_grant(const std::string& key,
 
 void LockService::acquire(std::string key, std::string session_id, LockLease lease,
                           milliseconds wait, Callback<std::optional<LockHandle>> done,
-                          CancellationPtr cancellation, HoldRequest request) {
+                          CancellationPtr cancellation, HoldRequest request,
+                          std::optional<std::string> leader_value) {
   const auto started = SteadyClock::now();
   auto measured = [this, started, cancellation,
                    done = std::move(done)](Outcome<std::optional<LockHandle>> outcome) {
@@ -52,7 +55,8 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
     done(std::move(outcome));
   };
   asio::post(workers_, [this, key = std::move(key), session_id = std::move(session_id), lease, wait,
-                        cancellation, request, measured = std::move(measured)]() mutable {
+                        cancellation, request, leader_value = std::move(leader_value),
+                        measured = std::move(measured)]() mutable {
     try {
       if (wait > options_.max_wait) {
         throw InvalidArgumentError(
@@ -71,7 +75,7 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
         const auto holders = backend_.read_holders(key);
         if (std::any_of(holders.begin(), holders.end(),
                         [&](const LockInfo& holder) { return holder.session_id == session_id; })) {
-          measured({try_grant(key, owner_id, session_id, lease, request), nullptr});
+          measured({try_grant(key, owner_id, session_id, lease, request, leader_value), nullptr});
           return;
         }
         if (wait.count() <= 0) {
@@ -79,7 +83,7 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
           return;
         }
       } else if (wait.count() <= 0) {
-        measured({try_grant(key, owner_id, session_id, lease, request), nullptr});
+        measured({try_grant(key, owner_id, session_id, lease, request, leader_value), nullptr});
         return;
       }
       auto waiter = std::make_shared<Waiter>();
@@ -87,6 +91,7 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
       waiter->owner_id = owner_id;
       waiter->lease = lease;
       waiter->request = request;
+      waiter->value = std::move(leader_value);
       waiter->done = measured;  // a copy: if queueing refuses, `measured` still answers below
       wait_in_queue(key, waiter, wait, cancellation);
     } catch (...) {
@@ -211,7 +216,8 @@ void LockService::attempt(const KeyStatePtr& state, const WaiterPtr& head) {
   Attempt result = Attempt::kHeld;
   bool session_ended = false;
   try {
-    granted = try_grant(state->key, head->owner_id, head->session_id, head->lease, head->request);
+    granted = try_grant(state->key, head->owner_id, head->session_id, head->lease, head->request,
+                        head->value);
     if (granted) result = Attempt::kGranted;
   } catch (const SessionNotFoundError&) {
     failure = std::current_exception();

@@ -22,7 +22,8 @@ WaiterPtr WaiterQueue::begin_attempt() {
 }
 
 WaiterPtr WaiterQueue::begin_handover() {
-  if (busy_ || waiters_.empty() || waiters_.front()->request.mode != HoldMode::kExclusive) {
+  if (busy_ || waiters_.empty() || waiters_.front()->request.mode != HoldMode::kExclusive ||
+      waiters_.front()->value) {
     return nullptr;
   }
   busy_ = true;

@@ -36,6 +36,9 @@ struct Waiter {
   // Exclusive, or a shared holder / a permit of N (ADR-0020). Waiting is first come, first served
   // across modes: a shared waiter behind a queued exclusive one waits (writers do not starve).
   HoldRequest request{HoldMode::kExclusive, 0};
+  // A campaign (ADR-0020 "Leader election"): the exclusive grant carries this value. Never
+  // handed over (a handover's grant has no value): its own try_insert_leader grants it.
+  std::optional<std::string> value;
   std::function<void(AcquireOutcome)> done;
   std::unique_ptr<boost::asio::steady_timer> deadline;
   bool finished = false;  // guarded by the service's mutex: a waiter is answered exactly once
@@ -69,8 +72,8 @@ class WaiterQueue {
   // or nobody waits. Returns the head to attempt for, or null.
   WaiterPtr begin_attempt();
   // Starts a release's hand-over to the head: the head, or null when an attempt is in flight,
-  // nobody waits or the head wants a shared hold or a permit (then the release is a plain
-  // delete, and its release notification pumps the queue).
+  // nobody waits or the head wants a shared hold, a permit or leadership (then the release is a
+  // plain delete, and its release notification pumps the queue).
   WaiterPtr begin_handover();
   // Ends the attempt begun for `head`. A granted or refused head leaves the queue here, before
   // the queue stops being busy: otherwise another attempt could find the same head still

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dlock/errors.h"
+#include "server/api_internal.h"
 #include "server/api_render.h"
 #include "server/error_mapping.h"
 #include "server/input_checks.h"
@@ -20,6 +21,11 @@ namespace {
 
 namespace http = boost::beast::http;
 namespace json = boost::json;
+using api_internal::answer;
+using api_internal::audit_who;
+using api_internal::AuditWho;
+using api_internal::body_namespace;
+using api_internal::required;
 using std::chrono::milliseconds;
 
 // --- the route table ------------------------------------------------------------------------
@@ -31,7 +37,8 @@ struct Route {
 };
 
 // Patterns never overlap for one method. A request no row matches is a 404, except under
-// /v1/locks/{key}/... and /v1/semaphores/{name}/..., a 405 once the key is checked (C3).
+// /v1/locks/{key}/..., /v1/semaphores/{name}/... and /v1/elections/{name}/..., a 405 once the
+// key is checked (C3).
 const std::array kRoutes{
     Route{std::nullopt, "healthz", &Api::health},
     Route{std::nullopt, "readyz", &Api::ready},
@@ -50,6 +57,11 @@ const std::array kRoutes{
     Route{http::verb::delete_, "v1/semaphores/{}", &Api::release},
     Route{http::verb::post, "v1/semaphores/{}/acquire", &Api::acquire_permit},
     Route{http::verb::post, "v1/semaphores/{}/extend", &Api::extend},
+    // An election's leader is an exclusive grant of the name with a value (ADR-0020).
+    Route{http::verb::get, "v1/elections/{}", &Api::read_election},
+    Route{http::verb::post, "v1/elections/{}/campaign", &Api::campaign},
+    Route{http::verb::post, "v1/elections/{}/proclaim", &Api::proclaim},
+    Route{http::verb::post, "v1/elections/{}/resign", &Api::resign},
 };
 
 // Whether `path` has the shape of `pattern`; fills `params` with the segments "{}" matched.
@@ -70,41 +82,6 @@ bool matches(std::string_view pattern, const std::vector<std::string>& path,
     if (slash == std::string_view::npos) return index == path.size();
     pattern.remove_prefix(slash + 1);
   }
-}
-
-// Answers `reply` from a service callback: the value through `render`, an error through the
-// one error mapping.
-template <typename T, typename Render>
-core::LockService::Callback<T> answer(Reply reply, Render render) {
-  return [reply = std::move(reply), render = std::move(render)](core::Outcome<T> outcome) {
-    if (outcome.error) return reply(error_response(outcome.error));
-    try {
-      reply(render(std::move(*outcome.value)));
-    } catch (...) {
-      reply(error_response(std::current_exception()));
-    }
-  };
-}
-
-template <typename T>
-T required(std::optional<T> value, const char* field) {
-  if (!value) throw InvalidArgumentError(field, std::string(field) + " is required");
-  return std::move(*value);
-}
-
-// The namespace of a lock write: the body's `ns`, else the query's, else "default".
-std::string body_namespace(const BodyReader& reader, const RequestContext& context) {
-  return checked_namespace(reader.string("ns").value_or(context.query("ns").value_or("default")));
-}
-
-// Who an audit event names: the principal ("" without authentication) and the peer.
-struct AuditWho {
-  std::string principal;
-  std::string remote;
-};
-
-AuditWho audit_who(const RequestContext& context) {
-  return {context.principal ? context.principal->name : "", context.remote_address};
 }
 
 // Another principal's session is answered as a missing one (ADR-0016).
@@ -176,7 +153,8 @@ void Api::route(const Request& request, const Peer& peer, const Reply& reply) {
     if (route.method && *route.method != request.method()) continue;
     if (matches(route.pattern, path, context.params)) return (this->*route.handler)(context, reply);
   }
-  if (path.size() < 3 || path[0] != "v1" || (path[1] != "locks" && path[1] != "semaphores")) {
+  if (path.size() < 3 || path[0] != "v1" ||
+      (path[1] != "locks" && path[1] != "semaphores" && path[1] != "elections")) {
     return reply(not_found(context));
   }
   checked_key(path[2]);
@@ -365,13 +343,15 @@ void Api::acquire_permit(const RequestContext& context, const Reply& reply) {
 }
 
 void Api::grant(const RequestContext& context, const Reply& reply, const BodyReader& reader,
-                HoldRequest request) {
+                HoldRequest request, std::optional<std::string> leader_value) {
   const auto name = checked_key(context.params[0]);
   const auto ns = body_namespace(reader, context);
   const auto key = store_key::join(ns, name);
   const auto session_id = checked_session_id(required(reader.string("session_id"), "session_id"));
-  const auto lease = checked_lease(reader.string("lease"), reader.integer("ttl_ms"),
-                                   config_.default_lock_ttl, config_.store.limits);
+  // A leader lives as long as its session (C3 "Elections"): a campaign's body has no lease.
+  const auto lease = leader_value ? LockLease::session()
+                                  : checked_lease(reader.string("lease"), reader.integer("ttl_ms"),
+                                                  config_.default_lock_ttl, config_.store.limits);
   // What the answer's ttl_ms is clamped to; a session-bound grant answers its session's.
   const auto ttl = lease.session_bound() ? milliseconds::max() : lease.ttl();
   const auto wait = checked_wait(reader.integer("wait_ms"), config_.max_wait);
@@ -391,11 +371,14 @@ void Api::grant(const RequestContext& context, const Reply& reply, const BodyRea
     auto render = [=](std::optional<LockHandle> handle) {
       if (!handle) {
         return error_response(409, "held",
-                              request.mode == HoldMode::kPermit
+                              leader_value ? "election " + api_key(key) + " has another leader"
+                              : request.mode == HoldMode::kPermit
                                   ? "every permit of " + api_key(key) + " is taken"
                                   : "lock " + api_key(key) + " is held by another session");
       }
-      audit("grant", who.principal, ns, name, handle->fencing_token, who.remote);
+      audit(leader_value ? "campaign" : "grant", who.principal, ns, name, handle->fencing_token,
+            who.remote);
+      if (leader_value) return ok(200, leader_json(*handle, *leader_value, received, auth));
       return ok(200, handle_json(*handle, ttl, received, auth, request.limit));
     };
     auto done = answer<std::optional<LockHandle>>(reply, render);
@@ -407,7 +390,8 @@ void Api::grant(const RequestContext& context, const Reply& reply, const BodyRea
     }
     // A wait ends when its client's connection closes; a grant its client never receives is
     // given back (ADR-0007 "A wait belongs to its connection").
-    service_.acquire(key, session_id, lease, wait, std::move(done), cancellation, request);
+    service_.acquire(key, session_id, lease, wait, std::move(done), cancellation, request,
+                     leader_value);
   });
 }
 

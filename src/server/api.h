@@ -82,6 +82,11 @@ class Api {
   void extend(const RequestContext& context, const Reply& reply);
   void acquire_permit(const RequestContext& context, const Reply& reply);
   void read_semaphore(const RequestContext& context, const Reply& reply);
+  // Elections (api_elections.cc, C3 "Elections").
+  void campaign(const RequestContext& context, const Reply& reply);
+  void proclaim(const RequestContext& context, const Reply& reply);
+  void resign(const RequestContext& context, const Reply& reply);
+  void read_election(const RequestContext& context, const Reply& reply);
 
  private:
   void route(const Request& request, const Peer& peer, const Reply& reply);
@@ -95,9 +100,10 @@ class Api {
       std::function<Response(const std::string& key, const std::vector<LockInfo>& holders,
                              boost::json::array items, const boost::json::object& top)>;
   void read_holders(const RequestContext& context, const Reply& reply, const RenderHolders& render);
-  // The acquire of a lock (exclusive or shared) or of a permit, from its checked body.
+  // The acquire of a lock (exclusive or shared) or of a permit, from its checked body; with
+  // `leader_value`, a campaign (session-bound, answered as an election).
   void grant(const RequestContext& context, const Reply& reply, const BodyReader& reader,
-             HoldRequest request);
+             HoldRequest request, std::optional<std::string> leader_value = std::nullopt);
 
   core::LockService& service_;
   Telemetry& telemetry_;

@@ -51,10 +51,37 @@ json::object info_json(const LockInfo& info, const auth::Principal* caller, bool
                     {"lease", lease_name(info.session_bound)},
                     {"mode", to_string(info.mode)}};
   if (info.limit != 0) body["limit"] = info.limit;
+  if (info.value) body["value"] = *info.value;
   const auto parts = store_key::split(info.key);
   if (may_see_session(caller, info.owner_id, parts ? parts->ns : "")) {
     body["session_id"] = info.session_id;
   }
+  return body;
+}
+
+json::object leader_json(const LockHandle& handle, const std::string& value,
+                         SteadyClock::time_point received, bool auth_enabled) {
+  return {{"name", api_key(handle.key)},
+          {"leader", {{"owner", shown_owner(handle.owner_id, auth_enabled)}, {"value", value}}},
+          {"fencing_token", handle.fencing_token},
+          {"session_id", handle.session_id},
+          {"ttl_ms", honoured_ttl(handle, milliseconds::max(), received).count()},
+          {"expires_at", format_time(handle.server_expiry)},
+          {"lease", lease_name(handle.session_bound)}};
+}
+
+json::object leader_info_json(const LockInfo& info, const auth::Principal* caller,
+                              bool auth_enabled) {
+  const auto shown = info_json(info, caller, auth_enabled);
+  json::object body{
+      {"name", api_key(info.key)},
+      {"leader",
+       {{"owner", shown_owner(info.owner_id, auth_enabled)}, {"value", info.value.value_or("")}}},
+      {"fencing_token", info.fencing_token},
+      {"acquired_at", format_time(info.acquired_at)},
+      {"expires_at", format_time(info.expires_at)},
+      {"lease", lease_name(info.session_bound)}};
+  if (const auto* session = shown.if_contains("session_id")) body["session_id"] = *session;
   return body;
 }
 

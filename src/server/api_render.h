@@ -37,6 +37,14 @@ boost::json::object handle_json(const LockHandle& handle, std::chrono::milliseco
 boost::json::object info_json(const LockInfo& info, const auth::Principal* caller,
                               bool auth_enabled);
 
+// An election's leader as its holder sees it (campaign, proclaim; C3 "Elections"): "name",
+// "leader" {"owner", "value"}, the token, the session, the session's lifetime.
+boost::json::object leader_json(const LockHandle& handle, const std::string& value,
+                                SteadyClock::time_point received, bool auth_enabled);
+// The same for a read (GET /v1/elections/{name}): session_id as info_json shows it.
+boost::json::object leader_info_json(const LockInfo& info, const auth::Principal* caller,
+                                     bool auth_enabled);
+
 Response ok(unsigned status, const boost::json::object& body);
 Response no_content();
 

@@ -169,13 +169,36 @@ milliseconds checked_wait(std::optional<std::int64_t> wait_ms, milliseconds max_
   return wait;
 }
 
-std::uint64_t parse_token(std::string_view text) {
+std::uint64_t parse_token(std::string_view text, const char* field) {
   std::uint64_t token = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), token);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
-    throw InvalidArgumentError("fencing_token", "fencing_token must be a non-negative integer");
+    throw InvalidArgumentError(field, std::string(field) + " must be a non-negative integer");
   }
   return token;
+}
+
+milliseconds parse_query_wait(const std::optional<std::string>& text, milliseconds max_wait) {
+  if (!text) return milliseconds(0);
+  std::int64_t wait_ms = 0;
+  const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), wait_ms);
+  if (text->empty() || error != std::errc() || end != text->data() + text->size()) {
+    throw InvalidArgumentError("wait_ms", "wait_ms must be an integer");
+  }
+  return checked_wait(wait_ms, max_wait);
+}
+
+std::string checked_leader_value(const std::optional<std::string>& value, const char* field) {
+  if (!value) throw InvalidArgumentError(field, std::string(field) + " is required");
+  if (value->empty()) throw InvalidArgumentError(field, std::string(field) + " must not be empty");
+  if (value->size() > limits::kMaxLeaderValueBytes) {
+    throw InvalidArgumentError(field, std::string(field) + " must be at most " +
+                                          std::to_string(limits::kMaxLeaderValueBytes) + " bytes");
+  }
+  if (value->find('\0') != std::string::npos || !is_utf8(*value)) {
+    throw InvalidArgumentError(field, std::string(field) + " must be UTF-8 text without NUL");
+  }
+  return *value;
 }
 
 std::size_t parse_list_limit(const std::optional<std::string>& text) {

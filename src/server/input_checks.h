@@ -51,8 +51,15 @@ HoldRequest checked_permits(std::optional<std::int64_t> limit);
 // The wait asked (0 when none was), from 0 to `max_wait` (field "wait_ms").
 std::chrono::milliseconds checked_wait(std::optional<std::int64_t> wait_ms,
                                        std::chrono::milliseconds max_wait);
-// A fencing token in decimal (field "fencing_token").
-std::uint64_t parse_token(std::string_view text);
+// A fencing token in decimal (field "fencing_token", or `field`: "after_token").
+std::uint64_t parse_token(std::string_view text, const char* field = "fencing_token");
+// A query's wait_ms (absent: 0), from 0 to `max_wait` (field "wait_ms").
+std::chrono::milliseconds parse_query_wait(const std::optional<std::string>& text,
+                                           std::chrono::milliseconds max_wait);
+// An election's value (ADR-0020): required, 1..limits::kMaxLeaderValueBytes bytes of UTF-8 text
+// without NUL (field "value", or `field`: "after_value").
+std::string checked_leader_value(const std::optional<std::string>& value,
+                                 const char* field = "value");
 // GET /v1/locks ?limit= (field "limit"): 1..kMaxListLimit, kDefaultListLimit when absent.
 std::size_t parse_list_limit(const std::optional<std::string>& text);
 

@@ -52,19 +52,25 @@ enum class Route {
   kPermitAcquire,
   kPermitExtend,
   kPermitRelease,
-  kSemaphoreGet
+  kSemaphoreGet,
+  kCampaign,
+  kProclaim,
+  kResign,
+  kElectionGet
 };
 constexpr Route kRoutes[] = {Route::kOpen,          Route::kAcquire,       Route::kExtend,
                              Route::kRelease,       Route::kKeepalive,     Route::kClose,
                              Route::kGet,           Route::kList,          Route::kRevoke,
                              Route::kSharedAcquire, Route::kPermitAcquire, Route::kPermitExtend,
-                             Route::kPermitRelease, Route::kSemaphoreGet};
+                             Route::kPermitRelease, Route::kSemaphoreGet,  Route::kCampaign,
+                             Route::kProclaim,      Route::kResign,        Route::kElectionGet};
 
 const char* name_of(Route route) {
   static const char* kNames[] = {
-      "open",           "acquire",       "extend",         "release",      "keepalive",
-      "close",          "get",           "list",           "revoke",       "shared-acquire",
-      "permit-acquire", "permit-extend", "permit-release", "semaphore-get"};
+      "open",           "acquire",       "extend",         "release",       "keepalive",
+      "close",          "get",           "list",           "revoke",        "shared-acquire",
+      "permit-acquire", "permit-extend", "permit-release", "semaphore-get", "campaign",
+      "proclaim",       "resign",        "election-get"};
   return kNames[static_cast<int>(route)];
 }
 
@@ -79,7 +85,8 @@ bool uses_session(Route route) {
   return route == Route::kAcquire || route == Route::kExtend || route == Route::kRelease ||
          route == Route::kKeepalive || route == Route::kClose || route == Route::kSharedAcquire ||
          route == Route::kPermitAcquire || route == Route::kPermitExtend ||
-         route == Route::kPermitRelease;
+         route == Route::kPermitRelease || route == Route::kCampaign || route == Route::kProclaim ||
+         route == Route::kResign;
 }
 
 class AuthzMatrix : public ::testing::TestWithParam<std::string> {
@@ -139,6 +146,17 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
             result.status == 200 ? result.json.at("fencing_token").to_number<std::uint64_t>() : 0};
   }
 
+  // Leadership of a fresh election in `ns` for `session` of `caller`: {name, fencing token}.
+  std::pair<std::string, std::uint64_t> lead(const Caller& caller, const std::string& session,
+                                             const std::string& ns) {
+    const std::string name = "e-" + run_ + "-" + std::to_string(++keys_);
+    const auto result = call(caller, "POST", "/v1/elections/" + name + "/campaign?ns=" + ns,
+                             {{"session_id", session}, {"value", caller.name}});
+    EXPECT_EQ(result.status, 200) << result.body;
+    return {name,
+            result.status == 200 ? result.json.at("fencing_token").to_number<std::uint64_t>() : 0};
+  }
+
   // The live lock as the victim sees it (its own: with session_id), or nullopt.
   std::optional<json::object> lock_of(const std::string& key, const std::string& ns) {
     const auto result = call(victim_, "GET", "/v1/locks/" + key + "?ns=" + ns);
@@ -166,6 +184,7 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
       case Route::kGet:
       case Route::kList:
       case Route::kSemaphoreGet:
+      case Route::kElectionGet:
         return allows(caller, "read", ns) ? 200 : 403;
       case Route::kRevoke:
         return allows(caller, "admin", ns) ? 200 : 403;
@@ -180,9 +199,14 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
       case Route::kPermitAcquire:
       case Route::kPermitExtend:
       case Route::kPermitRelease:
+      case Route::kCampaign:
+      case Route::kProclaim:
+      case Route::kResign:
         if (!allows(caller, "lock", ns)) return 403;
         if (!own) return 404;
-        return route == Route::kRelease || route == Route::kPermitRelease ? 204 : 200;
+        return route == Route::kRelease || route == Route::kPermitRelease || route == Route::kResign
+                   ? 204
+                   : 200;
     }
     return 0;
   }
@@ -202,6 +226,13 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
         allows(caller, "lock", ns)) {
       std::tie(key, token) = hold(caller, session, ns);
     }
+    if (own && (route == Route::kProclaim || route == Route::kResign) &&
+        allows(caller, "lock", ns)) {
+      std::tie(key, token) = lead(caller, session, ns);
+    }
+    // The victim leads an election of its own, which every reader may see (but not its session).
+    if (route == Route::kElectionGet)
+      std::tie(key, std::ignore) = lead(victim_, victim_session_, ns);
     const std::string fresh = "f-" + run_ + "-" + std::to_string(++keys_);
     HttpResult result;
     switch (route) {
@@ -256,6 +287,21 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
       case Route::kSemaphoreGet:
         result = call(caller, "GET", "/v1/semaphores/" + key + "?ns=" + ns);
         break;
+      case Route::kCampaign:
+        result = call(caller, "POST", "/v1/elections/" + fresh + "/campaign?ns=" + ns,
+                      {{"session_id", session}, {"value", "x"}});
+        break;
+      case Route::kProclaim:  // another's: the victim's lock, which a proclaim would make a leader
+        result = call(caller, "POST", "/v1/elections/" + key + "/proclaim?ns=" + ns,
+                      {{"session_id", session}, {"fencing_token", token}, {"value", "x"}});
+        break;
+      case Route::kResign:
+        result = call(caller, "POST", "/v1/elections/" + key + "/resign?ns=" + ns,
+                      {{"session_id", session}, {"fencing_token", token}});
+        break;
+      case Route::kElectionGet:
+        result = call(caller, "GET", "/v1/elections/" + key + "?ns=" + ns);
+        break;
     }
     const int want = expected(caller, route, ns, own);
     const std::string where =
@@ -272,20 +318,24 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
     if (want == 404) {
       EXPECT_EQ(result.error_code(), "session_not_found") << where;
     }
-    if (want == 200 &&
-        (route == Route::kGet || route == Route::kList || route == Route::kSemaphoreGet)) {
-      const auto& lock = route == Route::kGet    ? result.json.as_object()
+    if (want == 200 && (route == Route::kGet || route == Route::kList ||
+                        route == Route::kSemaphoreGet || route == Route::kElectionGet)) {
+      const auto& lock = route == Route::kGet || route == Route::kElectionGet
+                             ? result.json.as_object()
                          : route == Route::kList ? result.json.at("locks").at(0).as_object()
                                                  : result.json.at("holders").at(0).as_object();
       // The victim's lock: its session ID only for the victim and for admins (C6).
       EXPECT_EQ(lock.contains("session_id"), allows(caller, "admin", ns)) << where;
-      EXPECT_EQ(lock.at("owner").as_string(), "victim-app") << where;
+      const auto& owner =
+          route == Route::kElectionGet ? lock.at("leader").at("owner") : lock.at("owner");
+      EXPECT_EQ(owner.as_string(), "victim-app") << where;
     }
     if (route != Route::kRevoke || want != 200) {
       const auto lock = lock_of(victim_key, ns);
       ASSERT_TRUE(lock.has_value()) << where << ": the victim's lock is gone";
       EXPECT_EQ(lock->at("fencing_token").to_number<std::uint64_t>(), victim_token) << where;
       EXPECT_EQ(lock->at("session_id").as_string(), victim_session_) << where;
+      EXPECT_FALSE(lock->contains("value")) << where << ": another's proclaim changed the lock";
     }
     EXPECT_EQ(call(victim_, "POST", "/v1/sessions/" + victim_session_ + "/keepalive").status, 200)
         << where << ": the victim's session is gone";
