@@ -30,6 +30,7 @@ std::string leader_body(int token, const std::string& value) {
 
 FakeResponse no_leader() { return {404, error_body("no_leader", "nobody leads")}; }
 
+using testing::CliResult;
 using testing::dlock;
 
 TEST(DlockLeader, PrintsTheLeaderOrNoLeaderAndExitsZeroEitherWay) {

@@ -20,6 +20,7 @@ using testing::FakeServer;
 
 const char* kSecret = "dlk_very-secret-token";
 
+using testing::CliResult;
 using testing::dlock;
 
 const char* kFreeLock = R"({"error":{"code":"lock_not_found","message":"free"}})";
