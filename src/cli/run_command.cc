@@ -240,22 +240,20 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
         leadership =
             session.campaign(options.key, *options.leader_value, {options.wait, options.ns});
         if (leadership) lock = &leadership->lock();
-        acquire_done = true;
-        wake_main_thread();
-        return;
+      } else {
+        client::AcquireOptions acquire_options;
+        acquire_options.session_bound = options.session_bound;
+        if (!options.session_bound) acquire_options.ttl = options.ttl;
+        acquire_options.wait = options.wait;
+        acquire_options.ns = options.ns;
+        acquire_options.mode = options.mode;
+        acquire_options.permits = options.permits;
+        // Ignored for a session-bound grant (its session's keepalives keep it).
+        acquire_options.auto_extend = true;
+        acquire_options.on_lost = [](const std::string&) { wake_main_thread(); };
+        acquired = session.acquire(options.key, std::move(acquire_options));
+        if (acquired) lock = &*acquired;
       }
-      client::AcquireOptions acquire_options;
-      acquire_options.session_bound = options.session_bound;
-      if (!options.session_bound) acquire_options.ttl = options.ttl;
-      acquire_options.wait = options.wait;
-      acquire_options.ns = options.ns;
-      acquire_options.mode = options.mode;
-      acquire_options.permits = options.permits;
-      // Ignored for a session-bound grant (its session's keepalives keep it).
-      acquire_options.auto_extend = true;
-      acquire_options.on_lost = [](const std::string&) { wake_main_thread(); };
-      acquired = session.acquire(options.key, std::move(acquire_options));
-      if (acquired) lock = &*acquired;
     } catch (...) {
       acquire_error = std::current_exception();
     }
