@@ -8,8 +8,8 @@
 #include <sstream>
 #include <stop_token>
 
-#include "cli_in_process.h"
 #include "cli/leader_command.h"
+#include "cli_in_process.h"
 #include "fake_server.h"
 #include "test_options.h"
 

@@ -28,11 +28,7 @@ class ScriptedApiTest : public ::testing::Test {
 
   // The requests that went to `method` on a target starting with `prefix`.
   std::vector<FakeRequest> sent(const std::string& method, const std::string& prefix) const {
-    std::vector<FakeRequest> out;
-    for (const FakeRequest& request : server_.requests()) {
-      if (request.method == method && request.target.rfind(prefix, 0) == 0) out.push_back(request);
-    }
-    return out;
+    return server_.requests_to(method, prefix);
   }
 
   FakeLockApi api_;
