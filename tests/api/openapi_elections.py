@@ -112,7 +112,7 @@ def bad_input(c, path, sid):
         expect(post("campaign", 400, **dict({"session_id": sid}, **body)),
                code="invalid_argument", field=field)
     expect(post("campaign", 400, "?ns=b@d", session_id=sid, value="v"), field="ns")
-    expect(c.send("POST", ELECTION + "/campaign", "/v1/elections/bad%zzname/campaign", 400,
+    expect(c.send("POST", ELECTION + "/campaign", "/v1/elections/bad%01name/campaign", 400,
                   {"session_id": sid, "value": "v"})[1], field="key")
     expect(post("campaign", 404, session_id="nosuchsession", value="v"), code="session_not_found")
     expect(post("proclaim", 400, session_id=sid, value="v"), field="fencing_token")
