@@ -23,7 +23,7 @@ import http.client
 import jsonschema
 import yaml
 
-from openapi_elections import WAITERS_PER_PRINCIPAL, exercise_elections, shutdown_waiters
+from openapi_elections import MAX_WAITERS, exercise_elections, shutdown_waiters
 from openapi_report import expect, fail, failures
 
 ADMIN_TOKEN = "dlk_openapiAdminToken0123456789abcdefghijklmn"
@@ -118,7 +118,7 @@ class Server:
             [dlockd, "--server-listen", "127.0.0.1:0", "--sqlite-path",
              os.path.join(work, "data", "dlock.db"), "--server-ready-file", ready,
              "--admin-enabled", "true", "--server-max-sessions", "20",
-             "--auth-max-waiters-per-principal", str(WAITERS_PER_PRINCIPAL)],
+             "--server-max-waiters", str(MAX_WAITERS)],
             env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 20
         while not (os.path.exists(ready) and open(ready).read().strip()):
@@ -293,7 +293,7 @@ def exercise(c, server):
                for _ in range(19)]
     c.send("POST", "/v1/sessions", "/v1/sessions", 429, {"owner": "one-too-many"})
     # 503: a waiting lock acquire, permit acquire, campaign and observer answered by the
-    # shutdown; while they wait, the admin's waiter cap answers 429 (openapi_elections.py).
+    # shutdown; while they wait, server.max.waiters answers 429 (openapi_elections.py).
     permit = "/v1/semaphores/{name}/acquire"
     c.send("POST", acquire, "/v1/locks/shutdown-key/acquire", 200, {"session_id": bob_sid})
     c.send("POST", permit, "/v1/semaphores/shutdown-pool/acquire", 200,
@@ -309,7 +309,8 @@ def exercise(c, server):
     for thread in waiting:
         thread.start()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and "dlock_waiters{backend=\"sqlite\"} 3" not in metrics(c):
+    all_waiting = f"dlock_waiters{{backend=\"sqlite\"}} {MAX_WAITERS}"
+    while time.monotonic() < deadline and all_waiting not in metrics(c):
         time.sleep(0.05)
     over_the_cap()
     server.process.send_signal(signal.SIGTERM)

@@ -8,10 +8,10 @@ import time
 from openapi_report import expect, fail
 
 ELECTION = "/v1/elections/{name}"
-# auth.max.waiters.per.principal of the test's dlockd: the shutdown's four waiters (a lock
-# acquire, a permit acquire, a campaign and an observer, all the admin's) fill it, so one more
-# waiting campaign or observer is 429.
-WAITERS_PER_PRINCIPAL = 4
+# server.max.waiters of the test's dlockd. It caps waiting acquires and, counted apart, waiting
+# observers: the shutdown's three waiting acquires (a lock, a permit, a campaign) and three
+# observers fill it, so one more waiting campaign or observer is 429.
+MAX_WAITERS = 3
 
 
 def election_post(c, path, operation, status, query="", raw=None, **body):
@@ -130,25 +130,25 @@ def bad_input(c, path, sid):
 
 
 def shutdown_waiters(c, leader_sid, waiting_sid, refused_sid):
-    """A waiting campaign and a waiting observer of an election `leader_sid` leads, for the
-    shutdown to answer 503, and the check that, with them, the admin's waiters are capped."""
+    """A waiting campaign and MAX_WAITERS waiting observers of an election `leader_sid` leads,
+    for the shutdown to answer 503, and the check that, with them, waiters are capped (429)."""
     path = "/v1/elections/shutdown-election"
     led = c.send("POST", ELECTION + "/campaign", path + "/campaign", 200,
                  {"session_id": leader_sid, "value": "bob"})[1]
     unchanged = f"{path}?after_token={led.get('fencing_token')}&after_value=bob"
     waiting = [threading.Thread(target=c.send, args=(
-                   "POST", ELECTION + "/campaign", path + "/campaign", 503,
-                   {"session_id": waiting_sid, "value": "next", "wait_ms": 20000})),
-               threading.Thread(target=c.send, args=("GET", ELECTION, unchanged + "&wait_ms=20000",
-                                                     503))]
+        "POST", ELECTION + "/campaign", path + "/campaign", 503,
+        {"session_id": waiting_sid, "value": "next", "wait_ms": 20000}))]
+    waiting += [threading.Thread(target=c.send, args=(
+        "GET", ELECTION, unchanged + "&wait_ms=20000", 503)) for _ in range(MAX_WAITERS)]
 
     def over_the_cap():
-        # The observer is not in dlock_waiters: an observer of 1 ms answers 200 until the
-        # waiting one counts too, then 429; a waiting campaign is then 429 as well.
+        # Called once dlock_waiters shows MAX_WAITERS. Observers are not in that metric: an
+        # observer of 1 ms answers 200 until the waiting ones fill their cap, then 429.
         deadline = time.monotonic() + 10
         while c.send("GET", ELECTION, unchanged + "&wait_ms=1", (200, 429))[0] != 429:
             if time.monotonic() > deadline:
-                return fail(f"no 429 with {WAITERS_PER_PRINCIPAL} waiters of one principal")
+                return fail(f"no 429 with {MAX_WAITERS} observers waiting")
             time.sleep(0.05)
         c.send("POST", ELECTION + "/campaign", path + "/campaign", 429,
                {"session_id": refused_sid, "value": "late", "wait_ms": 20000})
