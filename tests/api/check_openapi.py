@@ -23,6 +23,9 @@ import http.client
 import jsonschema
 import yaml
 
+from openapi_elections import MAX_WAITERS, exercise_elections, shutdown_waiters
+from openapi_report import expect, fail, failures
+
 ADMIN_TOKEN = "dlk_openapiAdminToken0123456789abcdefghijklmn"
 # C3's routes: (method, path template). The document must have exactly these operations.
 C3_ROUTES = {
@@ -33,22 +36,10 @@ C3_ROUTES = {
     ("get", "/metrics"), ("get", "/healthz"), ("get", "/readyz"),
     ("post", "/v1/semaphores/{name}/acquire"), ("post", "/v1/semaphores/{name}/extend"),
     ("delete", "/v1/semaphores/{name}"), ("get", "/v1/semaphores/{name}"),
+    ("post", "/v1/elections/{name}/campaign"), ("post", "/v1/elections/{name}/proclaim"),
+    ("post", "/v1/elections/{name}/resign"), ("get", "/v1/elections/{name}"),
 }
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options"}
-failures = []
-
-
-def fail(message):
-    failures.append(message)
-    print(f"FAIL {message}", flush=True)
-
-
-def expect(answer, **wanted):
-    """The answer's fields (error: its error's code and field) have the wanted values."""
-    fields = answer.get("error", answer) if isinstance(answer, dict) else {}
-    for name, value in wanted.items():
-        if fields.get(name) != value:
-            fail(f"{name} is {fields.get(name)!r}, not {value!r}: {answer}")
 
 
 def resolve(doc, ref):
@@ -126,7 +117,8 @@ class Server:
         self.process = subprocess.Popen(
             [dlockd, "--server-listen", "127.0.0.1:0", "--sqlite-path",
              os.path.join(work, "data", "dlock.db"), "--server-ready-file", ready,
-             "--admin-enabled", "true", "--server-max-sessions", "20"],
+             "--admin-enabled", "true", "--server-max-sessions", "20",
+             "--server-max-waiters", str(MAX_WAITERS)],
             env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 20
         while not (os.path.exists(ready) and open(ready).read().strip()):
@@ -286,6 +278,7 @@ def exercise(c, server):
     _, carol = c.send("POST", "/v1/sessions", "/v1/sessions", 201, {"owner": "carol"})
     exercise_modes(c, sid, bob_sid, carol["session_id"])
     exercise_semaphores(c, sid, bob_sid, carol["session_id"])
+    exercise_elections(c, sid, bob_sid, carol["session_id"])
     # Close.
     close = "/v1/sessions/{session_id}"
     c.send("DELETE", close, f"/v1/sessions/{carol['session_id']}", 204)
@@ -299,7 +292,8 @@ def exercise(c, server):
     fillers = [c.send("POST", "/v1/sessions", "/v1/sessions", 201, {"owner": "filler"})[1]
                for _ in range(19)]
     c.send("POST", "/v1/sessions", "/v1/sessions", 429, {"owner": "one-too-many"})
-    # 503: a waiting lock acquire and a waiting permit acquire answered by the shutdown.
+    # 503: a waiting lock acquire, permit acquire, campaign and observer answered by the
+    # shutdown; while they wait, server.max.waiters answers 429 (openapi_elections.py).
     permit = "/v1/semaphores/{name}/acquire"
     c.send("POST", acquire, "/v1/locks/shutdown-key/acquire", 200, {"session_id": bob_sid})
     c.send("POST", permit, "/v1/semaphores/shutdown-pool/acquire", 200,
@@ -309,11 +303,16 @@ def exercise(c, server):
         for template, path, body, filler in (
             (acquire, "/v1/locks/shutdown-key/acquire", {}, fillers[0]),
             (permit, "/v1/semaphores/shutdown-pool/acquire", {"limit": 1}, fillers[1]))]
+    over_the_cap, election_waiting = shutdown_waiters(c, bob_sid, fillers[2]["session_id"],
+                                                      fillers[3]["session_id"])
+    waiting += election_waiting
     for thread in waiting:
         thread.start()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and "dlock_waiters{backend=\"sqlite\"} 2" not in metrics(c):
+    all_waiting = f"dlock_waiters{{backend=\"sqlite\"}} {MAX_WAITERS}"
+    while time.monotonic() < deadline and all_waiting not in metrics(c):
         time.sleep(0.05)
+    over_the_cap()
     server.process.send_signal(signal.SIGTERM)
     for thread in waiting:
         thread.join(timeout=30)
