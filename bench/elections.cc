@@ -5,8 +5,10 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdio>
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "http_connection.h"
 #include "scenarios.h"
@@ -81,10 +83,15 @@ ElectionFailover http_election_failover(const HttpTarget& target, const std::str
   Connection leader(io, target), waiter(io, target), observer(io, target);
   std::vector<double> grant_ms, observe_ms;
   std::uint64_t errors = 0;
+  std::mt19937 random(20201);  // fixed seed: runs pause alike
+  std::uniform_int_distribution<int> stagger(0, 499);
   const auto start = Clock::now();
   for (int round = 0; round < rounds; ++round) {
     const std::string name = "/v1/elections/bench-election-" + std::to_string(round);
     const std::string value = "leader-" + std::to_string(round);
+    // A round lasts about TTL + failover: back to back, rounds would start in step with a
+    // periodic expiry check (etcd's lessor, every 500 ms) and all sample one phase of it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(stagger(random)));
     Answer answer;
     // W's session first, so that L's TTL is not spent on it.
     const std::string w_session = open_session(io, waiter, "bench-election-w", 60000, answer);

@@ -22,6 +22,8 @@ struct ElectionFailover {
 // (L's token and value). Samples: W's 200 received − L's expiry, and the observer's 200
 // received − L's expiry, L's expiry being the `expires_at` of L's session-create answer (wall
 // clock, milliseconds; dlockd runs on this machine). Then W resigns and closes its session.
+// Each round starts after a pause of 0–499 ms (uniform, fixed seed), so that rounds do not fall
+// in step with a periodic expiry check.
 ElectionFailover http_election_failover(const HttpTarget& target, const std::string& backend,
                                         int rounds, int ttl_ms);
 
