@@ -110,7 +110,7 @@ ElectionFailover http_election_failover(const HttpTarget& target, const std::str
       result.note = "the leader's campaign answered " + std::to_string(campaign.status) + ": " +
                     campaign.body;
       call(io, waiter, http::verb::delete_, "/v1/sessions/" + w_session);
-      return result;
+      break;  // the rounds measured so far still count
     }
     const std::string token = json_number_field(campaign.body, "fencing_token");
     // L never renews its session. W waits in the name's queue; the observer waits for a leader
