@@ -82,7 +82,7 @@ ElectionFailover http_election_failover(const HttpTarget& target, const std::str
   asio::io_context io;
   Connection leader(io, target), waiter(io, target), observer(io, target);
   std::vector<double> grant_ms, observe_ms;
-  std::uint64_t errors = 0;
+  std::uint64_t errors = 0, rounds_run = 0;
   std::mt19937 random(20201);  // fixed seed: runs pause alike
   std::uniform_int_distribution<int> stagger(0, 499);
   const auto start = Clock::now();
@@ -112,6 +112,7 @@ ElectionFailover http_election_failover(const HttpTarget& target, const std::str
       call(io, waiter, http::verb::delete_, "/v1/sessions/" + w_session);
       break;  // the rounds measured so far still count
     }
+    ++rounds_run;
     const std::string token = json_number_field(campaign.body, "fencing_token");
     // L never renews its session. W waits in the name's queue; the observer waits for a leader
     // newer than L's (token, value).
@@ -155,7 +156,7 @@ ElectionFailover http_election_failover(const HttpTarget& target, const std::str
     ClientStats stats;
     stats.op_ms = *samples;
     stats.ops = samples->size();
-    stats.attempts = static_cast<std::uint64_t>(rounds);
+    stats.attempts = rounds_run;
     stats.errors = errors;
     result.measurements.push_back(summarize(backend, "http", workload, 1, seconds, {stats}));
   }
