@@ -185,12 +185,19 @@ class Executor {
     const std::string key = lock_key(batch);
     const auto start = now_ns();
     std::optional<dc::Lock> lock;
+    std::optional<dc::Leadership> leadership;
     try {
-      dc::AcquireOptions options;
-      options.ttl = config_.ttl;
-      options.wait = config_.wait;
-      options.auto_extend = true;
-      lock = session_->acquire(key, options);
+      if (config_.elect) {
+        dc::CampaignOptions options;
+        options.wait = config_.wait;
+        leadership = session_->campaign(key, config_.worker_id, options);
+      } else {
+        dc::AcquireOptions options;
+        options.ttl = config_.ttl;
+        options.wait = config_.wait;
+        options.auto_extend = true;
+        lock = session_->acquire(key, options);
+      }
     } catch (const dlock::UnknownOutcomeError& error) {
       op("acquire", key, start, "unknown", 0, error.what());
       return;
@@ -198,22 +205,25 @@ class Executor {
       op("acquire", key, start, "fail", 0, error.what());
       return;
     }
-    if (!lock) {
+    // The grant underneath: the lock, or the leadership's session-bound lock (its release()
+    // resigns).
+    dc::Lock* held = leadership ? &leadership->lock() : lock ? &*lock : nullptr;
+    if (held == nullptr) {
       op("acquire", key, start, "fail", 0, "held");
       return;
     }
     // The deadline the lock was promised until (the safety checker's I5 reads it).
-    op("acquire", key, start, "ok", lock->token(), "",
+    op("acquire", key, start, "ok", held->token(), "",
        std::chrono::duration_cast<std::chrono::nanoseconds>(
-           lock->client_deadline().time_since_epoch())
+           held->client_deadline().time_since_epoch())
            .count());
-    pay_batch(batch, key, *lock);
+    pay_batch(batch, key, *held);
     const auto release_start = now_ns();
     try {
-      lock->release();
-      op("release", key, release_start, "ok", lock->token(), "");
+      held->release();
+      op("release", key, release_start, "ok", held->token(), "");
     } catch (const std::exception& error) {
-      op("release", key, release_start, "fail", lock->token(), error.what());
+      op("release", key, release_start, "fail", held->token(), error.what());
     }
   }
 

@@ -21,7 +21,10 @@ struct Config {
   std::chrono::milliseconds wait{std::chrono::seconds(2)};  // acquire wait per attempt
   std::chrono::seconds give_up{120};  // exit 1 when the batches are not all paid by then
   bool fencing = true;                // false: --no-fencing, for the negative control only
-  int seed_payouts = 0;               // --init: payouts created per batch
+  // --elect: each batch is led through an election (C3 "Elections": a session-bound leader whose
+  // token fences its writes) instead of locked with a TTL lock.
+  bool elect = false;
+  int seed_payouts = 0;  // --init: payouts created per batch
 };
 
 // --init: creates the schema (payout, ledger, fencing_resource) and seeds each batch once.

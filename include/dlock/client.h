@@ -17,7 +17,11 @@
 // 429) are retried with capped exponential backoff and jitter until the call's deadline; a
 // server that stays at a limit (429) then surfaces as ResourceExhaustedError.
 //
-// Lifetimes: a Client must outlive every Session and Lock made through it.
+// Lifetimes: a Client must outlive every Session, Lock and Leadership made through it.
+//
+// Elections: `session.campaign("payouts-primary", "10.0.0.7:8443", {.wait = 1min})` returns a
+// Leadership (empty: another session leads); Client::leader reads the leader and
+// Client::observe waits for the next one (docs/client.md, "Elections").
 
 #include <chrono>
 #include <cstdint>
@@ -155,6 +159,29 @@ struct SemaphoreInfo {
   std::vector<LockInfo> holders;
 };
 
+// An election's leader (docs/adr/0020-more-primitives-design.md, "Leader election"; C3
+// "Elections"): an exclusive, session-bound grant of the name that carries a value.
+struct LeaderInfo {
+  std::string name;
+  std::string owner;
+  // What the leader proclaims (an address, an ID): up to 1024 bytes of text.
+  std::string value;
+  FencingToken fencing_token = 0;
+  WallClock::time_point acquired_at{};
+  WallClock::time_point expires_at{};
+  // Shown to readers allowed to see it (contract C6); empty otherwise.
+  std::optional<std::string> session_id;
+};
+
+struct CampaignOptions {
+  // How long to wait while another session leads (or the name is held as a lock) before
+  // reporting "held"; 0 = try once. Campaigns and lock acquires of the name queue first-come
+  // first-served.
+  std::chrono::milliseconds wait{0};
+  // Namespace; empty means the server's default namespace ("default").
+  std::string ns;
+};
+
 class Client;
 class Session;
 namespace detail {
@@ -211,8 +238,57 @@ class Lock {
 
  private:
   friend class Session;
+  friend class Leadership;
   explicit Lock(std::unique_ptr<detail::LockState> state);
   std::unique_ptr<detail::LockState> state_;
+};
+
+// Leadership of an election won through Session::campaign: a session-bound grant of the name
+// (ADR-0018) with a value. It lives exactly as long as its session: it has no TTL and no
+// extend; keep the session alive to stay leader. Move-only; resigns on destruction unless it
+// was resigned or lost already (errors there are logged, never thrown). Its Client must
+// outlive it.
+class Leadership {
+ public:
+  Leadership(Leadership&&) noexcept;
+  Leadership& operator=(Leadership&&) noexcept;
+  Leadership(const Leadership&) = delete;
+  Leadership& operator=(const Leadership&) = delete;
+  ~Leadership();
+
+  const std::string& name() const;
+  const std::string& ns() const;
+  const std::string& session_id() const;
+  // The fencing token of this leadership; fixed for its whole life (a proclaim keeps it), and
+  // every later leader's is greater.
+  FencingToken token() const;
+  // The value last campaigned with or proclaimed.
+  std::string value() const;
+  // As Lock::still_valid: false once resigned, once reported lost (a proclaim answered
+  // lock_lost), or once its session is lost or its session's deadline passed.
+  bool still_valid() const;
+  // The session's deadline: a leader is trusted no longer than its session.
+  SteadyClock::time_point client_deadline() const;
+  // Why the leadership was lost; empty while it is not known to be lost.
+  std::string lost_reason() const;
+
+  // Changes the value without a new election: the token stays. Throws LockLostError when this
+  // session no longer leads with this token (resigned, expired, superseded); the leadership is
+  // then lost.
+  void proclaim(const std::string& value);
+  // Resigns now (the next campaigner leads with a greater token) and reports failures
+  // (LockLostError when it no longer led). Afterwards the destructor does nothing.
+  void resign();
+
+  // The grant underneath as the lock routes see it: an exclusive, session-bound lock of the
+  // name (C3 "Elections"). Its release() resigns through the election route.
+  Lock& lock();
+  const Lock& lock() const;
+
+ private:
+  friend class Session;
+  explicit Leadership(Lock lock);
+  Lock lock_;
 };
 
 struct SessionOptions {
@@ -248,6 +324,13 @@ class Session {
   // permit taken) after the wait (a decision). Throws SessionNotFoundError,
   // InvalidArgumentError, ConflictError (a semaphore's limit differs), UnavailableError.
   std::optional<Lock> acquire(const std::string& key, AcquireOptions options = {});
+
+  // Campaigns for the election `name` with `value` (1..1024 bytes), waiting up to
+  // options.wait. Empty optional = another session leads (or the name is held) after the wait:
+  // a decision. A campaign by a session that leads already replaces its leadership with a new,
+  // greater token. Throws SessionNotFoundError, InvalidArgumentError, UnavailableError.
+  std::optional<Leadership> campaign(const std::string& name, const std::string& value,
+                                     CampaignOptions options = {});
 
   // Closes the session now and reports failures. Afterwards the destructor does nothing.
   void close();
@@ -321,6 +404,21 @@ class Client {
                           Deadline deadline = {});
   std::vector<LockInfo> list(const std::string& prefix, std::size_t limit = 0,
                              const std::string& ns = {}, Deadline deadline = {});
+  // The election `name`'s leader (GET /v1/elections/{name}); empty when nobody leads, or when
+  // the name is held without a value (a plain lock, readers, permits).
+  std::optional<LeaderInfo> leader(const std::string& name, const std::string& ns = {},
+                                   Deadline deadline = {});
+  // Observes the election `name` (one long poll): answers as soon as a leader with a token
+  // greater than `after_token` leads, or, with `after_value`, the leader with token
+  // `after_token` proclaims another value; at the latest after `wait` (at most the server's
+  // lock.max.wait), with the state then (empty: nobody leads). Pass the last answer's token and
+  // value to see every change once. Each attempt may take `wait` beyond request_timeout, and
+  // the call's deadline allows `wait` beyond retry_budget (ADR-0012).
+  std::optional<LeaderInfo> observe(const std::string& name, FencingToken after_token,
+                                    const std::optional<std::string>& after_value,
+                                    std::chrono::milliseconds wait, const std::string& ns = {},
+                                    Deadline deadline = {});
+
   // Admin: removes the current grant whoever holds it. Needs the admin token.
   LockOutcome revoke(const std::string& key, const std::string& ns = {}, Deadline deadline = {});
 

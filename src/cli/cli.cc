@@ -6,6 +6,7 @@
 
 #include "cli/exit_codes.h"
 #include "cli/help_text.h"
+#include "cli/leader_command.h"
 #include "cli/output.h"
 #include "cli/run_command.h"
 #include "cli/token_command.h"
@@ -224,6 +225,29 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->check(CLI::Range(1u, UINT32_MAX))
       ->excludes(run_shared);
 
+  // Elections (C3 "Elections"): elect runs CMD while leader, as run does while holding a lock.
+  std::string value;
+  CLI::App* elect = app.add_subcommand("elect", help::kElect);
+  elect->footer(help::kElectFooter);
+  elect->add_option("NAME", key, "election name")->required();
+  elect->add_option("CMD", command, "command and arguments, after --")->required();
+  elect->add_option("--value", value, "what to lead with (an address, an ID; 1..1024 bytes)")
+      ->required();
+  elect->add_option("--ttl", ttl, "session TTL: the leadership lives as long as the session");
+  elect->add_option("--wait", wait, "wait this long while another session leads (default 0)");
+  elect->add_option("--stop-margin", stop_margin,
+                    "stop CMD this long before the session's deadline when keepalives fail "
+                    "(default max(1s, TTL/10), at most TTL/3)");
+  elect->add_option("--kill-grace", kill_grace,
+                    "time between SIGTERM and SIGKILL (default half the stop margin)");
+  elect->add_option("--owner", owner, "owner name (default $DLOCK_OWNER or USER@host)");
+
+  bool watch = false;
+  CLI::App* leader = app.add_subcommand("leader", help::kLeader);
+  leader->footer(help::kLeaderFooter);
+  leader->add_option("NAME", key, "election name")->required();
+  leader->add_flag("--watch", watch, "print one line per change until interrupted");
+
   std::string principal, permissions;
   CLI::App* token_cmd = app.add_subcommand("token", help::kToken);
   token_cmd->footer(help::kTokenFooter);
@@ -292,16 +316,18 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       printer.locks(client.list(prefix, limit, flags.ns));
     } else if (*revoke) {
       printer.revoked(key, client.revoke(key, flags.ns));
-    } else if (*run) {
+    } else if (*run || *elect) {
+      // elect is run with a campaign for the grant (session-bound, exclusive).
       RunOptions options;
       options.key = key;
       options.ns = flags.ns;
       options.owner = owner;
       options.ttl = duration_flag(ttl, "--ttl");
-      options.session_bound = lease == "session";
+      options.session_bound = *elect || lease == "session";
       options.wait = duration_flag(wait, "--wait");
       options.mode = shared ? HoldMode::kShared : HoldMode::kExclusive;
       options.permits = permits;
+      if (*elect) options.leader_value = value;
       if (!stop_margin.empty()) {
         options.stop_margin = client::parse_duration(stop_margin, "--stop-margin");
       }
@@ -310,6 +336,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       }
       options.command = command;
       return run_locked(client, options, err);
+    } else if (*leader) {
+      if (watch) return watch_until_interrupted(client, key, flags.ns, printer, out);
+      printer.leader(key, client.leader(key, flags.ns));
     }
   } catch (...) {
     return report(std::current_exception(), err);

@@ -35,7 +35,7 @@ EXIT STATUS
   77  permission denied: the token may not do this in this namespace (403)
   78  TLS failed: the server's certificate did not verify, or it refused ours
   79  server at a limit or throttling this client (429, after retrying)
-  run exits with CMD's status (128+N when CMD was killed by signal N).
+  run and elect exit with CMD's status (128+N when CMD was killed by signal N).
 
 DURATIONS
   An integer and a unit: 500ms, 30s, 5m, 1h.
@@ -43,7 +43,9 @@ DURATIONS
 EXAMPLES
   dlock run payouts/batch-17 --ttl 30s --wait 1m -- ./pay.sh
   DLOCK_TOKEN_FILE=~/.dlock-token dlock --server https://locks:7443 get payouts/batch-17 --json
-  dlock list --prefix payouts/)";
+  dlock list --prefix payouts/
+  dlock elect payouts-primary --value "$HOSTNAME" -- ./serve.sh
+  dlock leader payouts-primary --watch)";
 
 inline constexpr const char* kSession = "Open, keep alive or close a session (a liveness lease)";
 inline constexpr const char* kSessionFooter = R"(DESCRIPTION
@@ -184,6 +186,51 @@ EXAMPLE
       sh -c 'pay --batch 17 --fencing-token "$DLOCK_FENCING_TOKEN"'
   dlock run reports/daily --shared --wait 1m -- ./read-report.sh
   dlock run gpu-pool --semaphore 4 --wait 10m -- ./train.sh)";
+
+inline constexpr const char* kElect = "Run a command while leader of an election";
+inline constexpr const char* kElectFooter = R"(DESCRIPTION
+  Opens a session, campaigns for the election NAME with --value (waiting up to --wait, default
+  0: try once, as run), then runs CMD while this session leads, with the environment of
+  `dlock run` (DLOCK_KEY is NAME, DLOCK_FENCING_TOKEN the leadership's token, DLOCK_SESSION_ID,
+  DLOCK_NAMESPACE, DLOCK_LOCK_MODE=exclusive) and
+    DLOCK_LEADER_VALUE   the value this leader proclaims (--value)
+  A leader is session-bound: it lives exactly as long as dlock's session, kept by its
+  keepalives (every TTL/3); dlock also reads the election every TTL/3 to notice a lost
+  leadership. CMD is supervised and stopped exactly as by `dlock run` (process group, signal
+  forwarding, the STOP TIMELINE of `dlock run --help` with the session's deadline). When CMD
+  exits dlock resigns, and the next campaigner leads with a greater token.
+
+  Elections share the key space of locks: a name held as a lock, by readers or permits has no
+  leader, and a campaign waits for it like an exclusive acquire. `dlock leader NAME` shows the
+  leader; `dlock get NAME` shows it as an exclusive lock.
+
+EXIT STATUS
+  As `dlock run`: CMD's status (128+N if killed by signal N); 75 another session still leads
+  after --wait (CMD did not run); 76 the leadership was lost while CMD ran (its group was
+  stopped); 69 server unavailable; 64 usage error; 127 CMD not found; 126 CMD not executable.
+
+EXAMPLE
+  dlock elect payouts-primary --value "$(hostname):8443" --wait 10m -- \
+      sh -c 'serve --fencing-token "$DLOCK_FENCING_TOKEN" --advertise "$DLOCK_LEADER_VALUE"')";
+
+inline constexpr const char* kLeader = "Show or watch an election's leader";
+inline constexpr const char* kLeaderFooter = R"(DESCRIPTION
+  Prints the leader of the election NAME: owner, value and fencing token, or "no leader" (nobody
+  leads, or NAME is held as a lock, by readers or permits). With --json: {"name", "leader":
+  {"owner", "value"} or null, "fencing_token", "acquired_at", "expires_at", "session_id"?}.
+
+  --watch prints the current leader, then one line (one JSON document with --json) per change:
+  a new leader, a new value proclaimed by the same leader, nobody leading. It waits on the
+  server (a long poll of up to 60s, repeated) instead of polling, and runs until SIGINT or
+  SIGTERM, which end it with status 0.
+
+EXIT STATUS
+  0 printed (a leader or none, as `dlock get` exits 0 for a free key), 69 server unavailable,
+  64 usage error.
+
+EXAMPLE
+  dlock leader payouts-primary
+  dlock leader payouts-primary --watch --json)";
 
 inline constexpr const char* kToken = "Make bearer tokens for dlockd's tokens file";
 inline constexpr const char* kTokenFooter = R"(DESCRIPTION

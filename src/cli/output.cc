@@ -213,6 +213,27 @@ void Printer::revoked(const std::string& key, const LockOutcome& outcome) {
   out_ << '\n';
 }
 
+void Printer::leader(const std::string& name, const std::optional<client::LeaderInfo>& leader) {
+  if (json_) {
+    boost::json::object object{{"name", name}, {"leader", nullptr}};
+    if (leader) {
+      object["leader"] = boost::json::object{{"owner", leader->owner}, {"value", leader->value}};
+      object["fencing_token"] = leader->fencing_token;
+      object["acquired_at"] = time_or_dash(leader->acquired_at);
+      object["expires_at"] = time_or_dash(leader->expires_at);
+      if (leader->session_id) object["session_id"] = *leader->session_id;
+    }
+    out_ << boost::json::serialize(object) << '\n';
+    return;
+  }
+  if (!leader) {
+    out_ << name << ": no leader\n";
+    return;
+  }
+  out_ << name << ": leader " << leader->owner << "  value " << leader->value << "  fencing token "
+       << leader->fencing_token << "  since " << time_or_dash(leader->acquired_at) << '\n';
+}
+
 void Printer::held(const std::string& key, std::chrono::milliseconds waited) {
   if (json_) {
     out_ << boost::json::serialize(boost::json::object{

@@ -29,6 +29,10 @@ class Printer {
   void semaphore(const client::SemaphoreInfo& info);
   void locks(const std::vector<LockInfo>& infos);
   void revoked(const std::string& key, const LockOutcome& outcome);
+  // An election's leader, or that nobody leads (`leader` empty). Text: one line, the same for
+  // each change `dlock leader --watch` prints; JSON: one document per line, C3's read answer
+  // ("leader": null when nobody leads).
+  void leader(const std::string& name, const std::optional<client::LeaderInfo>& leader);
   // "held" for acquire: printed on stdout in JSON so scripts see a document either way.
   void held(const std::string& key, std::chrono::milliseconds waited);
 

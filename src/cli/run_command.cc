@@ -117,10 +117,13 @@ std::string describe(std::chrono::milliseconds d) { return client::format_durati
 // nothing and moves no deadline (ADR-0018): nothing else would tell this run that the grant
 // was revoked, since the session's keepalives do not look at grants. A transient failure is
 // ignored: the session's deadline, which only its keepalives move, decides the stop time.
+// A leadership is checked with a read of its election instead: it is lost once another token
+// leads or nobody does (tokens are never re-issued), which the election routes answer alone.
 class GrantProbe {
  public:
-  GrantProbe(client::Client& client, const client::Lock& lock, std::chrono::milliseconds every)
-      : client_(client), lock_(lock), every_(every) {
+  GrantProbe(client::Client& client, const client::Lock& lock, std::chrono::milliseconds every,
+             bool leader)
+      : client_(client), lock_(lock), every_(every), leader_(leader) {
     thread_ = std::jthread([this](const std::stop_token& stop) { loop(stop); });
   }
   GrantProbe(const GrantProbe&) = delete;
@@ -146,9 +149,18 @@ class GrantProbe {
       std::string reason;
       try {
         // A short budget: a probe that cannot get through is simply tried again later.
-        client_.extend(lock_.key(), lock_.session_id(), lock_.token(), std::chrono::milliseconds(0),
-                       lock_.ns(), SteadyClock::now() + std::min(every_, kProbeBudget),
-                       lock_.mode());
+        const SteadyClock::time_point budget = SteadyClock::now() + std::min(every_, kProbeBudget);
+        if (leader_) {
+          const auto now = client_.leader(lock_.key(), lock_.ns(), budget);
+          if (!now || now->fencing_token != lock_.token()) {
+            reason = "leadership lost: " +
+                     (now ? "token " + std::to_string(now->fencing_token) + " leads now"
+                          : std::string("nobody leads"));
+          }
+        } else {
+          client_.extend(lock_.key(), lock_.session_id(), lock_.token(),
+                         std::chrono::milliseconds(0), lock_.ns(), budget, lock_.mode());
+        }
       } catch (const LockLostError& error) {
         reason = std::string("lock lost: ") + error.what();
       } catch (const SessionNotFoundError& error) {
@@ -170,6 +182,7 @@ class GrantProbe {
   client::Client& client_;
   const client::Lock& lock_;
   const std::chrono::milliseconds every_;
+  const bool leader_;
   mutable std::mutex mutex_;
   std::string reason_;
   std::jthread thread_;  // last: joined before the members it uses are destroyed
@@ -214,22 +227,33 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   // Acquire on a helper thread: the main thread must stay responsive to SIGINT/SIGTERM while
   // the server makes us wait, without re-issuing the acquire (which would lose our place in
   // the server's first-come first-served queue).
-  std::optional<client::Lock> lock;
+  std::optional<client::Lock> acquired;
+  std::optional<client::Leadership> leadership;
+  // The grant CMD runs under: `acquired`, or the lock underneath `leadership`.
+  client::Lock* lock = nullptr;
   std::exception_ptr acquire_error;
   std::atomic<bool> acquire_done{false};
   std::jthread acquirer([&] {
     try {
-      client::AcquireOptions acquire_options;
-      acquire_options.session_bound = options.session_bound;
-      if (!options.session_bound) acquire_options.ttl = options.ttl;
-      acquire_options.wait = options.wait;
-      acquire_options.ns = options.ns;
-      acquire_options.mode = options.mode;
-      acquire_options.permits = options.permits;
-      // Ignored for a session-bound grant (its session's keepalives keep it).
-      acquire_options.auto_extend = true;
-      acquire_options.on_lost = [](const std::string&) { wake_main_thread(); };
-      lock = session.acquire(options.key, std::move(acquire_options));
+      if (options.leader_value) {
+        // Session-bound by definition: the session's keepalives keep the leadership.
+        leadership =
+            session.campaign(options.key, *options.leader_value, {options.wait, options.ns});
+        if (leadership) lock = &leadership->lock();
+      } else {
+        client::AcquireOptions acquire_options;
+        acquire_options.session_bound = options.session_bound;
+        if (!options.session_bound) acquire_options.ttl = options.ttl;
+        acquire_options.wait = options.wait;
+        acquire_options.ns = options.ns;
+        acquire_options.mode = options.mode;
+        acquire_options.permits = options.permits;
+        // Ignored for a session-bound grant (its session's keepalives keep it).
+        acquire_options.auto_extend = true;
+        acquire_options.on_lost = [](const std::string&) { wake_main_thread(); };
+        acquired = session.acquire(options.key, std::move(acquire_options));
+        if (acquired) lock = &*acquired;
+      }
     } catch (...) {
       acquire_error = std::current_exception();
     }
@@ -256,7 +280,9 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   if (acquire_error) std::rethrow_exception(acquire_error);
   if (!lock) {
     err << "dlock: " << options.key
-        << (options.permits > 0 ? ": every permit is taken" : " is held by another owner")
+        << (options.leader_value  ? ": another session leads (or the name is held)"
+            : options.permits > 0 ? ": every permit is taken"
+                                  : " is held by another owner")
         << "; not acquired within " << client::format_duration(options.wait) << '\n';
     return kExitNotAcquired;
   }
@@ -286,8 +312,11 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
       // exclusive, shared or permit: as granted (ADR-0020).
       std::string("DLOCK_LOCK_MODE=") + to_string(lock->mode()),
   };
+  if (leadership) env.push_back("DLOCK_LEADER_VALUE=" + leadership->value());
   std::optional<GrantProbe> probe;
-  if (lock->session_bound()) probe.emplace(client, *lock, session.ttl() / 3);
+  if (lock->session_bound()) {
+    probe.emplace(client, *lock, session.ttl() / 3, leadership.has_value());
+  }
   std::optional<ChildProcess> child;
   try {
     child.emplace(options.command, env, signals.previous(), /*take_terminal=*/true);

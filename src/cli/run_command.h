@@ -26,6 +26,9 @@ struct RunOptions {
   // many (`--semaphore N`). As AcquireOptions::mode and ::permits (dlock/client.h).
   HoldMode mode = HoldMode::kExclusive;
   std::uint32_t permits = 0;
+  // Set: `dlock elect` - campaign for the election `key` with this value instead of acquiring
+  // (C3 "Elections"): session-bound, exclusive; CMD also gets DLOCK_LEADER_VALUE.
+  std::optional<std::string> leader_value;
   // How long before the lock's client deadline CMD's group is sent SIGTERM, and how long
   // after SIGTERM it is sent SIGKILL; empty = the defaults of stop_times() (ADR-0014).
   std::optional<std::chrono::milliseconds> stop_margin;
@@ -33,7 +36,8 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
-// Opens a session, acquires (waiting up to options.wait), runs CMD with DLOCK_KEY,
+// Opens a session, acquires (or campaigns, with leader_value) waiting up to options.wait, runs
+// CMD with DLOCK_KEY,
 // DLOCK_FENCING_TOKEN, DLOCK_SESSION_ID, DLOCK_NAMESPACE and DLOCK_LOCK_MODE set, as the leader of
 // its own process group, keeps session and lock alive while it runs, and releases afterwards, once
 // nothing of the group is left (members CMD leaves behind are stopped first). A session-bound

@@ -1,6 +1,7 @@
 // One function per C3 route: build the request, send it through the retry loop, decode the
 // answer or map the error. Statuses other than the route's success are always thrown, except
 // the two decisions that are values: 409 "held" on acquire and 404 "lock_not_found" on get.
+// The election routes other than the campaign (an acquire) are in elections.cc.
 
 #include <boost/json/array.hpp>
 #include <boost/json/serialize.hpp>
@@ -93,7 +94,8 @@ std::optional<Grant> ClientCore::acquire(const std::string& key, const std::stri
                                          LockLease lease, std::chrono::milliseconds wait,
                                          const std::string& ns, const CallContext& context,
                                          HoldSpec hold) {
-  const std::string what = "acquire " + key;
+  const bool campaign = hold.leader_value.has_value();
+  const std::string what = (campaign ? "campaign " : "acquire ") + key;
   if (hold.mode == HoldMode::kPermit && hold.limit == 0) {
     throw InvalidArgumentError("limit", what + ": a semaphore needs a limit of at least 1");
   }
@@ -110,6 +112,13 @@ std::optional<Grant> ClientCore::acquire(const std::string& key, const std::stri
           std::max(std::chrono::milliseconds(0),
                    std::chrono::duration_cast<std::chrono::milliseconds>(wait_until - clock.now()));
       boost::json::object body{{"session_id", session_id}};
+      if (campaign) {
+        // A leader is session-bound by definition: no lease, TTL or mode to ask for.
+        body["value"] = *hold.leader_value;
+        if (asked_wait.count() > 0) body["wait_ms"] = millis(asked_wait);
+        request.body = boost::json::serialize(body);
+        return asked_wait;
+      }
       if (lease.session_bound()) body["lease"] = "session";
       if (ttl.count() > 0) body["ttl_ms"] = millis(ttl);
       if (asked_wait.count() > 0) body["wait_ms"] = millis(asked_wait);
@@ -119,9 +128,10 @@ std::optional<Grant> ClientCore::acquire(const std::string& key, const std::stri
       request.body = boost::json::serialize(body);
       return asked_wait;
     };
+    const std::string target = campaign ? election_target(key, "/campaign", ns)
+                                        : lock_target(key, "/acquire", ns, {}, hold.mode);
     const Exchange exchange =
-        call(HttpRequest{Method::kPost, lock_target(key, "/acquire", ns, {}, hold.mode), {}, {}},
-             attempt_context, what);
+        call(HttpRequest{Method::kPost, target, {}, {}}, attempt_context, what);
     const HttpResponse& response = exchange.response;
     if (response.status == 200) {
       const boost::json::object object = parse_object(response.body, what);
@@ -141,6 +151,16 @@ std::optional<Grant> ClientCore::acquire(const std::string& key, const std::stri
       // A server that predates modes sends none: then it granted what it knows, the mode asked.
       handle.mode = mode_member(object, hold.mode);
       grant.limit = handle.mode == HoldMode::kPermit ? limit_member(object, hold.limit) : 0;
+      if (campaign) {
+        // The owner and the value led with are the "leader" object's (the value sent, from a
+        // server that echoes none).
+        grant.value = *hold.leader_value;
+        if (object.contains("leader")) {
+          const LeaderInfo leader = decode_leader_info(object, key);
+          handle.owner_id = leader.owner;
+          grant.value = leader.value;
+        }
+      }
       return grant;
     }
     const ApiError error = parse_api_error(response);

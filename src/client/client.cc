@@ -36,7 +36,7 @@ std::optional<LockHandle> Client::acquire(const std::string& key, const std::str
     throw InvalidArgumentError("mode", "acquire " + key + ": a permit is acquire_permit's");
   }
   auto grant = core_->acquire(key, session_id, lease, wait, ns,
-                              core_->context(core_->deadline_from(deadline, wait)), {mode, 0});
+                              core_->context(core_->deadline_from(deadline, wait)), {mode, 0, {}});
   if (!grant) return std::nullopt;
   return std::move(grant->handle);
 }
@@ -47,7 +47,7 @@ std::optional<LockHandle> Client::acquire_permit(const std::string& name,
                                                  const std::string& ns, Deadline deadline) {
   auto grant = core_->acquire(name, session_id, lease, wait, ns,
                               core_->context(core_->deadline_from(deadline, wait)),
-                              {HoldMode::kPermit, limit});
+                              {HoldMode::kPermit, limit, {}});
   if (!grant) return std::nullopt;
   return std::move(grant->handle);
 }

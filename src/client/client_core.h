@@ -52,6 +52,8 @@ struct Grant {
   std::chrono::milliseconds ttl{0};
   // For a permit: the semaphore's number of permits; else 0.
   std::uint32_t limit = 0;
+  // For a leadership: the value it leads with; else empty.
+  std::string value;
 };
 
 // What an acquire asks for (ADR-0020): an exclusive or shared hold of a lock, or one permit of
@@ -59,6 +61,9 @@ struct Grant {
 struct HoldSpec {
   HoldMode mode = HoldMode::kExclusive;
   std::uint32_t limit = 0;  // kPermit only
+  // Set: a campaign for the election of the name with this value (C3 "Elections"), an
+  // exclusive session-bound grant through /v1/elections/{name}/campaign.
+  std::optional<std::string> leader_value;
 };
 
 struct ClientCore {
@@ -132,6 +137,22 @@ struct ClientCore {
   std::vector<LockInfo> list(const std::string& prefix, std::size_t limit, const std::string& ns,
                              const CallContext& context);
   LockOutcome revoke(const std::string& key, const std::string& ns, const CallContext& context);
+
+  // Elections (C3 "Elections"; elections.cc). A campaign is acquire() with
+  // HoldSpec::leader_value. proclaim answers the server's expires_at; both throw LockLostError
+  // when (session, token) no longer leads.
+  WallClock::time_point proclaim(const std::string& name, const std::string& session_id,
+                                 FencingToken token, const std::string& value,
+                                 const std::string& ns, const CallContext& context);
+  void resign(const std::string& name, const std::string& session_id, FencingToken token,
+              const std::string& ns, const CallContext& context);
+  // GET /v1/elections/{name}: empty on 404 no_leader. `after_token`, `after_value` and `wait`
+  // (when > 0) make it the observe long poll; every attempt may then take `wait` beyond
+  // request_timeout (context.attempt_slack).
+  std::optional<LeaderInfo> leader(const std::string& name, const std::string& ns,
+                                   std::optional<FencingToken> after_token,
+                                   const std::optional<std::string>& after_value,
+                                   std::chrono::milliseconds wait, const CallContext& context);
 
  private:
   std::uint64_t random_bits();

@@ -193,4 +193,21 @@ LockOutcome decode_outcome(const boost::json::object& object) {
   return outcome;
 }
 
+client::LeaderInfo decode_leader_info(const boost::json::object& object, const std::string& name) {
+  client::LeaderInfo info;
+  info.name = string_member(object, "name", /*required=*/false);
+  if (info.name.empty()) info.name = name;
+  const auto* leader = object.if_contains("leader");
+  if (leader == nullptr || !leader->is_object()) bad_member("leader", "an object");
+  info.owner = string_member(leader->get_object(), "owner", /*required=*/false);
+  info.value = string_member(leader->get_object(), "value");
+  info.fencing_token = uint_member(object, "fencing_token");
+  info.acquired_at = time_member(object, "acquired_at");
+  info.expires_at = time_member(object, "expires_at");
+  if (const auto* session = object.if_contains("session_id"); session && session->is_string()) {
+    info.session_id = std::string(session->get_string());
+  }
+  return info;
+}
+
 }  // namespace dlock::client::detail

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "dlock/client.h"
 #include "dlock/types.h"
 
 namespace dlock::client::detail {
@@ -36,5 +37,8 @@ std::uint32_t limit_member(const boost::json::object& object, std::uint32_t fall
 SessionInfo decode_session(const boost::json::object& object);
 LockInfo decode_lock_info(const boost::json::object& object);
 LockOutcome decode_outcome(const boost::json::object& object);
+// An election read or campaign answer: {"name", "leader": {"owner", "value"}, "fencing_token",
+// "acquired_at"?, "expires_at"?, "session_id"?}; `name` when the answer names none.
+client::LeaderInfo decode_leader_info(const boost::json::object& object, const std::string& name);
 
 }  // namespace dlock::client::detail

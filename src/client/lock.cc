@@ -70,14 +70,14 @@ HoldSpec hold_spec(const std::string& key, const AcquireOptions& options) {
                                               ": a permit needs AcquireOptions::permits, the "
                                               "semaphore's number of permits");
     }
-    return {options.mode, 0};
+    return {options.mode, 0, {}};
   }
   if (options.mode == HoldMode::kShared) {
     throw InvalidArgumentError("mode", "acquire " + key +
                                            ": a shared hold and a semaphore permit exclude each "
                                            "other (mode shared with permits > 0)");
   }
-  return {HoldMode::kPermit, options.permits};
+  return {HoldMode::kPermit, options.permits, {}};
 }
 
 }  // namespace
@@ -201,8 +201,14 @@ void Lock::release() {
   // The session's close already released every lock of the session.
   if (state_->session->closed) return;
   detail::ClientCore& core = *state_->core;
-  core.release(state_->key, state_->session->id, state_->token, state_->ns,
-               core.context(SteadyClock::now() + core.options.request_timeout), state_->mode);
+  const detail::CallContext context =
+      core.context(SteadyClock::now() + core.options.request_timeout);
+  if (state_->leader) {
+    // A leadership resigns through its election's route (the lock route would do the same).
+    core.resign(state_->key, state_->session->id, state_->token, state_->ns, context);
+    return;
+  }
+  core.release(state_->key, state_->session->id, state_->token, state_->ns, context, state_->mode);
 }
 
 }  // namespace dlock::client

@@ -58,6 +58,8 @@ struct LockState {
   // Which hold (ADR-0020); a permit's extend and release go to /v1/semaphores.
   HoldMode mode = HoldMode::kExclusive;
   std::uint32_t limit = 0;  // a permit's semaphore size
+  // A leadership (Session::campaign): released by resigning through /v1/elections/{key}.
+  bool leader = false;
   std::function<void(const std::string&)> on_lost;
   LossFlag loss;
   std::atomic<bool> released{false};
@@ -68,6 +70,7 @@ struct LockState {
   std::chrono::milliseconds ttl{0};
   SteadyClock::time_point client_deadline;
   WallClock::time_point server_expiry;
+  std::string value;  // a leadership's value, changed by proclaim
 
   std::jthread extender;  // last: joined before the members it uses are destroyed
 };

@@ -90,4 +90,11 @@ std::string query_string(const std::vector<std::pair<std::string, std::string>>&
   return out;
 }
 
+std::string election_target(const std::string& name, const std::string& action,
+                            const std::string& ns,
+                            std::vector<std::pair<std::string, std::string>> query) {
+  query.emplace(query.begin(), "ns", ns);
+  return "/v1/elections/" + percent_encode(name) + action + query_string(query);
+}
+
 }  // namespace dlock::client::detail

@@ -34,4 +34,10 @@ std::string percent_encode(std::string_view text);
 // "?a=1&b=x%2Fy" from the non-empty values, or "" when all are empty.
 std::string query_string(const std::vector<std::pair<std::string, std::string>>& params);
 
+// "/v1/elections/<name percent-encoded><action>?ns=..&<query>" (C3 "Elections"); `action` is
+// "" (the read and observe) or "/campaign", "/proclaim", "/resign".
+std::string election_target(const std::string& name, const std::string& action,
+                            const std::string& ns,
+                            std::vector<std::pair<std::string, std::string>> query = {});
+
 }  // namespace dlock::client::detail

@@ -2,7 +2,7 @@
 // run passes the token and CMD's status, exits 75 when the key stays held, kills CMD's whole
 // process group (exit 76) when an admin revokes the lock, and stops it before the lock's
 // deadline when the server stops answering (ADR-0014); every other subcommand round-trips
-// through the server.
+// through the server; elect and leader --watch (C3 "Elections").
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -383,6 +383,76 @@ TEST_F(CliEndToEnd, SemaphoreAdmitsItsLimitAndNoMore) {
   seen >> mode >> token;
   EXPECT_EQ(mode, "permit");
   EXPECT_GT(token, b->token());
+}
+
+// Elections (C3 "Elections"): `dlock elect` runs CMD as leader with its token and value; a
+// second one waits and leads after the first exits, with a greater token; `dlock leader
+// --watch` prints each change and ends with 0 on SIGINT.
+TEST_F(CliEndToEnd, ASecondElectWaitsAndLeadsAfterTheFirstWithAGreaterToken) {
+  const std::filesystem::path dir(dir_);
+  const auto elect = [&](const std::string& name, const std::string& script) {
+    std::vector<std::string> argv = {
+        DLOCK_BINARY, "--server", server_->url(), "elect", "db-primary", "--value", name,
+        "--wait",     "20s",      "--",           "sh",    "-c",         script};
+    sigset_t none;
+    sigemptyset(&none);
+    return std::make_unique<cli::ChildProcess>(argv, std::vector<std::string>{"DIR=" + dir_}, none);
+  };
+  auto first = elect("node-1", R"(echo "$DLOCK_FENCING_TOKEN $DLOCK_LEADER_VALUE" > "$DIR/1"
+      i=0; while [ ! -e "$DIR/go" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done)");
+  // An elect that failed exits at once: stop waiting then.
+  testing::wait_for([&] { return !read_file(dir / "1").empty() || first->try_wait(); },
+                    milliseconds(20'000));
+  ASSERT_FALSE(read_file(dir / "1").empty())
+      << "the first elect did not lead (exit " << first->status().value_or(-1) << ")";
+  const Outcome leader = dlock({"--json", "leader", "db-primary"});
+  ASSERT_EQ(leader.status, 0) << leader.err;
+  EXPECT_EQ(boost::json::parse(leader.out).at("leader").at("value").as_string(), "node-1");
+  auto second = elect("node-2", R"(echo "$DLOCK_FENCING_TOKEN $DLOCK_LEADER_VALUE" > "$DIR/2")");
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_FALSE(std::filesystem::exists(dir / "2")) << "two leaders at once";
+  std::ofstream(dir / "go").put('\n');
+  EXPECT_EQ(wait_exit(*first, milliseconds(20'000)), 0);
+  ASSERT_EQ(wait_exit(*second, milliseconds(20'000)), 0);
+  std::istringstream one(read_file(dir / "1")), two(read_file(dir / "2"));
+  FencingToken token1 = 0, token2 = 0;
+  std::string value1, value2;
+  one >> token1 >> value1;
+  two >> token2 >> value2;
+  EXPECT_EQ(value1, "node-1");
+  EXPECT_EQ(value2, "node-2");
+  EXPECT_GT(token1, 0u);
+  EXPECT_GT(token2, token1);
+  // Both resigned on exit: nobody leads.
+  EXPECT_EQ(dlock({"leader", "db-primary"}).out, "db-primary: no leader\n");
+}
+
+TEST_F(CliEndToEnd, LeaderWatchPrintsEachChangeAndExitsZeroOnSigint) {
+  const std::filesystem::path out = std::filesystem::path(dir_) / "watch";
+  sigset_t none;
+  sigemptyset(&none);
+  cli::ChildProcess watch(
+      {"sh", "-c", "exec \"$DLOCK\" --server \"$SERVER\" leader db --watch > \"$OUT\""},
+      {"DLOCK=" DLOCK_BINARY, "SERVER=" + server_->url(), "OUT=" + out.string()}, none);
+  const auto printed = [&](const std::string& text) {
+    return testing::wait_for([&] { return read_file(out).find(text) != std::string::npos; },
+                             milliseconds(20'000));
+  };
+  ASSERT_TRUE(printed("db: no leader\n"));
+  client::Client client(client_options());
+  client::Session session(client, {"watched", milliseconds(10'000), {}});
+  auto leadership = session.campaign("db", "v1");
+  ASSERT_TRUE(leadership.has_value());
+  ASSERT_TRUE(printed("value v1  fencing token " + std::to_string(leadership->token())));
+  leadership->proclaim("v2");
+  ASSERT_TRUE(printed("value v2  fencing token " + std::to_string(leadership->token())));
+  leadership->resign();
+  auto next = session.campaign("db", "v3");
+  ASSERT_TRUE(next.has_value());
+  EXPECT_GT(next->token(), leadership->token());
+  ASSERT_TRUE(printed("value v3  fencing token " + std::to_string(next->token())));
+  watch.signal(SIGINT);
+  EXPECT_EQ(wait_exit(watch, milliseconds(20'000)), 0);
 }
 
 }  // namespace

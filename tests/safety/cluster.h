@@ -33,6 +33,7 @@ struct ExecutorOptions {
   int hold_extra_ms = 0;
   int ttl_ms = 2000;
   bool fencing = true;
+  bool elect = false;  // --elect: lead each batch through an election (C3 "Elections")
   int give_up_s = 90;
   std::vector<std::string> wrapper;  // e.g. "ip netns exec NS": run inside a network namespace
 };

@@ -86,7 +86,7 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
   }
 
   std::unique_ptr<ExecutorProcess> executor(const std::string& name, const std::string& batches,
-                                            int hold_ms, bool fencing = true) {
+                                            int hold_ms, bool fencing = true, bool elect = false) {
     ExecutorOptions options;
     options.name = name;
     options.server_url = dlockd_->url();
@@ -94,25 +94,28 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
     options.batches = batches;
     options.hold_extra_ms = hold_ms;
     options.fencing = fencing;
+    options.elect = elect;
     options.give_up_s = long_mode() ? 1800 : 90;
     return std::make_unique<ExecutorProcess>(dir_, options);
   }
 
   // Scenario (a): the holder is stopped with SIGSTOP between its validity check and its write,
-  // past its TTL; another executor takes the batch over and pays; then SIGCONT.
-  Report run_pause_scenario(bool fencing, int cycle_count) {
+  // past its TTL; another executor takes the batch over and pays; then SIGCONT. With `elect`
+  // (scenario l), the holder is an election's leader: session-bound, so the pause outlives its
+  // session (no keepalives while stopped) and the next campaigner leads.
+  Report run_pause_scenario(bool fencing, int cycle_count, bool elect = false) {
     History history;
     for (int cycle = 0; cycle < cycle_count; ++cycle) {
       const std::string batch = "pause" + std::to_string(cycle);
       seed_payouts(resource_url_, batch, 5);
-      auto slow = executor("slow" + std::to_string(cycle), batch, 1200, fencing);
+      auto slow = executor("slow" + std::to_string(cycle), batch, 1200, fencing, elect);
       // The second pay_begin comes after one committed write: the holder is now in its pause.
       EXPECT_TRUE(testing::wait_for([&] { return slow->events("pay_begin") >= 2; }, seconds(30)))
           << "the slow holder never started its second payment";
       slow->process().signal(SIGSTOP);
       history.note_fault("SIGSTOP " + slow->name());
       std::this_thread::sleep_for(milliseconds(3000));  // past the 2 s lease: the point
-      auto fast = executor("fast" + std::to_string(cycle), batch, 0, fencing);
+      auto fast = executor("fast" + std::to_string(cycle), batch, 0, fencing, elect);
       EXPECT_EQ(fast->process().wait(seconds(60)), 0) << "the new holder did not finish";
       slow->process().signal(SIGCONT);
       EXPECT_EQ(slow->process().wait(seconds(60)), 0) << "the stale holder did not finish";
@@ -120,7 +123,8 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
       history.load_executor_log(fast->log_path(), fast->name());
     }
     const auto ledger = read_ledger(resource_url_);
-    return check(name_ + (fencing ? "" : "/no-fencing"), history, &ledger);
+    return check(name_ + (elect ? "/elect" : "") + (fencing ? "" : "/no-fencing"), history,
+                 &ledger);
   }
 
   // Executors compete for `batches` while `inject` runs `fault_cycles` times, each after at
@@ -178,6 +182,26 @@ TEST_P(FencingFaults, NegativeControl_WithoutFencingTheCheckerFindsDoublePayout)
   const auto report = run_pause_scenario(false, 1);
   print(std::cout, report);
   EXPECT_FALSE(report.ok()) << "the checker missed the stale holder's write";
+  EXPECT_TRUE(report.has("I3")) << "expected a double payout";
+  EXPECT_TRUE(report.has("I2")) << "expected a stale token accepted";
+  EXPECT_EQ(report.rejected_writes, 0u);
+}
+
+// Scenario (l): the same pause for an election's leader (C3 "Elections", docs/fencing.md "A
+// leader's token"): a leader stopped past its session's end wakes after the next leader paid,
+// and its writes are refused by the token the next leader's grant outranks.
+TEST_P(FencingFaults, L_PausedLeaderPastItsSessionIsFencedOff) {
+  const auto report = run_pause_scenario(true, cycles(1, 10), /*elect=*/true);
+  print(std::cout, report);
+  EXPECT_TRUE(report.ok());
+  EXPECT_EQ(report.rejected_writes, static_cast<std::size_t>(cycles(1, 10)));
+}
+
+// Its negative control: the paused leader without the guard pays twice, and the checker says so.
+TEST_P(FencingFaults, NegativeControl_WithoutFencingAPausedLeaderPaysTwice) {
+  const auto report = run_pause_scenario(false, 1, /*elect=*/true);
+  print(std::cout, report);
+  EXPECT_FALSE(report.ok()) << "the checker missed the stale leader's write";
   EXPECT_TRUE(report.has("I3")) << "expected a double payout";
   EXPECT_TRUE(report.has("I2")) << "expected a stale token accepted";
   EXPECT_EQ(report.rejected_writes, 0u);

@@ -292,9 +292,10 @@ LockOutcome Holders::revoke(std::string_view key) {
   for (const auto& op : response.responses()) {
     for (const auto& kv : op.response_delete_range().prev_kvs()) {
       // The outcome names the revoked grant with the greatest token.
-      if (!outcome.fencing_token ||
-          static_cast<FencingToken>(kv.mod_revision()) > *outcome.fencing_token) {
-        outcome.fencing_token = static_cast<FencingToken>(kv.mod_revision());
+      // (A proclaimed leader's record keeps its token, docs/adr/0020.)
+      const auto token = static_cast<FencingToken>(token_of(kv));
+      if (!outcome.fencing_token || token > *outcome.fencing_token) {
+        outcome.fencing_token = token;
         outcome.owner_id = decode_grant(kv).owner_id();
       }
       outcome.revoked = true;
@@ -315,7 +316,7 @@ void Holders::remove_index_of(std::string_view key, const mvccpb::KeyValue& kv) 
                                     ? session_lock_key(record.session_id(), key)
                                     : session_holder_key(record.session_id(), key);
   etcdserverpb::TxnRequest remove;
-  *remove.add_compare() = compare_mod_revision(index_key, kv.mod_revision());
+  *remove.add_compare() = compare_mod_revision(index_key, token_of(kv, record));
   *remove.add_success() = delete_op(index_key);
   client_.txn(remove, CallKind::kWrite);
 }

@@ -24,9 +24,10 @@ GrantRecord grant_record(std::string_view owner_id, std::string_view session_id,
 
 std::string encode_grant(std::string_view owner_id, std::string_view session_id,
                          WallClock::time_point acquired_at, WallClock::time_point expires_at,
-                         bool session_bound) {
-  return grant_record(owner_id, session_id, acquired_at, expires_at, session_bound)
-      .SerializeAsString();
+                         bool session_bound, std::optional<std::string_view> leader_value) {
+  GrantRecord record = grant_record(owner_id, session_id, acquired_at, expires_at, session_bound);
+  if (leader_value) record.set_value(std::string(*leader_value));
+  return record.SerializeAsString();
 }
 
 std::string encode_holder(std::string_view owner_id, std::string_view session_id,
@@ -78,15 +79,28 @@ LockInfo lock_info(const mvccpb::KeyValue& kv) {
   if (mode != HoldMode::kExclusive && mode != HoldMode::kShared && mode != HoldMode::kPermit) {
     throw InternalError("etcd: the record of " + kv.key() + " has an unknown mode");
   }
-  return LockInfo{*key,
-                  record.owner_id(),
-                  record.session_id(),
-                  static_cast<FencingToken>(kv.mod_revision()),
-                  util::from_unix_micros(record.acquired_at_us()),
-                  util::from_unix_micros(record.server_expiry_us()),
-                  record.session_bound(),
-                  mode,
-                  mode == HoldMode::kPermit ? record.limit() : 0};
+  LockInfo info{*key,
+                record.owner_id(),
+                record.session_id(),
+                static_cast<FencingToken>(token_of(kv, record)),
+                util::from_unix_micros(record.acquired_at_us()),
+                util::from_unix_micros(record.server_expiry_us()),
+                record.session_bound(),
+                mode,
+                mode == HoldMode::kPermit ? record.limit() : 0};
+  if (record.has_value()) info.value = record.value();
+  return info;
+}
+
+std::int64_t token_of(const mvccpb::KeyValue& kv, const GrantRecord& record) {
+  return record.token() != 0 ? record.token() : kv.mod_revision();
+}
+
+std::int64_t token_of(const mvccpb::KeyValue& kv) { return token_of(kv, decode_grant(kv)); }
+
+bool holds_leader(const mvccpb::KeyValue& kv) {
+  GrantRecord record;
+  return record.ParseFromString(kv.value()) && record.has_value();
 }
 
 }  // namespace dlock::store::etcd

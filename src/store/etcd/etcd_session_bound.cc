@@ -20,10 +20,11 @@ WallClock::time_point wall_at(SteadyClock::time_point until) {
 // The Txn operations that put a session-bound grant of (owner, session) on `lease_id`.
 void add_grant_puts(etcdserverpb::TxnRequest& request, const std::string& etcd_key,
                     std::string_view key, std::string_view owner_id, std::string_view session_id,
-                    std::int64_t lease_id, WallClock::time_point expiry) {
+                    std::int64_t lease_id, WallClock::time_point expiry,
+                    std::optional<std::string_view> leader_value = std::nullopt) {
   const auto now = wall_now();
-  *request.add_success() =
-      put_op(etcd_key, encode_grant(owner_id, session_id, now, expiry, true), lease_id);
+  *request.add_success() = put_op(
+      etcd_key, encode_grant(owner_id, session_id, now, expiry, true, leader_value), lease_id);
   // The index entry holds the owner, so a release can check it with a Compare (ADR-0009).
   *request.add_success() =
       put_op(session_lock_key(session_id, key), std::string(owner_id), lease_id);
@@ -31,9 +32,9 @@ void add_grant_puts(etcdserverpb::TxnRequest& request, const std::string& etcd_k
 
 }  // namespace
 
-std::optional<LockHandle> SessionBoundGrants::acquire(std::string_view key,
-                                                      std::string_view owner_id,
-                                                      std::string_view session_id) {
+std::optional<LockHandle> SessionBoundGrants::acquire(
+    std::string_view key, std::string_view owner_id, std::string_view session_id,
+    std::optional<std::string_view> leader_value) {
   // The grant lives while the session's lease does: at least until `until`.
   const auto session = sessions_.live(session_id);
   const auto until = session.until;
@@ -47,7 +48,7 @@ std::optional<LockHandle> SessionBoundGrants::acquire(std::string_view key,
   *request.add_compare() = compare_exists(record_key);
   *request.add_compare() = compare_none_in(holders.begin, holders.end);
   add_grant_puts(request, etcd_key, key, owner_id, session_id, session.record.lease_id(),
-                 wall_at(until));
+                 wall_at(until), leader_value);
   *request.add_failure() = get_op(etcd_key);
   *request.add_failure() = get_op(record_key);
   auto response = client_.txn(request, CallKind::kWrite);
@@ -70,7 +71,7 @@ std::optional<LockHandle> SessionBoundGrants::acquire(std::string_view key,
     *again.add_compare() = compare_mod_revision(etcd_key, previous.mod_revision());
     *again.add_compare() = compare_exists(record_key);
     add_grant_puts(again, etcd_key, key, owner_id, session_id, session.record.lease_id(),
-                   wall_at(until));
+                   wall_at(until), leader_value);
     response = client_.txn(again, CallKind::kWrite);
     if (!response.succeeded()) {
       throw ContentionError("lock " + std::string(key) +
@@ -89,14 +90,15 @@ std::optional<LockHandle> SessionBoundGrants::acquire(std::string_view key,
                     true};
 }
 
-LockHandle SessionBoundGrants::extend(const LockHandle& handle, const std::string& etcd_key) {
+LockHandle SessionBoundGrants::extend(const LockHandle& handle, const std::string& etcd_key,
+                                      std::int64_t mod_revision) {
   const auto record = sessions_.lookup(handle.session_id);
   if (!record) throw lost(handle.key, handle.fencing_token);
   // Nothing to renew but the session: check the grant (same revision, on the session's lease,
   // session record present). The Range makes it a linearizable read (see EtcdStore::extend).
   etcdserverpb::TxnRequest request;
-  *request.add_compare() =
-      compare_mod_revision(etcd_key, static_cast<std::int64_t>(handle.fencing_token));
+  *request.add_compare() = compare_mod_revision(
+      etcd_key, mod_revision != 0 ? mod_revision : static_cast<std::int64_t>(handle.fencing_token));
   *request.add_compare() = compare_lease(etcd_key, record->lease_id());
   *request.add_compare() = compare_exists(session_record_key(handle.session_id));
   *request.add_success() = get_op(etcd_key);
@@ -114,15 +116,16 @@ LockHandle SessionBoundGrants::extend(const LockHandle& handle, const std::strin
 
 std::optional<LockHandle> SessionBoundGrants::handover(const LockHandle& from,
                                                        std::string_view next_owner_id,
-                                                       std::string_view next_session_id) {
+                                                       std::string_view next_session_id,
+                                                       std::int64_t mod_revision) {
   const auto record = sessions_.lookup(next_session_id);
   if (!record) return std::nullopt;
   const auto until = sessions_.alive_until(*record);
   if (!until) return std::nullopt;
   const std::string etcd_key = format_lock_key(from.key);
+  const auto token = static_cast<std::int64_t>(from.fencing_token);
   etcdserverpb::TxnRequest request;
-  *request.add_compare() =
-      compare_mod_revision(etcd_key, static_cast<std::int64_t>(from.fencing_token));
+  *request.add_compare() = compare_mod_revision(etcd_key, mod_revision != 0 ? mod_revision : token);
   *request.add_compare() = compare_exists(session_record_key(next_session_id));
   *request.add_success() = get_op(etcd_key);  // the outgoing grant, for its lease
   add_grant_puts(request, etcd_key, from.key, next_owner_id, next_session_id, record->lease_id(),
@@ -140,9 +143,15 @@ std::optional<LockHandle> SessionBoundGrants::handover(const LockHandle& from,
   }
   if (!response.succeeded()) {
     const auto& current = response.responses(0).response_range();
-    if (current.kvs_size() == 0 ||
-        current.kvs(0).mod_revision() != static_cast<std::int64_t>(from.fencing_token)) {
+    if (current.kvs_size() == 0 || token_of(current.kvs(0)) != token) {
       throw lost(from.key, from.fencing_token);
+    }
+    if (current.kvs(0).mod_revision() != (mod_revision != 0 ? mod_revision : token)) {
+      if (mod_revision != 0) {
+        throw ContentionError("lock " + from.key + " was proclaimed during a hand-over; retry");
+      }
+      // A proclaimed leader (docs/adr/0020): the same grant, guarded by the revision just read.
+      return handover(from, next_owner_id, next_session_id, current.kvs(0).mod_revision());
     }
     sessions_.forget(next_session_id);
     return std::nullopt;  // the next session is gone

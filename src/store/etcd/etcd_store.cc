@@ -1,3 +1,6 @@
+// The etcd LockStore (about 530 lines, over the usual ~500): the one class every SPI call enters,
+// kept whole so each exclusive grant's Txns read side by side; its parts (leases, sessions,
+// session-bound grants, holders, elections, watches) live in the other etcd_*.cc files.
 #include "store/etcd/etcd_store.h"
 
 #include <algorithm>
@@ -8,6 +11,7 @@
 #include <vector>
 
 #include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_elections.h"
 #include "store/etcd/etcd_holders.h"
 #include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_leases.h"
@@ -46,14 +50,7 @@ class EtcdStore final : public Backend {
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
                                        std::string_view session_id, LockLease lease) override {
-    util::check_key(key);
-    util::check_owner(owner_id);
-    util::check_session_id(session_id);
-    check_lease(lease, limits_);
-    const std::string etcd_key = format_lock_key(key);
-    if (!is_session_id(session_id)) throw session_not_found(session_id);
-    if (lease.session_bound()) return session_bound_.acquire(key, owner_id, session_id);
-    return acquire(key, etcd_key, owner_id, session_id, lease.ttl());
+    return insert_exclusive(key, owner_id, session_id, lease, std::nullopt);
   }
 
   // Holder sets (docs/adr/0020), etcd_holders.h.
@@ -66,12 +63,18 @@ class EtcdStore final : public Backend {
     return holders_.acquire(key, owner_id, session_id, lease, request);
   }
 
-  std::optional<LockHandle> try_insert_leader(std::string_view, std::string_view, std::string_view,
-                                              LockLease, std::string_view) override {
-    throw UnavailableError("elections: not built on this backend yet");
+  // Elections (docs/adr/0020, etcd_elections.h): the exclusive acquire, its record with the value.
+  std::optional<LockHandle> try_insert_leader(std::string_view key, std::string_view owner_id,
+                                              std::string_view session_id, LockLease lease,
+                                              std::string_view value) override {
+    util::check_leader_value(value);
+    return insert_exclusive(key, owner_id, session_id, lease, value);
   }
-  LockInfo proclaim(const LockHandle&, std::string_view) override {
-    throw UnavailableError("elections: not built on this backend yet");
+  LockInfo proclaim(const LockHandle& handle, std::string_view value) override {
+    util::check_leader_value(value);
+    const std::string etcd_key = format_lock_key(handle.key);
+    if (!is_session_id(handle.session_id)) throw lost(handle.key, handle.fencing_token);
+    return live_lock_info(proclaim_value(client_, handle, etcd_key, value));
   }
   std::vector<LockInfo> read_holders(std::string_view key) override {
     util::check_key(key);
@@ -149,7 +152,7 @@ class EtcdStore final : public Backend {
     // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
     // server's extend) does not know it. A session-bound grant's lease is its session's.
     if (record.session_bound()) {
-      LockHandle checked = session_bound_.extend(handle, etcd_key);
+      LockHandle checked = session_bound_.extend(handle, etcd_key, grant->mod_revision());
       checked.mode = mode;
       return checked;
     }
@@ -162,7 +165,8 @@ class EtcdStore final : public Backend {
     leases_.note_renewed(*grant_lease, sent_at + seconds(renewed_seconds));
     // Verify after renewing: the grant (same revision, same lease) and its session still live.
     etcdserverpb::TxnRequest request;
-    *request.add_compare() = compare_mod_revision(etcd_key, to_revision(handle.fencing_token));
+    // (The revision read: a proclaimed leader's moved off its token, docs/adr/0020.)
+    *request.add_compare() = compare_mod_revision(etcd_key, grant->mod_revision());
     *request.add_compare() = compare_lease(etcd_key, *grant_lease);
     *request.add_compare() = compare_exists(session_record_key(handle.session_id));
     // One read in the Txn: etcd serves a Txn without operations as a serializable read, so a
@@ -188,13 +192,18 @@ class EtcdStore final : public Backend {
     util::check_key(key);
     util::check_owner(owner_id);
     util::check_session_id(session_id);
-    const std::string etcd_key = format_lock_key(key);
+    return release(key, format_lock_key(key), owner_id, session_id, fencing_token,
+                   to_revision(fencing_token));
+  }
+
+  bool release(std::string_view key, const std::string& etcd_key, std::string_view owner_id,
+               std::string_view session_id, FencingToken fencing_token, std::int64_t key_revision) {
     const std::string index_key = session_lock_key(session_id, key);
     // One Txn. The lock key's revision is the token, so it names exactly that grant; the
     // session's index entry was written by the same Txn (same revision) and holds the owner, so
     // session and owner are checked by Compare without reading the value first.
     etcdserverpb::TxnRequest request;
-    *request.add_compare() = compare_mod_revision(etcd_key, to_revision(fencing_token));
+    *request.add_compare() = compare_mod_revision(etcd_key, key_revision);
     *request.add_compare() = compare_mod_revision(index_key, to_revision(fencing_token));
     *request.add_compare() = compare_value(index_key, std::string(owner_id));
     *request.add_success() = delete_op_with_prev(etcd_key);
@@ -204,10 +213,20 @@ class EtcdStore final : public Backend {
     const auto response = client_.txn(request, CallKind::kWrite);
     if (!response.succeeded()) {
       const auto& entries = response.responses(0).response_range();
-      if (entries.kvs_size() == 0 || entries.kvs(0).mod_revision() != to_revision(fencing_token)) {
-        return false;
+      if (entries.kvs_size() != 0 && entries.kvs(0).mod_revision() == to_revision(fencing_token)) {
+        return holders_.release(owner_id, fencing_token, entries.kvs(0));
       }
-      return holders_.release(owner_id, fencing_token, entries.kvs(0));
+      // A proclaimed leader (docs/adr/0020): the record keeps the token, the revision moved.
+      // Again, guarded by the revision read now (the index entry still names the token). A read
+      // of its own, not in the Txn's failure branch: the release Txn, a Raft entry, stays as it
+      // was for every plain grant.
+      const auto lock = client_.range(range_request(etcd_key));
+      if (lock.kvs_size() != 0 && lock.kvs(0).mod_revision() != key_revision &&
+          token_of(lock.kvs(0)) == to_revision(fencing_token)) {
+        return release(key, etcd_key, owner_id, session_id, fencing_token,
+                       lock.kvs(0).mod_revision());
+      }
+      return false;
     }
     for (const auto& kv : response.responses(0).response_delete_range().prev_kvs()) {
       leases_.recycle_lease(kv);  // it held this lock key and this index entry, both gone
@@ -229,12 +248,21 @@ class EtcdStore final : public Backend {
       if (auto next = session_bound_.handover(from, next_owner_id, next_session_id)) return next;
       return release_instead_of_handover(from);  // the next session is gone
     }
-    const milliseconds ttl = lease.ttl();
+    return handover_ttl(from, etcd_key, next_owner_id, next_session_id, lease.ttl(),
+                        to_revision(from.fencing_token));
+  }
+
+  // handover to a TTL grant, guarded by the lock key's `key_revision` (the token, or a proclaimed
+  // leader's revision, docs/adr/0020).
+  std::optional<LockHandle> handover_ttl(const LockHandle& from, const std::string& etcd_key,
+                                         std::string_view next_owner_id,
+                                         std::string_view next_session_id, milliseconds ttl,
+                                         std::int64_t key_revision) {
     GrantLease grant = leases_.lease_for(ttl);
     const auto now = grant.wall_from;
     const std::string next_record = session_record_key(next_session_id);
     etcdserverpb::TxnRequest request;
-    *request.add_compare() = compare_mod_revision(etcd_key, to_revision(from.fencing_token));
+    *request.add_compare() = compare_mod_revision(etcd_key, key_revision);
     *request.add_compare() = compare_exists(next_record);
     *request.add_success() = get_op(etcd_key);  // the outgoing grant, for its lease
     *request.add_success() =
@@ -262,9 +290,12 @@ class EtcdStore final : public Backend {
     }
     leases_.recycle_unused(grant);
     const auto& current = response.responses(0).response_range();
-    if (current.kvs_size() == 0 ||
-        current.kvs(0).mod_revision() != to_revision(from.fencing_token)) {
+    if (current.kvs_size() == 0 || token_of(current.kvs(0)) != to_revision(from.fencing_token)) {
       throw lost(from.key, from.fencing_token);
+    }
+    if (current.kvs(0).mod_revision() != key_revision) {  // proclaimed meanwhile: the same grant
+      return handover_ttl(from, etcd_key, next_owner_id, next_session_id, ttl,
+                          current.kvs(0).mod_revision());
     }
     return release_instead_of_handover(from);  // the next session is gone
   }
@@ -298,9 +329,24 @@ class EtcdStore final : public Backend {
   ReapReport reap_expired() override { return sessions_.reap_expired(); }
 
  private:
+  // try_insert, and try_insert_leader with the leader's value (already checked).
+  std::optional<LockHandle> insert_exclusive(std::string_view key, std::string_view owner_id,
+                                             std::string_view session_id, LockLease lease,
+                                             std::optional<std::string_view> leader_value) {
+    util::check_key(key);
+    util::check_owner(owner_id);
+    util::check_session_id(session_id);
+    check_lease(lease, limits_);
+    const std::string etcd_key = format_lock_key(key);
+    if (!is_session_id(session_id)) throw session_not_found(session_id);
+    if (lease.session_bound()) {
+      return session_bound_.acquire(key, owner_id, session_id, leader_value);
+    }
+    return acquire(key, etcd_key, owner_id, session_id, lease.ttl(), leader_value);
+  }
   std::optional<LockHandle> acquire(std::string_view key, const std::string& etcd_key,
                                     std::string_view owner_id, std::string_view session_id,
-                                    milliseconds ttl);
+                                    milliseconds ttl, std::optional<std::string_view> leader_value);
   std::optional<LockHandle> reacquire(std::string_view key, const std::string& etcd_key,
                                       std::string_view owner_id, std::string_view session_id,
                                       const mvccpb::KeyValue& holder, GrantLease& grant,
@@ -337,13 +383,14 @@ class EtcdStore final : public Backend {
 
 std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::string& etcd_key,
                                              std::string_view owner_id, std::string_view session_id,
-                                             milliseconds ttl) {
+                                             milliseconds ttl,
+                                             std::optional<std::string_view> leader_value) {
   // The grant's lease starts counting before the grant exists, so it ends no earlier than
   // counting_from + ttl: the client deadline below can never outlive the key.
   GrantLease grant = leases_.lease_for(ttl);
   // Counted, like the lease, from before the lease was asked for.
   const auto now = grant.wall_from;
-  const std::string value = encode_grant(owner_id, session_id, now, now + ttl);
+  const std::string value = encode_grant(owner_id, session_id, now, now + ttl, false, leader_value);
   const std::string record_key = session_record_key(session_id);
   // The whole acquire: If(CreateRevision(key) == 0, session alive, no holder of the key)
   // Then(Put) Else(Get). The holder range is one compare (docs/adr/0020).
@@ -431,8 +478,8 @@ std::optional<mvccpb::KeyValue> EtcdStore::live_grant(const std::string& etcd_ke
   const auto current = client_.range(range_request(etcd_key));
   if (current.kvs_size() == 0) return std::nullopt;
   const auto& kv = current.kvs(0);
-  if (kv.mod_revision() != to_revision(token)) return std::nullopt;
   const GrantRecord record = decode_grant(kv);
+  if (token_of(kv, record) != to_revision(token)) return std::nullopt;
   if (record.owner_id() != owner_id || record.session_id() != session_id) return std::nullopt;
   return kv;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dlock/errors.h"
+#include "store/etcd/etcd_records.h"
 
 namespace dlock::store::etcd {
 
@@ -106,10 +107,11 @@ WatchHub::~WatchHub() {
 ReleaseSubscriptionPtr WatchHub::subscribe(std::string etcd_key, std::int64_t start_revision,
                                            std::function<void()> on_event,
                                            std::function<void(std::int64_t)> on_created,
-                                           std::string range_end) {
+                                           std::string range_end, bool leader_puts) {
   auto watch = std::make_shared<Watch>();
   watch->key = std::move(etcd_key);
   watch->range_end = std::move(range_end);
+  watch->leader_puts = leader_puts;
   watch->next_revision = start_revision;
   watch->on_event = std::move(on_event);
   watch->on_created = std::move(on_created);
@@ -152,8 +154,10 @@ void WatchHub::send_create_locked(std::int64_t watch_id, const Watch& watch) {
   create->set_watch_id(watch_id);
   // Only deletes are releases (release, expiry, revoke). A put is a grant: a hand-over or a
   // re-entrant acquire rewriting the key while it stays held; waking waiters for it would only
-  // cost a failing acquire Txn, itself a Raft write.
-  create->add_filters(etcdserverpb::WatchCreateRequest::NOPUT);
+  // cost a failing acquire Txn, itself a Raft write. A leader's put (docs/adr/0020) is an event
+  // for an election's observers: etcd cannot filter by value, so a lock key's watch receives
+  // puts and on_response drops the plain grants' (an answer over the stream, no wake-up).
+  if (!watch.leader_puts) create->add_filters(etcdserverpb::WatchCreateRequest::NOPUT);
   stream_->send(std::move(request));
 }
 
@@ -202,6 +206,7 @@ void WatchHub::on_response(const etcdserverpb::WatchResponse& response) {
   }
   for (const auto& event : response.events()) {
     watch->next_revision = std::max(watch->next_revision, event.kv().mod_revision() + 1);
+    if (event.type() == mvccpb::Event::PUT && !holds_leader(event.kv())) continue;  // a grant
     fire = true;
   }
   if (response.canceled() || response.compact_revision() != 0) {
@@ -324,13 +329,14 @@ ReleaseSubscriptionPtr ReleaseWatches::watch_key(const std::string& etcd_key,
     if (found != held_at_.end()) held = found->second;
   }
   // Without a failed acquire to start from: watch from now, woken once when it exists.
-  if (!held) return hub_->subscribe(etcd_key, 0, std::move(on_released));
+  if (!held) return hub_->subscribe(etcd_key, 0, std::move(on_released), {}, {}, true);
   // Watch from now (etcd delivers a watch that starts in the past from a 100 ms catch-up
   // loop), then check whether the grant seen holding the key ended between the failed
   // acquire and the watch's start: then wake the waiter now.
   auto created = std::make_shared<CreatedAt>();
-  auto subscription = hub_->subscribe(etcd_key, 0, on_released,
-                                      [created](std::int64_t revision) { created->set(revision); });
+  auto subscription = hub_->subscribe(
+      etcd_key, 0, on_released, [created](std::int64_t revision) { created->set(revision); }, {},
+      true);
   const auto revision = created->wait_until(SteadyClock::now() + client_.call_timeout());
   if (!revision || released_since(etcd_key, *held, *revision)) on_released();
   return subscription;

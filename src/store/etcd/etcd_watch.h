@@ -44,10 +44,12 @@ class WatchHub {
   // "now" is delivered at once. Callers that must not miss an earlier event therefore watch
   // from now and check what happened before it with `on_created` (see EtcdStore).
   // A non-empty `range_end` watches every key of [etcd_key, range_end) instead.
+  // Only deletes are events, except with `leader_puts`: then also a put of a grant with a value
+  // (an election's leader granted or proclaimed, docs/adr/0020), never a plain grant's put.
   ReleaseSubscriptionPtr subscribe(std::string etcd_key, std::int64_t start_revision,
                                    std::function<void()> on_event,
                                    std::function<void(std::int64_t)> on_created = {},
-                                   std::string range_end = {});
+                                   std::string range_end = {}, bool leader_puts = false);
 
  private:
   class Stream;
@@ -55,6 +57,7 @@ class WatchHub {
   struct Watch {
     std::string key;
     std::string range_end;
+    bool leader_puts = false;
     // The first revision not yet seen; 0 = "from whenever etcd creates the watch".
     std::int64_t next_revision = 0;
     std::function<void()> on_event;
@@ -99,7 +102,8 @@ class ReleaseWatches {
   void remember_held(const std::string& etcd_key, std::int64_t revision,
                      std::int64_t create_revision);
   // Calls `on_released` whenever `etcd_key` may have been released, and once at once when the
-  // grant remembered holding it ended before the watch started.
+  // grant remembered holding it ended before the watch started; also when a leader is granted
+  // or proclaimed on `etcd_key` (docs/adr/0020), so that an election's observers wait on it.
   // Also whenever a key of `holders` (the key's holder range, docs/adr/0020) is deleted; that
   // watch does not wake at its start (the lock key's watch does, unless it knows better).
   ReleaseSubscriptionPtr watch(const std::string& etcd_key, const KeyRange& holders,

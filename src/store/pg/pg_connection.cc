@@ -55,6 +55,8 @@ bool PgResult::boolean(int row, int column) const {
   return PQgetvalue(result_, row, column)[0] == 't';
 }
 
+bool PgResult::is_null(int row, int column) const { return PQgetisnull(result_, row, column) != 0; }
+
 PgConnection::PgConnection(const std::string& url, std::chrono::milliseconds call_timeout,
                            const std::vector<PreparedStatement>& statements) {
   const auto timeout_ms = std::to_string(call_timeout.count());

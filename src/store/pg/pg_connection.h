@@ -47,6 +47,7 @@ class PgResult {
   std::string text(int row, int column) const;
   std::int64_t int64(int row, int column) const;
   bool boolean(int row, int column) const;
+  bool is_null(int row, int column) const;
 
  private:
   pg_result* result_;

@@ -4,6 +4,8 @@
 // Timestamps leave the database as integer microseconds since the epoch, computed from now():
 // the lease clock is the database clock (C1 Warning 2). Nothing here takes a client time.
 
+#include <algorithm>
+#include <cstddef>
 #include <vector>
 
 #include "store/pg/pg_connection.h"
@@ -48,17 +50,44 @@ const std::vector<PreparedStatement>& prepared_statements();
 
 namespace dlock::store::pg::sql {
 
+// The literals `parts` joined into one, at compile time: two statements share their text without
+// a macro (whose line continuations would hide that text from scripts/mutation-check's rows).
+template <std::size_t N>
+struct SqlText {
+  char text[N]{};
+};
+template <std::size_t... N>
+constexpr auto join_sql(const char (&... parts)[N]) {
+  SqlText<(N + ...) - sizeof...(N) + 1> joined;
+  std::size_t at = 0;
+  ((std::copy_n(parts, N - 1, joined.text + at), at += N - 1), ...);
+  return joined;
+}
+
+// A new leader or a new value is announced on channel dlock_release like a removed grant (payload:
+// the key $1; delivered at commit, to every dlockd LISTENing), so an election's observers wake
+// through watch_releases. Written into the leader's statements, not a trigger on `locks`: even a
+// trigger whose WHEN filters out rows without a value cost the plain acquire about 9k
+// instructions (2.5 %) per call (measured, C1 "Elections"); a plain grant notifies nobody.
+inline constexpr char kNotifyHead[] = "WITH written AS (";
+inline constexpr char kNotifyTail[] =
+    ") SELECT written.*, pg_notify('dlock_release', $1) FROM written";
+
 // C1 acquire: one statement, one round trip. One row -> granted, zero rows -> held.
 // C1 Warning 1: BOTH nextval('fencing_token_seq') are required. Without the one in DO UPDATE a
 // takeover of an expired lease (and a re-entrant re-acquire) re-issues the previous token.
 // $4 is the TTL in ms, or 0 for a session-bound grant (never a valid TTL): expires_at NULL.
+// `value` (migrations/005_elections.sql) is the leader's value for kAcquireLeader and NULL for
+// kAcquire: every grant writes it, so a plain takeover or re-acquire of a leader's row drops it.
 // Returns the token, acquired_at, the expiry the grant reports and now().
-inline constexpr const char* kAcquire =
-    "INSERT INTO locks AS l (key, owner_id, session_id, fencing_token, acquired_at, expires_at) "
-    "VALUES ($1, $2, $3, nextval('fencing_token_seq'), now(), "
+inline constexpr char kAcquireHead[] =
+    "INSERT INTO locks AS l (key, owner_id, session_id, value, fencing_token, acquired_at, "
+    "expires_at) VALUES ($1, $2, $3, ";
+inline constexpr char kAcquireTail[] =
+    ", nextval('fencing_token_seq'), now(), "
     "now() + nullif($4::bigint, 0) * interval '1 millisecond') "
     "ON CONFLICT (key) DO UPDATE "
-    "SET mode = 'exclusive', permit_limit = 0, "
+    "SET mode = 'exclusive', permit_limit = 0, value = EXCLUDED.value, "
     "owner_id = EXCLUDED.owner_id, session_id = EXCLUDED.session_id, "
     "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, "
     "fencing_token = nextval('fencing_token_seq') "
@@ -66,29 +95,38 @@ inline constexpr const char* kAcquire =
     "OR (l.owner_id, l.session_id) = (EXCLUDED.owner_id, EXCLUDED.session_id) "
     "RETURNING fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US(
         DLOCK_PG_EXPIRY("l")) ", " DLOCK_PG_US("now()");
+inline constexpr auto kAcquireText = join_sql(kAcquireHead, "NULL", kAcquireTail);
+inline constexpr const char* kAcquire = kAcquireText.text;
+// An election's leader (ADR-0020): the same one statement, $5 the value, announced when granted.
+// Columns as kAcquire's, then pg_notify's (void).
+inline constexpr auto kAcquireLeaderText =
+    join_sql(kNotifyHead, kAcquireHead, "$5", kAcquireTail, kNotifyTail);
+inline constexpr const char* kAcquireLeader = kAcquireLeaderText.text;
 
 // kRead, kReadHolders and kList see every grant: the exclusive rows of `locks` and the holders
 // of `lock_holders` (never a group row, which is no grant), as one relation named `locks`.
-// Columns as DLOCK_PG_LOCK_COLUMNS, then 7 the mode and 8 the permit limit.
+// Columns as DLOCK_PG_LOCK_COLUMNS, then 7 the mode, 8 the permit limit and 9 the value (NULL
+// but for a leader, migrations/005_elections.sql).
 #define DLOCK_PG_GRANT_FIELDS \
   "key, owner_id, session_id, fencing_token, acquired_at, expires_at, mode, permit_limit"
-#define DLOCK_PG_GRANTS(where)                                                       \
-  "(SELECT " DLOCK_PG_GRANT_FIELDS " FROM locks WHERE mode = 'exclusive' AND " where \
-  " UNION ALL SELECT " DLOCK_PG_GRANT_FIELDS " FROM lock_holders WHERE " where       \
-  ") AS locks "                                                                      \
+#define DLOCK_PG_GRANTS(where)                                                              \
+  "(SELECT " DLOCK_PG_GRANT_FIELDS ", value FROM locks WHERE mode = 'exclusive' AND " where \
+  " UNION ALL SELECT " DLOCK_PG_GRANT_FIELDS ", NULL::text FROM lock_holders WHERE " where  \
+  ") AS locks "                                                                             \
   "WHERE " DLOCK_PG_LIVE("locks")
 #define DLOCK_PG_GRANT_COLUMNS DLOCK_PG_LOCK_COLUMNS ", mode, permit_limit"
+#define DLOCK_PG_READ_COLUMNS DLOCK_PG_GRANT_COLUMNS ", value"
 
 // The live grant with the greatest token (ADR-0020: of a holder set, its latest holder).
 inline constexpr const char* kRead =
-    "SELECT " DLOCK_PG_GRANT_COLUMNS
+    "SELECT " DLOCK_PG_READ_COLUMNS
     " FROM " DLOCK_PG_GRANTS("key = $1") " ORDER BY fencing_token DESC LIMIT 1";
 
 inline constexpr const char* kReadHolders =
-    "SELECT " DLOCK_PG_GRANT_COLUMNS " FROM " DLOCK_PG_GRANTS("key = $1") " ORDER BY fencing_token";
+    "SELECT " DLOCK_PG_READ_COLUMNS " FROM " DLOCK_PG_GRANTS("key = $1") " ORDER BY fencing_token";
 
 inline constexpr const char* kList =
-    "SELECT " DLOCK_PG_GRANT_COLUMNS
+    "SELECT " DLOCK_PG_READ_COLUMNS
     " FROM " DLOCK_PG_GRANTS("starts_with(key, $1)") " ORDER BY key, fencing_token LIMIT $2";
 
 inline constexpr const char* kExtend =
@@ -109,14 +147,29 @@ inline constexpr const char* kDeleteIfOwner =
     "AND fencing_token = $4 AND mode = 'exclusive' RETURNING " DLOCK_PG_LIVE("locks");
 
 // Release and re-grant in one statement; the session trigger refuses a dead next session.
-// $7 as kAcquire's $4: a TTL, or 0 for a grant bound to the next session.
+// $7 as kAcquire's $4: a TTL, or 0 for a grant bound to the next session. The next holder's grant
+// is a plain one: a leader's value is dropped (ADR-0020).
 inline constexpr const char* kHandover =
-    "UPDATE locks SET owner_id = $5, session_id = $6, "
+    "UPDATE locks SET owner_id = $5, session_id = $6, value = NULL, "
     "fencing_token = nextval('fencing_token_seq'), acquired_at = now(), "
     "expires_at = now() + nullif($7::bigint, 0) * interval '1 millisecond' "
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
     "AND mode = 'exclusive' AND " DLOCK_PG_LIVE("locks") " RETURNING fencing_token, " DLOCK_PG_US(
         DLOCK_PG_EXPIRY("locks")) ", " DLOCK_PG_US("now()");
+
+// proclaim (ADR-0020): one guarded write of the value of the live exclusive grant that key, owner,
+// session and token name, live as extend finds it (a TTL grant until its expiry, a session-bound
+// one while its session is; either way its session live). Token, lease and expiry untouched.
+// Announced as kAcquireLeader. Columns as kRead's, then pg_notify's (void).
+inline constexpr char kProclaimUpdate[] =
+    "UPDATE locks SET value = $5 "
+    "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
+    "AND mode = 'exclusive' AND (expires_at IS NULL OR expires_at > now()) "
+    "AND EXISTS (SELECT 1 FROM lock_session s "
+    "WHERE s.session_id = locks.session_id AND s.expires_at > now()) "
+    "RETURNING " DLOCK_PG_READ_COLUMNS;
+inline constexpr auto kProclaimText = join_sql(kNotifyHead, kProclaimUpdate, kNotifyTail);
+inline constexpr const char* kProclaim = kProclaimText.text;
 
 // Every holder of the key (migrations/004_holder_sets.sql): token, owner, live.
 inline constexpr const char* kRevoke = "SELECT * FROM dlock_revoke($1)";

@@ -33,6 +33,8 @@ constexpr const char* kRaiseTokenFloor = "SELECT dlock_raise_token_floor()";
 const std::vector<PreparedStatement>& prepared_statements() {
   static const std::vector<PreparedStatement> kStatements = {
       {"acquire", sql::kAcquire},
+      {"acquire_leader", sql::kAcquireLeader},
+      {"proclaim", sql::kProclaim},
       {"read", sql::kRead},
       {"list", sql::kList},
       {"extend", sql::kExtend},
@@ -77,6 +79,13 @@ LockInfo grant_info_from(const PgResult& result, int row) {
               : mode == "permit" ? HoldMode::kPermit
                                  : HoldMode::kExclusive;
   info.limit = static_cast<std::uint32_t>(result.int64(row, 8));
+  return info;
+}
+
+// A row of DLOCK_PG_READ_COLUMNS: column 9 the value, NULL but for a leader (ADR-0020).
+LockInfo read_info_from(const PgResult& result, int row) {
+  LockInfo info = grant_info_from(result, row);
+  if (!result.is_null(row, 9)) info.value = result.text(row, 9);
   return info;
 }
 
@@ -146,15 +155,30 @@ class PgStore final : public Backend {
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
                                        std::string_view session_id, LockLease lease) override {
-    util::check_key(key);
-    util::check_owner(owner_id);
-    util::check_session_id(session_id);
-    check_lease(lease, limits_);
+    check_grant_inputs(key, owner_id, session_id, lease);
     const auto sent_at = SteadyClock::now();
     const auto granted = writes_.execute("acquire", {key, owner_id, session_id, lease_text(lease)});
-    if (granted.rows() == 0) return std::nullopt;  // held by a live grant: a decision
-    return handle_from(key, owner_id, session_id, static_cast<FencingToken>(granted.int64(0, 0)),
-                       lease, sent_at, granted, 2);
+    return granted_handle(key, owner_id, session_id, lease, sent_at, granted);
+  }
+
+  // Elections (ADR-0020): kAcquire with the value, the same one statement (kAcquireLeader).
+  std::optional<LockHandle> try_insert_leader(std::string_view key, std::string_view owner_id,
+                                              std::string_view session_id, LockLease lease,
+                                              std::string_view value) override {
+    check_grant_inputs(key, owner_id, session_id, lease);
+    util::check_leader_value(value);
+    const auto sent_at = SteadyClock::now();
+    const auto granted =
+        writes_.execute("acquire_leader", {key, owner_id, session_id, lease_text(lease), value});
+    return granted_handle(key, owner_id, session_id, lease, sent_at, granted);
+  }
+
+  LockInfo proclaim(const LockHandle& handle, std::string_view value) override {
+    util::check_leader_value(value);
+    const auto result = writes_.execute("proclaim", {handle.key, handle.owner_id, handle.session_id,
+                                                     token_text(handle.fencing_token), value});
+    if (result.rows() == 0) throw lost(handle.key, handle.fencing_token);
+    return read_info_from(result, 0);
   }
 
   // Holder sets (ADR-0020): one call of dlock_grant_holder (migrations/004_holder_sets.sql).
@@ -174,18 +198,11 @@ class PgStore final : public Backend {
     return handle;
   }
 
-  std::optional<LockHandle> try_insert_leader(std::string_view, std::string_view, std::string_view,
-                                              LockLease, std::string_view) override {
-    throw UnavailableError("elections: not built on this backend yet");
-  }
-  LockInfo proclaim(const LockHandle&, std::string_view) override {
-    throw UnavailableError("elections: not built on this backend yet");
-  }
   std::vector<LockInfo> read_holders(std::string_view key) override {
     util::check_key(key);
     const auto result = pool_.lease()->execute("read_holders", {key});
     std::vector<LockInfo> holders;
-    for (int row = 0; row < result.rows(); ++row) holders.push_back(grant_info_from(result, row));
+    for (int row = 0; row < result.rows(); ++row) holders.push_back(read_info_from(result, row));
     return holders;
   }
 
@@ -193,13 +210,13 @@ class PgStore final : public Backend {
     util::check_key(key);
     const auto result = pool_.lease()->execute("read", {key});
     if (result.rows() == 0) return std::nullopt;
-    return grant_info_from(result, 0);
+    return read_info_from(result, 0);
   }
 
   std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
     const auto result = pool_.lease()->execute("list", {prefix, std::to_string(limit)});
     std::vector<LockInfo> locks;
-    for (int row = 0; row < result.rows(); ++row) locks.push_back(grant_info_from(result, row));
+    for (int row = 0; row < result.rows(); ++row) locks.push_back(read_info_from(result, row));
     return locks;
   }
 
@@ -344,6 +361,25 @@ class PgStore final : public Backend {
   }
 
  private:
+  void check_grant_inputs(std::string_view key, std::string_view owner_id,
+                          std::string_view session_id, const LockLease& lease) const {
+    util::check_key(key);
+    util::check_owner(owner_id);
+    util::check_session_id(session_id);
+    check_lease(lease, limits_);
+  }
+
+  // The answer of kAcquire or kAcquireLeader: no row is "held by a live grant", a decision.
+  static std::optional<LockHandle> granted_handle(std::string_view key, std::string_view owner_id,
+                                                  std::string_view session_id,
+                                                  const LockLease& lease,
+                                                  SteadyClock::time_point sent_at,
+                                                  const PgResult& granted) {
+    if (granted.rows() == 0) return std::nullopt;
+    return handle_from(key, owner_id, session_id, static_cast<FencingToken>(granted.int64(0, 0)),
+                       lease, sent_at, granted, 2);
+  }
+
   // extend of an exclusive grant; std::nullopt when the token names none.
   std::optional<LockHandle> extend_exclusive(const LockHandle& handle,
                                              std::chrono::milliseconds ttl) {
@@ -395,7 +431,8 @@ class PgStore final : public Backend {
   const PgStoreOptions options_;
   const TtlLimits limits_;
   PgPool pool_;
-  // acquire, extend, delete_if_owner and heartbeat: the hot writes, batched (ADR-0019).
+  // acquire, extend, delete_if_owner and heartbeat: the hot writes, batched (ADR-0019); the
+  // leader grant and proclaim with them (one statement each, as the acquire).
   PgBatcher writes_;
   util::ReleaseHub releases_;
   std::mutex listener_mutex_;

@@ -71,6 +71,11 @@ std::string Statement::column_text(int index) const {
   return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text), size);
 }
 
+std::optional<std::string> Statement::column_optional_text(int index) const {
+  if (sqlite3_column_type(stmt_, index) == SQLITE_NULL) return std::nullopt;
+  return column_text(index);
+}
+
 void Statement::reset() noexcept {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);

@@ -38,6 +38,8 @@ class Statement {
   bool step();
   std::int64_t column_int64(int index) const;
   std::string column_text(int index) const;
+  // std::nullopt for SQL NULL.
+  std::optional<std::string> column_optional_text(int index) const;
   // Resets for reuse and clears bindings (also on error paths, via ResetGuard).
   void reset() noexcept;
 

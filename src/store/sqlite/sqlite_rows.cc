@@ -24,7 +24,8 @@ LockInfo lock_info_from(const Statement& row) {
                   util::from_unix_micros(row.column_int64(5) * 1000),
                   row.column_int64(6) != 0,
                   mode_from(row.column_text(7)),
-                  static_cast<std::uint32_t>(row.column_int64(8))};
+                  static_cast<std::uint32_t>(row.column_int64(8)),
+                  row.column_optional_text(9)};
 }
 
 LockHandle handle_from(std::string_view key, std::string_view owner_id, std::string_view session_id,
@@ -38,6 +39,12 @@ LockHandle handle_from(std::string_view key, std::string_view owner_id, std::str
                     std::string(session_id), token,
                     sent_at + lifetime,      util::from_unix_micros(expires_ms * 1000),
                     lease.session_bound(),   mode};
+}
+
+SessionInfo session_from(std::string_view session_id, const Statement& row) {
+  return SessionInfo{std::string(session_id), row.column_text(0),
+                     std::chrono::milliseconds(row.column_int64(1)),
+                     util::from_unix_micros(row.column_int64(2) * 1000)};
 }
 
 void bind_lease(Statement& statement, int index, const LockLease& lease) {

@@ -15,7 +15,7 @@ namespace dlock::store::sqlite {
 // "shared" -> kShared, "permit" -> kPermit, anything else -> kExclusive (GrantTable::mode).
 HoldMode mode_from(const std::string& text);
 
-// A LockInfo from a row of DLOCK_SQLITE_COLUMNS_IN's nine columns.
+// A LockInfo from a row of DLOCK_SQLITE_COLUMNS_IN's ten columns.
 LockInfo lock_info_from(const Statement& row);
 
 // The handle of a grant from a statement returning its expiry (column `expiry`) and the store's
@@ -23,6 +23,9 @@ LockInfo lock_info_from(const Statement& row);
 LockHandle handle_from(std::string_view key, std::string_view owner_id, std::string_view session_id,
                        FencingToken token, const LockLease& lease, SteadyClock::time_point sent_at,
                        const Statement& row, int expiry, HoldMode mode = HoldMode::kExclusive);
+
+// A SessionInfo from a row of owner_id, ttl_ms and expires_at.
+SessionInfo session_from(std::string_view session_id, const Statement& row);
 
 // A TTL in ms for a TTL lease; a session-bound one leaves the parameter unbound (NULL).
 void bind_lease(Statement& statement, int index, const LockLease& lease);

@@ -38,11 +38,12 @@
   "AND s.expires_at > " DLOCK_SQLITE_NOW ")"
 
 // The columns a LockInfo is read from (lock_info_from): column 5 is the expiry the grant reports,
-// column 6 whether it is session-bound, column 7 its mode, column 8 its permit limit.
-#define DLOCK_SQLITE_COLUMNS_IN(t, mode_and_limit)                    \
+// column 6 whether it is session-bound, column 7 its mode, column 8 its permit limit, column 9 an
+// election leader's value (NULL for any other grant).
+#define DLOCK_SQLITE_COLUMNS_IN(t, mode_limit_and_value)              \
   t ".key, " t ".owner_id, " t ".session_id, " t ".fencing_token, " t \
-    ".acquired_at, " DLOCK_SQLITE_GRANT_EXPIRY_IN(t) ", typeof(" t    \
-                                                     ".expires_at) = 'null', " mode_and_limit
+    ".acquired_at, " DLOCK_SQLITE_GRANT_EXPIRY_IN(                    \
+        t) ", typeof(" t ".expires_at) = 'null', " mode_limit_and_value
 
 namespace dlock::store::sqlite::sql {
 
@@ -58,21 +59,33 @@ inline constexpr const char* kRaiseTokenFloor =
 
 // Same shape as the PostgreSQL acquire statement (C1); the token bound as ?4 was taken from the
 // durable counter in the same transaction, and both branches store it. ?5 is the TTL in ms, left
-// unbound (NULL) for a session-bound grant, whose expires_at is then NULL. Returns the token,
+// unbound (NULL) for a session-bound grant, whose expires_at is then NULL. ?6 is an election
+// leader's value (LockStore::try_insert_leader), left unbound (NULL) for a plain lock; both
+// branches store it, so a plain grant never keeps a leader's value (ADR-0020). Returns the token,
 // acquired_at, the expiry the grant reports and the store's now.
 // A live shared or permit holder of the key (`lock_holders`, ADR-0020), of any session, makes it
 // "held" too: the trigger locks_held_by_holders_on_insert (migrations/003_holders.sql) drops the
 // row before either branch runs, as locks_session_alive_on_insert refuses a dead session.
 inline constexpr const char* kAcquire =
-    "INSERT INTO locks (key, owner_id, session_id, fencing_token, acquired_at, expires_at) "
+    "INSERT INTO locks (key, owner_id, session_id, fencing_token, acquired_at, expires_at, value) "
     "VALUES (?1, ?2, ?3, ?4, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
-    " + ?5) "
+    " + ?5, ?6) "
     "ON CONFLICT (key) DO UPDATE SET owner_id = excluded.owner_id, "
     "  session_id = excluded.session_id, fencing_token = excluded.fencing_token, "
-    "  acquired_at = excluded.acquired_at, expires_at = excluded.expires_at "
+    "  acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, "
+    "  value = excluded.value "
     "WHERE NOT " DLOCK_SQLITE_LIVE_GRANT
     "   OR (locks.owner_id = excluded.owner_id AND locks.session_id = excluded.session_id) "
     "RETURNING fencing_token, acquired_at, " DLOCK_SQLITE_GRANT_EXPIRY ", " DLOCK_SQLITE_NOW;
+
+// proclaim (ADR-0020, "Leader election"): the value ?5 replaces the value of the live exclusive
+// grant of key ?1 with owner ?2, session ?3 and token ?4; the token and expires_at stay. Returns
+// the grant in DLOCK_SQLITE_COLUMNS_IN's columns (as kGrants.columns, so as read reports it); no
+// row when no such grant lives.
+inline constexpr const char* kProclaim =
+    "UPDATE locks SET value = ?5 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+    "AND fencing_token = ?4 AND " DLOCK_SQLITE_LIVE_GRANT
+    " RETURNING " DLOCK_SQLITE_COLUMNS_IN("locks", "'exclusive', 0, locks.value");
 
 // Release: deletes the grant only if it is still this holder's; one row whose value says
 // whether it was still live. The same for a shared or permit holder, by its token.
@@ -95,13 +108,14 @@ struct GrantTable {
   const char* mode;          // the row's HoldMode, spelt as to_string(HoldMode) does
 };
 
-#define DLOCK_SQLITE_GRANT_TABLE(t, mode, limit)                                                  \
+#define DLOCK_SQLITE_GRANT_TABLE(t, mode, limit, value)                                           \
   GrantTable {                                                                                    \
     t, DLOCK_SQLITE_LIVE_IN(t), DLOCK_SQLITE_GRANT_EXPIRY_IN(t), DLOCK_SQLITE_LIVE_SESSION_IN(t), \
-        DLOCK_SQLITE_COLUMNS_IN(t, mode ", " limit), mode                                         \
+        DLOCK_SQLITE_COLUMNS_IN(t, mode ", " limit ", " value), mode                              \
   }
-inline constexpr GrantTable kGrants = DLOCK_SQLITE_GRANT_TABLE("locks", "'exclusive'", "0");
-inline constexpr GrantTable kHolders =
-    DLOCK_SQLITE_GRANT_TABLE("lock_holders", "lock_holders.mode", "lock_holders.permit_limit");
+inline constexpr GrantTable kGrants =
+    DLOCK_SQLITE_GRANT_TABLE("locks", "'exclusive'", "0", "locks.value");
+inline constexpr GrantTable kHolders = DLOCK_SQLITE_GRANT_TABLE(
+    "lock_holders", "lock_holders.mode", "lock_holders.permit_limit", "NULL");
 
 }  // namespace dlock::store::sqlite::sql

@@ -12,6 +12,7 @@
 #include "store/sqlite/sqlite_holders.h"
 #include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_statements.h"
+#include "store/sqlite/store_clock.h"
 #include "util/backend_names.h"
 #include "util/ids.h"
 #include "util/release_hub.h"
@@ -30,29 +31,6 @@ using sql::kDeleteIfOwner;
 using sql::kGrants;
 using sql::kHolders;
 using sql::kRaiseTokenFloor;
-
-class StoreClock {
- public:
-  StoreClock()
-      : wall_at_open_ms_(std::chrono::duration_cast<std::chrono::milliseconds>(
-                             WallClock::now().time_since_epoch())
-                             .count()),
-        steady_at_open_(SteadyClock::now()) {}
-  // Continues from `unix_ms` as of now (called once, before the store is shared).
-  void resume_at(std::int64_t unix_ms) {
-    wall_at_open_ms_ = unix_ms;
-    steady_at_open_ = SteadyClock::now();
-  }
-  std::int64_t now_ms() const {
-    return wall_at_open_ms_ + std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  SteadyClock::now() - steady_at_open_)
-                                  .count();
-  }
-
- private:
-  std::int64_t wall_at_open_ms_;
-  SteadyClock::time_point steady_at_open_;
-};
 
 class SqliteStore final : public Backend {
  public:
@@ -73,26 +51,40 @@ class SqliteStore final : public Backend {
 
   std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
                                        std::string_view session_id, LockLease lease) override {
-    util::check_key(key);
-    util::check_owner(owner_id);
-    util::check_session_id(session_id);
-    check_lease(lease, limits_);
-    const auto sent_at = SteadyClock::now();
-    std::optional<LockHandle> granted;
+    return insert_exclusive(key, owner_id, session_id, lease, std::nullopt);
+  }
+
+  // Elections (ADR-0020): the same acquire statement, with the leader's value bound.
+  std::optional<LockHandle> try_insert_leader(std::string_view key, std::string_view owner_id,
+                                              std::string_view session_id, LockLease lease,
+                                              std::string_view value) override {
+    auto granted = insert_exclusive(key, owner_id, session_id, lease, value);
+    if (granted) releases_.notify(key);  // the election's observers (LockStore::watch_releases)
+    return granted;
+  }
+
+  // One guarded UPDATE of the live exclusive grant named by key, owner, session and token, in the
+  // write path as extend (group commit, ADR-0008: durable before it is answered). Neither the
+  // token nor expires_at changes. A shared or permit holder's token names no row of `locks`.
+  LockInfo proclaim(const LockHandle& handle, std::string_view value) override {
+    util::check_leader_value(value);
+    std::optional<LockInfo> proclaimed;
     writes_.write([&] {
-      const FencingToken token = take_token(statements_);
-      Statement& acquire = statements_.get(kAcquire);
-      ResetGuard reset(acquire);
-      acquire.bind(1, key).bind(2, owner_id).bind(3, session_id);
-      acquire.bind(4, static_cast<std::int64_t>(token));
-      bind_lease(acquire, 5, lease);
-      if (!acquire.step()) return false;  // held: rolling back returns the token unused
-      granted =
-          handle_from(key, owner_id, session_id, static_cast<FencingToken>(acquire.column_int64(0)),
-                      lease, sent_at, acquire, 2);
+      proclaimed.reset();
+      Statement& update = statements_.get(sql::kProclaim);
+      ResetGuard reset(update);
+      update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
+      update.bind(4, static_cast<std::int64_t>(handle.fencing_token)).bind(5, value);
+      if (!update.step()) return false;  // nothing written
+      proclaimed = lock_info_from(update);
       return true;
     });
-    return granted;
+    if (!proclaimed) {
+      throw LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
+                          " is no longer held");
+    }
+    releases_.notify(handle.key);
+    return std::move(*proclaimed);
   }
 
   // ADR-0020 holder sets, in `lock_holders` (sqlite_holders.h).
@@ -111,13 +103,6 @@ class SqliteStore final : public Backend {
 
   // An exclusive grant and live holders of one key never coexist (each grant checks for the
   // other), so reading both tables gives one or the other.
-  std::optional<LockHandle> try_insert_leader(std::string_view, std::string_view, std::string_view,
-                                              LockLease, std::string_view) override {
-    throw UnavailableError("elections: not built on this backend yet");
-  }
-  LockInfo proclaim(const LockHandle&, std::string_view) override {
-    throw UnavailableError("elections: not built on this backend yet");
-  }
   std::vector<LockInfo> read_holders(std::string_view key) override {
     util::check_key(key);
     static const std::string sql = live_grants_sql("key = ?1", "ORDER BY fencing_token");
@@ -276,6 +261,35 @@ class SqliteStore final : public Backend {
   }
 
  private:
+  // try_insert, and try_insert_leader with the leader's value (?6 of kAcquire; unbound, i.e.
+  // NULL, for a plain lock, which so drops a leader's value when it takes the name over).
+  std::optional<LockHandle> insert_exclusive(std::string_view key, std::string_view owner_id,
+                                             std::string_view session_id, LockLease lease,
+                                             std::optional<std::string_view> value) {
+    util::check_key(key);
+    util::check_owner(owner_id);
+    util::check_session_id(session_id);
+    check_lease(lease, limits_);
+    if (value) util::check_leader_value(*value);
+    const auto sent_at = SteadyClock::now();
+    std::optional<LockHandle> granted;
+    writes_.write([&] {
+      const FencingToken token = take_token(statements_);
+      Statement& acquire = statements_.get(kAcquire);
+      ResetGuard reset(acquire);
+      acquire.bind(1, key).bind(2, owner_id).bind(3, session_id);
+      acquire.bind(4, static_cast<std::int64_t>(token));
+      bind_lease(acquire, 5, lease);
+      if (value) acquire.bind(6, *value);
+      if (!acquire.step()) return false;  // held: rolling back returns the token unused
+      granted =
+          handle_from(key, owner_id, session_id, static_cast<FencingToken>(acquire.column_int64(0)),
+                      lease, sent_at, acquire, 2);
+      return true;
+    });
+    return granted;
+  }
+
   // The bodies of handover, reap_expired and close_session, run under the mutex; their public
   // wrappers notify waiters after the mutex is released.
   std::optional<LockHandle> handover_locked(const LockHandle& from, std::string_view next_owner_id,
@@ -291,7 +305,7 @@ class SqliteStore final : public Backend {
       Statement& update = statements_.get(
           "UPDATE locks SET owner_id = ?5, session_id = ?6, fencing_token = ?7, "
           "acquired_at = " DLOCK_SQLITE_NOW ", expires_at = " DLOCK_SQLITE_NOW
-          " + ?8 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+          " + ?8, value = NULL WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
           "AND fencing_token = ?4 AND " DLOCK_SQLITE_LIVE_GRANT
           " RETURNING " DLOCK_SQLITE_GRANT_EXPIRY ", " DLOCK_SQLITE_NOW);
       ResetGuard reset(update);
@@ -356,7 +370,7 @@ class SqliteStore final : public Backend {
         ResetGuard reset(locks);
         locks.bind(1, session_id);
         while (locks.step()) {
-          if (locks.column_int64(9) != 0) released.push_back(lock_info_from(locks));
+          if (locks.column_int64(10) != 0) released.push_back(lock_info_from(locks));
         }
       }
       Statement& remove = statements_.get(
@@ -469,12 +483,6 @@ class SqliteStore final : public Backend {
     std::vector<LockInfo> result;
     while (select.step()) result.push_back(lock_info_from(select));
     return result;
-  }
-
-  static SessionInfo session_from(std::string_view session_id, const Statement& row) {
-    return SessionInfo{std::string(session_id), row.column_text(0),
-                       std::chrono::milliseconds(row.column_int64(1)),
-                       util::from_unix_micros(row.column_int64(2) * 1000)};
   }
 
   const TtlLimits limits_;

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "cli/cli.h"
+#include "cli_in_process.h"
 #include "fake_server.h"
 
 namespace dlock::client {
@@ -20,20 +20,8 @@ using testing::FakeServer;
 
 const char* kSecret = "dlk_very-secret-token";
 
-struct CliResult {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-CliResult dlock(std::vector<std::string> args) {
-  args.insert(args.begin(), "dlock");
-  std::vector<const char*> argv;
-  for (const auto& arg : args) argv.push_back(arg.c_str());
-  std::ostringstream out, err;
-  const int status = cli::run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {status, out.str(), err.str()};
-}
+using testing::CliResult;
+using testing::dlock;
 
 const char* kFreeLock = R"({"error":{"code":"lock_not_found","message":"free"}})";
 

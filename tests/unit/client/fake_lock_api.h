@@ -24,10 +24,12 @@ class FakeLockApi {
   std::atomic<bool> extend_unavailable{false};     // extend -> 503 unavailable
   std::atomic<bool> session_gone{false};           // keepalive/acquire -> 404 session_not_found
   std::atomic<bool> keepalive_unavailable{false};  // keepalive -> 503 unavailable
+  std::atomic<bool> leads{false};  // GET /v1/elections/{name}: 200 (token) or 404 no_leader
 
   FakeResponse handle(const FakeRequest& request) {
     const std::string& t = request.target;
     const auto has = [&t](const char* part) { return t.find(part) != std::string::npos; };
+    if (t.rfind("/v1/elections/", 0) == 0) return election(request);
     if (request.method == "POST" && t == "/v1/sessions") {
       return {201, R"({"session_id":"s-1","owner":"tester","ttl_ms":)" +
                        std::to_string(session_ttl_ms.load()) +
@@ -72,6 +74,35 @@ class FakeLockApi {
   }
 
  private:
+  // The election routes (C3 "Elections"): a campaign leads with the value sent and `token`
+  // (held -> 409 held), proclaim keeps the token (lock_lost -> 409), resign -> 204; the read
+  // answers a leader with `token` while `leads`, else no_leader.
+  FakeResponse election(const FakeRequest& request) {
+    const std::string& t = request.target;
+    const auto has = [&t](const char* part) { return t.find(part) != std::string::npos; };
+    if (request.method == "GET" && !leads) return {404, error_body("no_leader", "nobody leads")};
+    if (request.method == "GET") {
+      return {200, R"({"name":"e","leader":{"owner":"tester","value":"v"},"fencing_token":)" +
+                       std::to_string(token.load()) + "}"};
+    }
+    if (session_gone) return {404, error_body("session_not_found", "no such session")};
+    if (has("/campaign") && held) return {409, error_body("held", "another session leads")};
+    if (has("/proclaim") || has("/resign")) {
+      if (lock_lost) return {409, error_body("lock_lost", "not the leader")};
+      if (has("/resign")) return {204, ""};
+    }
+    // The value sent (tests use values without escapes).
+    const auto at = request.body.find(R"("value":")");
+    const std::string value =
+        at == std::string::npos
+            ? ""
+            : request.body.substr(at + 9, request.body.find('"', at + 9) - (at + 9));
+    return {200, R"({"name":"e","leader":{"owner":"tester","value":")" + value +
+                     R"("},"fencing_token":)" + std::to_string(token.load()) +
+                     R"(,"session_id":"s-1","ttl_ms":)" + std::to_string(session_ttl_ms.load()) +
+                     R"(,"expires_at":"2030-01-01T00:00:00Z","lease":"session"})"};
+  }
+
   // `extra`: more members, each starting with a comma.
   std::string grant(const std::string& extra = "") const {
     return R"({"key":"k","fencing_token":)" + std::to_string(token.load()) +

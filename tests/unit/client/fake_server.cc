@@ -119,6 +119,15 @@ std::vector<FakeRequest> FakeServer::requests() const {
   return requests_;
 }
 
+std::vector<FakeRequest> FakeServer::requests_to(const std::string& method,
+                                                 const std::string& prefix) const {
+  std::vector<FakeRequest> out;
+  for (const FakeRequest& request : requests()) {
+    if (request.method == method && request.target.rfind(prefix, 0) == 0) out.push_back(request);
+  }
+  return out;
+}
+
 bool FakeServer::wait_for_requests(const std::function<bool(const FakeRequest&)>& match,
                                    std::size_t count, std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mutex_);

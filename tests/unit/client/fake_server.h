@@ -50,6 +50,8 @@ class FakeServer {
   std::string url() const;
   int connections_accepted() const { return connections_.load(); }
   std::vector<FakeRequest> requests() const;
+  // The requests that went to `method` on a target starting with `prefix`.
+  std::vector<FakeRequest> requests_to(const std::string& method, const std::string& prefix) const;
   // Waits until `count` requests matching `match` were received, or `timeout` passes.
   bool wait_for_requests(const std::function<bool(const FakeRequest&)>& match, std::size_t count,
                          std::chrono::milliseconds timeout) const;

@@ -8,7 +8,7 @@
 #include <boost/json/parse.hpp>
 
 #include "dlock/client.h"
-#include "fake_lock_api.h"
+#include "scripted_api_test.h"
 #include "test_options.h"
 #include "wait_until.h"
 
@@ -57,32 +57,7 @@ AcquireOptions permits(std::uint32_t count,
   return hold(HoldMode::kExclusive, count, ttl);
 }
 
-class HoldersTest : public ::testing::Test {
- protected:
-  HoldersTest()
-      : server_([this](const FakeRequest& request) {
-          if (script_) {
-            if (auto answer = script_(request); answer.status != 0) return answer;
-          }
-          return api_.handle(request);
-        }),
-        client_(testing::fast_options(server_.url())) {}
-
-  // The requests that went to `method` on a target starting with `prefix`.
-  std::vector<FakeRequest> sent(const std::string& method, const std::string& prefix) const {
-    std::vector<FakeRequest> out;
-    for (const FakeRequest& request : server_.requests()) {
-      if (request.method == method && request.target.rfind(prefix, 0) == 0) out.push_back(request);
-    }
-    return out;
-  }
-
-  FakeLockApi api_;
-  // Answers first when it returns a status other than 0; FakeLockApi otherwise.
-  std::function<FakeResponse(const FakeRequest&)> script_;
-  FakeServer server_;
-  Client client_;
-};
+using HoldersTest = testing::ScriptedApiTest;
 
 TEST_F(HoldersTest, ASharedAcquireSendsModeSharedAndReportsIt) {
   Session session(client_, {"tester", milliseconds(3000), {}});

@@ -1,0 +1,12 @@
+-- dlock PostgreSQL store, schema version 5 (docs/adr/0020-more-primitives-design.md, "Leader
+-- election"): an election's leader is an exclusive grant of `locks` with a value.
+--
+-- `value` is NULL for every other row: the plain acquire and the hand-over write NULL (a plain
+-- grant taking a leader's name over never inherits its value); the leader grant writes its value
+-- in the same upsert (pg_statements.h, kAcquireLeader); proclaim replaces it under the grant's
+-- token (kProclaim). Both announce the key on channel dlock_release themselves (pg_notify in the
+-- statement), so no trigger is added here: a trigger on `locks` would cost every plain grant. A
+-- group row (schema version 4) taking over an expired leader's row keeps the stale value unseen:
+-- only exclusive rows are read, and every statement that writes `value` makes the row exclusive
+-- or requires it to be. A nullable column without a default: the table is not rewritten.
+ALTER TABLE locks ADD COLUMN value text;
