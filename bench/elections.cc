@@ -28,14 +28,14 @@ namespace {
 struct Answer {
   int status = 0;
   std::string body;
-  WallClock::time_point at;  // when it was received
+  Clock::time_point at;  // when it was received
 };
 
 // Sends on `c` and records the answer into `out` (the caller runs `io`).
 void post(Connection& c, http::verb verb, const std::string& target, std::string body,
           Answer& out) {
   c.send(verb, target, std::move(body), [&out](int status, const std::string& text) {
-    out = {status, text, WallClock::now()};
+    out = {status, text, Clock::now()};
   });
 }
 
@@ -59,10 +59,6 @@ WallClock::time_point parse_rfc3339(const std::string& text) {
   parts.tm_year -= 1900;
   parts.tm_mon -= 1;
   return WallClock::from_time_t(timegm(&parts)) + std::chrono::milliseconds(millis);
-}
-
-double ms_after(WallClock::time_point from, WallClock::time_point to) {
-  return std::chrono::duration<double, std::milli>(to - from).count();
 }
 
 std::string open_session(asio::io_context& io, Connection& c, const std::string& owner, int ttl_ms,
@@ -95,12 +91,23 @@ ElectionFailover http_election_failover(const HttpTarget& target, const std::str
     Answer answer;
     // W's session first, so that L's TTL is not spent on it.
     const std::string w_session = open_session(io, waiter, "bench-election-w", 60000, answer);
+    const auto l_sent = Clock::now();
     const std::string l_session = open_session(io, leader, "bench-election-l", ttl_ms, answer);
-    const auto l_expiry = parse_rfc3339(json_string_field(answer.body, "expires_at"));
+    const auto wall_received = WallClock::now();
     result.ttl_ms = std::stod(json_number_field(answer.body, "ttl_ms"));
+    // L's expiry as its client counts it (ADR-0011): the session request's send time + the
+    // answered ttl_ms, never later than the backend's. Not `expires_at`: the sqlite store's
+    // clock resumes from its file's last instant (ADR-0013) and may lag the wall clock.
+    const auto l_expiry = l_sent + std::chrono::milliseconds(static_cast<long>(result.ttl_ms));
     if (round == 0) {
-      log(backend + " election failover: L's expires_at − (its session answer received + " +
-          "ttl_ms) = " + std::to_string(ms_after(answer.at, l_expiry) - result.ttl_ms) + " ms");
+      const auto expires_at = parse_rfc3339(json_string_field(answer.body, "expires_at"));
+      log(backend + " election failover: session round trip " +
+          std::to_string(ms_between(l_sent, answer.at)) + " ms; expires_at − (wall clock at " +
+          "the answer + ttl_ms) = " +
+          std::to_string(
+              std::chrono::duration<double, std::milli>(expires_at - wall_received).count() -
+              result.ttl_ms) +
+          " ms");
     }
     const Answer campaign =
         call(io, leader, http::verb::post, name + "/campaign",
@@ -125,7 +132,7 @@ ElectionFailover http_election_failover(const HttpTarget& target, const std::str
          name + "?after_token=" + token + "&after_value=" + value +
              "&wait_ms=" + std::to_string(kWaitMs),
          "", observed);
-    const auto sent = WallClock::now();
+    const auto sent = Clock::now();
     io.restart();
     io.run();
     if (sent >= l_expiry) {
@@ -138,8 +145,8 @@ ElectionFailover http_election_failover(const HttpTarget& target, const std::str
       report_unexpected("failover campaign", granted.status, granted.body);
       report_unexpected("failover observe", observed.status, observed.body);
     } else {
-      grant_ms.push_back(ms_after(l_expiry, granted.at));
-      observe_ms.push_back(ms_after(l_expiry, observed.at));
+      grant_ms.push_back(ms_between(l_expiry, granted.at));
+      observe_ms.push_back(ms_between(l_expiry, observed.at));
     }
     if (granted.status == 200) {
       const Answer resigned = call(io, waiter, http::verb::post, name + "/resign",

@@ -20,8 +20,8 @@ struct ElectionFailover {
 // `rounds` times: a leader L campaigns on a session of `ttl_ms` that it never renews; a second
 // session W campaigns with a long wait_ms and an observer polls GET after_token/after_value
 // (L's token and value). Samples: W's 200 received − L's expiry, and the observer's 200
-// received − L's expiry, L's expiry being the `expires_at` of L's session-create answer (wall
-// clock, milliseconds; dlockd runs on this machine). Then W resigns and closes its session.
+// received − L's expiry, L's expiry being its session request's send time + the answered
+// ttl_ms (the client's deadline, ADR-0011; steady clock). Then W resigns and closes its session.
 // Each round starts after a pause of 0–499 ms (uniform, fixed seed), so that rounds do not fall
 // in step with a periodic expiry check.
 ElectionFailover http_election_failover(const HttpTarget& target, const std::string& backend,
