@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "elections.h"
 #include "http_load.h"
 #include "raw_paths.h"
 #include "report.h"
@@ -63,6 +64,27 @@ void run_tls_cost(const Options& options, const std::string& name, const std::st
   for (auto& m : measured) record(std::move(m));
 }
 
+// Election failover (elections.h): the next campaigner's grant and an observer's answer after
+// the leader's session expires. A backend without elections yet answers the campaign 503: noted.
+void run_election_failover(const Options& options, const std::string& name,
+                           const HttpTarget& target, BackendExtras& extras,
+                           const std::function<void(Measurement)>& record) {
+  if (options.election_rounds <= 0) {
+    extras.notes["failover_grant_p50_ms"] = "not measured in this mode (--election-rounds 0)";
+    return;
+  }
+  try {
+    auto failover =
+        http_election_failover(target, name, options.election_rounds, options.election_ttl_ms);
+    for (auto& m : failover.measurements) record(std::move(m));
+    if (!failover.note.empty()) extras.notes["failover_grant_p50_ms"] = failover.note;
+    if (failover.ttl_ms > 0) extras.election_ttl_ms = failover.ttl_ms;
+  } catch (const std::exception& e) {
+    log(name + " election failover failed: " + e.what());
+    extras.notes["failover_grant_p50_ms"] = std::string("failed: ") + e.what();
+  }
+}
+
 // `url`: the pg URL or the etcd endpoints.
 void run_backend(const Options& options, const std::string& name, const std::string& url,
                  const std::string& work_dir, std::vector<Measurement>& all,
@@ -79,6 +101,10 @@ void run_backend(const Options& options, const std::string& name, const std::str
 #endif
   };
   if (options.tls_only) return run_tls_cost(options, name, url, work_dir, record);
+  if (options.election_only) {
+    const Dlockd dlockd(options, name, sqlite_path, url);
+    return run_election_failover(options, name, dlockd.target(), extras, record);
+  }
 
   std::vector<RawSession> sessions;
   {
@@ -244,6 +270,8 @@ void run_backend(const Options& options, const std::string& name, const std::str
     extras.notes["handoff_two_servers_p50_ms"] = "sqlite: one dlockd per database file";
   }
 
+  run_election_failover(options, name, dlockd.target(), extras, record);
+
   // Drift check: path 1 at the smallest client count again, now that everything else ran.
   // Absolute times on a shared machine drift (fsync latency above all); a ratio between the
   // two raw runs far from 1 says how far to trust this backend's ratios.
@@ -330,6 +358,11 @@ int run(int argc, char** argv) {
                  "How long the lock workload runs once they are all open");
   app.add_option("--scale-clients", options.scale_clients,
                  "Clients of that lock workload (uncontended pairs)");
+  app.add_option("--election-rounds", options.election_rounds,
+                 "Election failover rounds (0: not measured); each costs at least the TTL");
+  app.add_option("--election-ttl-ms", options.election_ttl_ms,
+                 "The failing leader's session TTL (dlockd's smallest is 1000)");
+  app.add_flag("--election-only", options.election_only, "Measure the election failover only");
   app.add_option("--out", options.out, "Directory for report.md and summary.json")->required();
   CLI11_PARSE(app, argc, argv);
   std::sort(options.clients.begin(), options.clients.end());

@@ -40,6 +40,7 @@ struct BackendExtras {
   std::uint64_t blocked_waiters = 0;
   std::optional<double> waiters_seen;  // dlockd's dlock_waiters gauge at that moment
   std::optional<SessionsScaleFigures> sessions_scale;
+  std::optional<double> election_ttl_ms;     // the failing leader's session TTL (elections.h)
   std::map<std::string, std::string> notes;  // summary key -> why it is null
 };
 

@@ -44,6 +44,10 @@ struct Options {
   int scale_keepalive_ms = 10000;
   int scale_window_ms = 12000;
   int scale_clients = 16;
+  // Election failover (elections.h): rounds (0: not measured) and the leader session's TTL.
+  int election_rounds = 5;
+  int election_ttl_ms = 1000;
+  bool election_only = false;
 };
 
 void log(const std::string& line);
