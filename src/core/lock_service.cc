@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 namespace dlock::core {
@@ -152,10 +153,6 @@ void LockService::observe(std::string key,
   ObservationPtr observation;
   {
     std::lock_guard lock(mutex_);
-    std::erase_if(observations_, [](const auto& weak) {
-      const auto alive = weak.lock();
-      return !alive || alive->finished();
-    });
     std::exception_ptr refused;
     if (stopping_) {
       refused = std::make_exception_ptr(UnavailableError("server is shutting down"));
@@ -171,9 +168,19 @@ void LockService::observe(std::string key,
       asio::post(workers_, [done = std::move(done), refused] { done({std::nullopt, refused}); });
       return;
     }
+    // An answered observation leaves the registry at once, so the cap above is O(1) (C6: a
+    // rejection at a cap never scans under the service-wide lock).
+    const auto id = next_observation_++;
+    auto leave = [this, id, done = std::move(done)](Outcome<std::optional<LockInfo>> outcome) {
+      {
+        std::lock_guard lock(mutex_);
+        observations_.erase(id);
+      }
+      done(std::move(outcome));
+    };
     observation = std::make_shared<Observation>(backend_, workers_, io_, std::move(key),
-                                                std::move(satisfied), std::move(done));
-    observations_.push_back(observation);
+                                                std::move(satisfied), std::move(leave));
+    observations_.emplace(id, observation);
   }
   if (cancellation) {
     cancellation->arm_watched([weak = std::weak_ptr<Observation>(observation)] {
@@ -308,7 +315,7 @@ void LockService::reap() {
 void LockService::shutdown() {
   std::map<std::string, KeyStatePtr, std::less<>> queues;  // destroyed after the lock
   std::vector<WaiterPtr> answered;
-  std::vector<std::weak_ptr<Observation>> observations;
+  std::unordered_map<std::uint64_t, std::weak_ptr<Observation>> observations;
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
@@ -325,7 +332,7 @@ void LockService::shutdown() {
     queues.swap(queues_);
     observations.swap(observations_);
   }
-  for (auto& weak : observations) {
+  for (auto& [id, weak] : observations) {
     if (auto alive = weak.lock()) {
       alive->fail(std::make_exception_ptr(UnavailableError("server is shutting down")));
     }

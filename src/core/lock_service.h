@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -109,7 +110,8 @@ class LockService {
                 Callback<LockInfo> done);
   // Observes `key`'s election: answers as soon as `satisfied(read(key))` or when `wait` has
   // passed (with the state then), waking on the store's watch_releases notifications only
-  // (no polling), one read per wake-up. `cancellation` (may be null) ends it early unanswered.
+  // (no polling), one read per wake-up. `cancellation` (may be null) ends it early (answered
+  // UnavailableError, which nobody reads). Counted against max_waiters.
   void observe(std::string key, std::function<bool(const std::optional<LockInfo>&)> satisfied,
                std::chrono::milliseconds wait, Callback<std::optional<LockInfo>> done,
                CancellationPtr cancellation = nullptr);
@@ -207,7 +209,9 @@ class LockService {
   mutable std::mutex mutex_;  // guards everything below
   std::map<std::string, KeyStatePtr, std::less<>> queues_;
   std::size_t waiters_ = 0;
-  std::vector<std::weak_ptr<Observation>> observations_;  // live elections' observers
+  // Live elections' observers, by id: each leaves when answered (shutdown answers the rest).
+  std::unordered_map<std::uint64_t, std::weak_ptr<Observation>> observations_;
+  std::uint64_t next_observation_ = 0;
   bool stopping_ = false;
   std::unique_ptr<boost::asio::steady_timer> reap_timer_;
 };

@@ -20,8 +20,14 @@ void Observation::start(std::chrono::milliseconds wait) {
   {
     std::lock_guard lock(mutex_);
     reading_ = true;  // the first read below
+    // Counted from the request, not from when a worker is free. The pending deadline keeps the
+    // observation alive (nothing else holds it strongly) until it fires or an answer cancels it.
+    deadline_.expires_after(wait);
+    deadline_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec) self->at_deadline();
+    });
   }
-  asio::post(workers_, [self = shared_from_this(), wait] {
+  asio::post(workers_, [self = shared_from_this()] {
     std::exception_ptr failed;
     try {
       // Subscribed before the first read: a change after the read is always reported.
@@ -31,12 +37,6 @@ void Observation::start(std::chrono::milliseconds wait) {
       std::lock_guard lock(self->mutex_);
       if (self->finished_) return;
       self->subscription_ = std::move(subscription);
-      self->deadline_.expires_after(wait);
-      // The pending deadline keeps the observation alive (nothing else holds it strongly):
-      // until it fires, or until an answer cancels it.
-      self->deadline_.async_wait([self](boost::system::error_code ec) {
-        if (!ec) self->at_deadline();
-      });
     } catch (...) {
       failed = std::current_exception();
     }
@@ -113,11 +113,6 @@ void Observation::abandon() {
   // Answered (nobody reads it) so that whatever the answer releases — a place under a quota,
   // the subscription — is released now.
   fail(std::make_exception_ptr(UnavailableError("the observer's connection closed")));
-}
-
-bool Observation::finished() const {
-  std::lock_guard lock(mutex_);
-  return finished_;
 }
 
 bool Observation::finish_locked() {

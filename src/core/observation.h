@@ -31,13 +31,12 @@ class Observation : public std::enable_shared_from_this<Observation> {
   Observation(LockStore& store, boost::asio::thread_pool& workers, boost::asio::io_context& io,
               std::string key, Satisfied satisfied, Done done);
 
-  // Subscribes, arms the deadline `wait` from now and makes the first read (on a worker).
+  // Arms the deadline `wait` from now, then subscribes and makes the first read (on a worker).
   void start(std::chrono::milliseconds wait);
   // Ends it with `error` (shutdown) unless already answered.
   void fail(std::exception_ptr error);
   // Its client has gone: ends it at once (answered with an error nobody reads).
   void abandon();
-  bool finished() const;
 
  private:
   void wake();         // a notification: read again (now, or after the read in flight)

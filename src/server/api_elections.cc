@@ -47,7 +47,7 @@ void Api::proclaim(const RequestContext& context, const Reply& reply) {
   with_own_session(context, session_id, reply, [=, this, value = std::move(value)] {
     service_.proclaim(key, session_id, token, value, answer<LockInfo>(reply, [=](LockInfo info) {
                         audit("proclaim", who.principal, ns, name, token, who.remote);
-                        // The caller's own session: info_json shows its session_id.
+                        // The caller's own session, which a read without a caller hides.
                         auto body = leader_info_json(info, nullptr, auth);
                         body["session_id"] = info.session_id;
                         return ok(200, body);

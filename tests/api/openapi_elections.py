@@ -145,6 +145,9 @@ def shutdown_waiters(c, leader_sid, waiting_sid, refused_sid):
     def over_the_cap():
         # Called once dlock_waiters shows MAX_WAITERS. Observers are not in that metric: an
         # observer of 1 ms answers 200 until the waiting ones fill their cap, then 429.
+        # No metric shows the observers registered: give their threads a moment first, or a
+        # 1 ms observer in flight could take the last place from one of them (429, not 503).
+        time.sleep(1.0)
         deadline = time.monotonic() + 10
         while c.send("GET", ELECTION, unchanged + "&wait_ms=1", (200, 429))[0] != 429:
             if time.monotonic() > deadline:
