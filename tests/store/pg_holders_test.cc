@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <exception>
 #include <future>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 
 #include "dlock/errors.h"
 #include "store/pg/pg_connection.h"
+#include "store/pg/pg_statements.h"
 #include "store/pg/pg_store.h"
 #include "support/postgres_server.h"
 #include "util/ids.h"
@@ -194,6 +196,116 @@ TEST_F(PgHoldersTest, AReaderShorteningItsLeaseShortensTheGroup) {
   std::this_thread::sleep_for(milliseconds(1300));
   EXPECT_TRUE(store_->try_insert(reacquired, "owner", writer, milliseconds(60000)));
   EXPECT_TRUE(store_->try_insert(extended, "owner", writer, milliseconds(60000)));
+}
+
+// Token order (docs/adr/0021-pg-token-order.md): an acquire takes its token before it finds the
+// conflicting row it must wait for. Here the row vanishes while it waits, and in between a rival
+// grants the key (a greater token) and lets it go again, all in one open transaction. Unfenced,
+// the acquire then inserts with its early token, smaller than the rival's committed one. Fenced,
+// the rival cannot mint while the acquire holds the key's fence: one of the two is refused as a
+// deadlock (PostgreSQL finds it after deadlock_timeout) and no token goes backwards.
+class PgTokenOrderTest : public PgHoldersTest {
+ protected:
+  // Runs the rival's grant-and-release in its open transaction; returns the token it committed
+  // (0: it was refused, its transaction rolled back).
+  long long rival_grant_and_release(const std::string& k, const std::string& s,
+                                    const std::string& grant, const std::string& release) {
+    try {
+      const auto granted = rival_->run(grant);
+      if (granted.rows() != 1) {
+        rival_->run("ROLLBACK");
+        return 0;
+      }
+      const auto token = std::to_string(granted.int64(0, 0));
+      rival_->run(release + "('" + k + "', 'rival', '" + s + "', " + token + ")");
+      commit_rival();
+      return granted.int64(0, 0);
+    } catch (const std::exception&) {
+      rival_->run("ROLLBACK");
+      return 0;
+    }
+  }
+
+  // The acquire that waited: its token, or 0 when it was held or refused.
+  static long long outcome(std::future<std::optional<LockHandle>>& acquired) {
+    try {
+      const auto handle = acquired.get();
+      return handle ? static_cast<long long>(handle->fencing_token) : 0;
+    } catch (const std::exception&) {
+      return 0;
+    }
+  }
+};
+
+// The last reader's release deletes the group row while the writer's acquire waits for it; the
+// rival's reader grant in that window mints a greater token (the race of the conformance case
+// HolderRaceNeverGrantsAWriterBesideALiveReader, made deterministic).
+TEST_F(PgTokenOrderTest, AWriterWhoseRowVanishedWhileItWaitedOutranksTheReaderBetween) {
+  const auto k = key();
+  const auto reader = session(), rival_session = session(), writer = session();
+  const auto first = store_->try_insert_holder(k, "owner", reader, milliseconds(60000), kShared);
+  ASSERT_TRUE(first);
+  rival_->run("BEGIN");
+  rival_->run("SELECT * FROM dlock_release_holder('" + k + "', 'owner', '" + reader + "', " +
+              std::to_string(first->fencing_token) + ")");
+  auto acquired = std::async(std::launch::async, [&] {
+    return store_->try_insert(k, "owner", writer, milliseconds(60000));
+  });
+  wait_until_blocked();
+  auto rival = std::async(std::launch::async, [&] {
+    return rival_grant_and_release(k, rival_session,
+                                   "SELECT fencing_token FROM dlock_grant_holder('" + k +
+                                       "', 'rival', '" + rival_session + "', 60000, 'shared', 0)",
+                                   "SELECT * FROM dlock_release_holder");
+  });
+  const auto writer_token = outcome(acquired);
+  const auto rival_token = rival.get();
+  if (writer_token != 0 && rival_token != 0) {
+    EXPECT_GT(writer_token, rival_token)
+        << "the writer was granted a token smaller than a reader's committed before it";
+  }
+  EXPECT_TRUE(writer_token != 0 || rival_token != 0) << "neither grant went through";
+}
+
+// The same with exclusive grants only: the rival holds the row, hands the lock over (a greater
+// token) and releases it, while the acquire waits for the row it found live.
+TEST_F(PgTokenOrderTest, AnAcquireWhoseRowVanishedWhileItWaitedOutranksTheHandoverBetween) {
+  const auto k = key();
+  const auto holder = session(), next = session(), waiter = session();
+  const auto held = store_->try_insert(k, "owner", holder, milliseconds(60000));
+  ASSERT_TRUE(held);
+  PgConnection rival(url(), kCallTimeout, prepared_statements());
+  rival.run("BEGIN");
+  rival.run("SELECT 1 FROM locks WHERE key = '" + k + "' FOR UPDATE");
+  auto acquired = std::async(std::launch::async, [&] {
+    return store_->try_insert(k, "owner", waiter, milliseconds(60000));
+  });
+  wait_until_blocked();
+  auto handed = std::async(std::launch::async, [&]() -> long long {
+    try {
+      const auto token = std::to_string(held->fencing_token);
+      const auto over =
+          rival.execute("handover", {k, "owner", holder, token, "rival", next, "60000"});
+      if (over.rows() != 1) {
+        rival.run("ROLLBACK");
+        return 0;
+      }
+      const auto next_token = over.text(0, 0);
+      rival.execute("delete_if_owner", {k, "rival", next, next_token});
+      rival.run("COMMIT");
+      return over.int64(0, 0);
+    } catch (const std::exception&) {
+      rival.run("ROLLBACK");
+      return 0;
+    }
+  });
+  const auto waiter_token = outcome(acquired);
+  const auto handed_token = handed.get();
+  if (waiter_token != 0 && handed_token != 0) {
+    EXPECT_GT(waiter_token, handed_token)
+        << "the acquire was granted a token smaller than a hand-over's committed before it";
+  }
+  EXPECT_TRUE(waiter_token != 0 || handed_token != 0) << "neither grant went through";
 }
 
 }  // namespace

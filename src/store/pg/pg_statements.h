@@ -73,9 +73,21 @@ inline constexpr char kNotifyHead[] = "WITH written AS (";
 inline constexpr char kNotifyTail[] =
     ") SELECT written.*, pg_notify('dlock_release', $1) FROM written";
 
+// A token for `key`, minted under the key's fence (docs/adr/0021-pg-token-order.md): a
+// transaction-scoped advisory lock on the key's 64-bit hash, taken before nextval. Every
+// statement that mints a token of a key takes it first (dlock_grant_holder too, migration 006),
+// so the grants of one key are minted one transaction after the other and a later grant always
+// has the greater token. Without it, the acquire's insert path can use a token it took before it
+// waited for a conflicting row that then vanished, while a grant with a greater token committed
+// in between (the subquery with OFFSET 0 is evaluated as written: lock first, then nextval).
+#define DLOCK_PG_FENCED_TOKEN(key)                                                                \
+  "(SELECT nextval('fencing_token_seq') FROM (SELECT pg_advisory_xact_lock(hashtextextended(" key \
+  ", 0)) OFFSET 0) AS fence)"
+
 // C1 acquire: one statement, one round trip. One row -> granted, zero rows -> held.
-// C1 Warning 1: BOTH nextval('fencing_token_seq') are required. Without the one in DO UPDATE a
-// takeover of an expired lease (and a re-entrant re-acquire) re-issues the previous token.
+// C1 Warning 1: BOTH tokens are required. Without the one in DO UPDATE a takeover of an expired
+// lease (and a re-entrant re-acquire) re-issues the previous token. VALUES is evaluated before
+// the conflict check, so the fence is held before any row lock; DO UPDATE's nextval runs under it.
 // $4 is the TTL in ms, or 0 for a session-bound grant (never a valid TTL): expires_at NULL.
 // `value` (migrations/005_elections.sql) is the leader's value for kAcquireLeader and NULL for
 // kAcquire: every grant writes it, so a plain takeover or re-acquire of a leader's row drops it.
@@ -84,7 +96,7 @@ inline constexpr char kAcquireHead[] =
     "INSERT INTO locks AS l (key, owner_id, session_id, value, fencing_token, acquired_at, "
     "expires_at) VALUES ($1, $2, $3, ";
 inline constexpr char kAcquireTail[] =
-    ", nextval('fencing_token_seq'), now(), "
+    ", " DLOCK_PG_FENCED_TOKEN("$1") ", now(), "
     "now() + nullif($4::bigint, 0) * interval '1 millisecond') "
     "ON CONFLICT (key) DO UPDATE "
     "SET mode = 'exclusive', permit_limit = 0, value = EXCLUDED.value, "
@@ -146,12 +158,13 @@ inline constexpr const char* kDeleteIfOwner =
     "DELETE FROM locks WHERE key = $1 AND owner_id = $2 AND session_id = $3 "
     "AND fencing_token = $4 AND mode = 'exclusive' RETURNING " DLOCK_PG_LIVE("locks");
 
-// Release and re-grant in one statement; the session trigger refuses a dead next session.
+// Release and re-grant in one statement; the session trigger refuses a dead next session. Its
+// token is fenced like the acquire's (the SET list is evaluated before the row is locked).
 // $7 as kAcquire's $4: a TTL, or 0 for a grant bound to the next session. The next holder's grant
 // is a plain one: a leader's value is dropped (ADR-0020).
 inline constexpr const char* kHandover =
     "UPDATE locks SET owner_id = $5, session_id = $6, value = NULL, "
-    "fencing_token = nextval('fencing_token_seq'), acquired_at = now(), "
+    "fencing_token = " DLOCK_PG_FENCED_TOKEN("$1") ", acquired_at = now(), "
     "expires_at = now() + nullif($7::bigint, 0) * interval '1 millisecond' "
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
     "AND mode = 'exclusive' AND " DLOCK_PG_LIVE("locks") " RETURNING fencing_token, " DLOCK_PG_US(
