@@ -274,40 +274,21 @@ class Executor {
   // One payout: the guard, the ledger insert and the status update commit together.
   bool pay(const std::string& batch, const std::string& key, dlock::FencingToken token,
            const Pending& payout) {
-    const auto start = now_ns();
-    const std::string token_text = std::to_string(token);
     json::object event{{"event", "write"},
                        {"batch", batch},
                        {"payout", payout.id},
                        {"token", token},
-                       {"start", start}};
-    bool committing = false;
-    try {
-      fencing::Transaction tx(conn_.get());
-      if (config_.fencing &&
-          fencing::admit(conn_.get(), batch, token, key) == fencing::Admission::kStale) {
-        event["outcome"] = "rejected";
-        event["end"] = now_ns();
-        log_.emit(std::move(event));
-        return false;
-      }
-      fencing::exec(conn_.get(),
-                    "INSERT INTO ledger (payout_id, amount_cents, token, worker) "
-                    "VALUES ($1, $2, $3, $4)",
-                    {payout.id, payout.amount_cents, token_text, config_.worker_id});
-      fencing::exec(conn_.get(), "UPDATE payout SET status = 'done' WHERE id = $1", {payout.id});
-      committing = true;
-      tx.commit();
-      event["outcome"] = "ok";
-    } catch (const std::exception& error) {
-      event["outcome"] = committing ? "unknown" : "fail";
-      event["message"] = error.what();
-      if (PQstatus(conn_.get()) != CONNECTION_OK) reconnect();
-    }
-    event["end"] = now_ns();
-    const bool ok = event["outcome"] == "ok";
-    log_.emit(std::move(event));
-    return ok;
+                       {"start", now_ns()}};
+    return guarded(
+        std::move(event), [&] { return fencing::admit(conn_.get(), batch, token, key); },
+        [&](json::object&) {
+          fencing::exec(conn_.get(),
+                        "INSERT INTO ledger (payout_id, amount_cents, token, worker) "
+                        "VALUES ($1, $2, $3, $4)",
+                        {payout.id, payout.amount_cents, std::to_string(token), config_.worker_id});
+          fencing::exec(conn_.get(), "UPDATE payout SET status = 'done' WHERE id = $1",
+                        {payout.id});
+        });
   }
 
   // One read under a shared grant (docs/fencing.md "Read-write locks"): admit_read records the
@@ -317,15 +298,27 @@ class Executor {
   // greater token wrote already), fail or unknown.
   bool read(const std::string& batch, const std::string& key, dlock::FencingToken token) {
     json::object event{{"event", "read"}, {"batch", batch}, {"token", token}, {"start", now_ns()}};
+    return guarded(
+        std::move(event), [&] { return fencing::admit_read(conn_.get(), batch, token, key); },
+        [&](json::object& logged) {
+          logged["paid"] = fencing::exec(
+              conn_.get(), "SELECT 1 FROM payout WHERE batch = $1 AND status = 'done'", {batch});
+        });
+  }
+
+  // One transaction: `admit` (the guard, skipped with --no-fencing), then `body` (which may add
+  // to the event), then COMMIT. Logs `event` with its outcome and end: rejected (the guard said
+  // kStale; nothing done), ok (committed), fail (not applied) or unknown (COMMIT failed: it may
+  // have been applied). True when ok.
+  template <typename Admit, typename Body>
+  bool guarded(json::object event, Admit admit, Body body) {
     bool committing = false;
     try {
       fencing::Transaction tx(conn_.get());
-      if (config_.fencing &&
-          fencing::admit_read(conn_.get(), batch, token, key) == fencing::Admission::kStale) {
+      if (config_.fencing && admit() == fencing::Admission::kStale) {
         event["outcome"] = "rejected";
       } else {
-        event["paid"] = fencing::exec(
-            conn_.get(), "SELECT 1 FROM payout WHERE batch = $1 AND status = 'done'", {batch});
+        body(event);
         committing = true;
         tx.commit();
         event["outcome"] = "ok";
