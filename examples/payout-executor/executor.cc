@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "fencing/fencing_guard.h"
 
@@ -130,7 +131,8 @@ class Executor {
 
   int run() {
     const auto give_up = Clock::now() + config_.give_up;
-    log_.emit({{"event", "start"}, {"fencing", config_.fencing}});
+    log_.emit({{"event", "start"}, {"fencing", config_.fencing}, {"read", config_.read}});
+    if (config_.read) return read_all(give_up);
     while (Clock::now() < give_up) {
       std::vector<std::string> todo;
       try {
@@ -166,7 +168,20 @@ class Executor {
     if (PQstatus(conn_.get()) == CONNECTION_OK) limit_idle_transactions();
   }
 
-  void work_on(const std::string& batch) {
+  // --read: every batch read once (a read refused as stale, or failed, is tried again).
+  int read_all(Clock::time_point give_up) {
+    std::vector<std::string> todo = config_.batches;
+    while (!todo.empty() && Clock::now() < give_up) {
+      std::erase_if(todo, [this](const std::string& batch) { return work_on(batch); });
+    }
+    const int code = todo.empty() ? 0 : 1;
+    log_.emit({{"event", "exit"}, {"code", code}});
+    return code;
+  }
+
+  // One grant of `batch`'s key (shared with --read) and its work: pays the batch, or reads it.
+  // True when the work was done (read mode: one admitted read).
+  bool work_on(const std::string& batch) {
     try {
       if (!session_ || session_->lost()) {
         session_.reset();
@@ -180,7 +195,7 @@ class Executor {
       log_.emit({{"event", "session_error"}, {"message", error.what()}});
       session_.reset();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      return;
+      return false;
     }
     const std::string key = lock_key(batch);
     const auto start = now_ns();
@@ -196,28 +211,34 @@ class Executor {
         options.ttl = config_.ttl;
         options.wait = config_.wait;
         options.auto_extend = true;
+        options.mode = config_.read ? dlock::HoldMode::kShared : dlock::HoldMode::kExclusive;
         lock = session_->acquire(key, options);
       }
     } catch (const dlock::UnknownOutcomeError& error) {
       op("acquire", key, start, "unknown", 0, error.what());
-      return;
+      return false;
     } catch (const std::exception& error) {
       op("acquire", key, start, "fail", 0, error.what());
-      return;
+      return false;
     }
     // The grant underneath: the lock, or the leadership's session-bound lock (its release()
     // resigns).
     dc::Lock* held = leadership ? &leadership->lock() : lock ? &*lock : nullptr;
     if (held == nullptr) {
       op("acquire", key, start, "fail", 0, "held");
-      return;
+      return false;
     }
     // The deadline the lock was promised until (the safety checker's I5 reads it).
     op("acquire", key, start, "ok", held->token(), "",
        std::chrono::duration_cast<std::chrono::nanoseconds>(
            held->client_deadline().time_since_epoch())
            .count());
-    pay_batch(batch, key, *held);
+    bool done = true;
+    if (config_.read) {
+      done = read(batch, key, held->token());
+    } else {
+      pay_batch(batch, key, *held);
+    }
     const auto release_start = now_ns();
     try {
       held->release();
@@ -225,6 +246,7 @@ class Executor {
     } catch (const std::exception& error) {
       op("release", key, release_start, "fail", held->token(), error.what());
     }
+    return done;
   }
 
   void pay_batch(const std::string& batch, const std::string& key, dc::Lock& lock) {
@@ -252,31 +274,55 @@ class Executor {
   // One payout: the guard, the ledger insert and the status update commit together.
   bool pay(const std::string& batch, const std::string& key, dlock::FencingToken token,
            const Pending& payout) {
-    const auto start = now_ns();
-    const std::string token_text = std::to_string(token);
     json::object event{{"event", "write"},
                        {"batch", batch},
                        {"payout", payout.id},
                        {"token", token},
-                       {"start", start}};
+                       {"start", now_ns()}};
+    return guarded(
+        std::move(event), [&] { return fencing::admit(conn_.get(), batch, token, key); },
+        [&](json::object&) {
+          fencing::exec(conn_.get(),
+                        "INSERT INTO ledger (payout_id, amount_cents, token, worker) "
+                        "VALUES ($1, $2, $3, $4)",
+                        {payout.id, payout.amount_cents, std::to_string(token), config_.worker_id});
+          fencing::exec(conn_.get(), "UPDATE payout SET status = 'done' WHERE id = $1",
+                        {payout.id});
+        });
+  }
+
+  // One read under a shared grant (docs/fencing.md "Read-write locks"): admit_read records the
+  // reader's token at the resource -- every later write with a smaller token is refused -- and
+  // the read (how many payouts of the batch are paid) happens in the same transaction, behind
+  // the row lock admit_read took. Logged as a "read" event: ok, rejected (a writer with a
+  // greater token wrote already), fail or unknown.
+  bool read(const std::string& batch, const std::string& key, dlock::FencingToken token) {
+    json::object event{{"event", "read"}, {"batch", batch}, {"token", token}, {"start", now_ns()}};
+    return guarded(
+        std::move(event), [&] { return fencing::admit_read(conn_.get(), batch, token, key); },
+        [&](json::object& logged) {
+          logged["paid"] = fencing::exec(
+              conn_.get(), "SELECT 1 FROM payout WHERE batch = $1 AND status = 'done'", {batch});
+        });
+  }
+
+  // One transaction: `admit` (the guard, skipped with --no-fencing), then `body` (which may add
+  // to the event), then COMMIT. Logs `event` with its outcome and end: rejected (the guard said
+  // kStale; nothing done), ok (committed), fail (not applied) or unknown (COMMIT failed: it may
+  // have been applied). True when ok.
+  template <typename Admit, typename Body>
+  bool guarded(json::object event, Admit admit, Body body) {
     bool committing = false;
     try {
       fencing::Transaction tx(conn_.get());
-      if (config_.fencing &&
-          fencing::admit(conn_.get(), batch, token, key) == fencing::Admission::kStale) {
+      if (config_.fencing && admit() == fencing::Admission::kStale) {
         event["outcome"] = "rejected";
-        event["end"] = now_ns();
-        log_.emit(std::move(event));
-        return false;
+      } else {
+        body(event);
+        committing = true;
+        tx.commit();
+        event["outcome"] = "ok";
       }
-      fencing::exec(conn_.get(),
-                    "INSERT INTO ledger (payout_id, amount_cents, token, worker) "
-                    "VALUES ($1, $2, $3, $4)",
-                    {payout.id, payout.amount_cents, token_text, config_.worker_id});
-      fencing::exec(conn_.get(), "UPDATE payout SET status = 'done' WHERE id = $1", {payout.id});
-      committing = true;
-      tx.commit();
-      event["outcome"] = "ok";
     } catch (const std::exception& error) {
       event["outcome"] = committing ? "unknown" : "fail";
       event["message"] = error.what();
@@ -293,6 +339,7 @@ class Executor {
     json::object event{{"event", kind},   {"key", key},         {"start", start},
                        {"end", now_ns()}, {"outcome", outcome}, {"token", token}};
     event["session"] = session_ ? session_->id() : "";
+    if (config_.read) event["mode"] = "shared";
     if (!message.empty()) event["message"] = message;
     if (promised_until > 0) event["promised_until"] = promised_until;
     log_.emit(std::move(event));

@@ -24,13 +24,18 @@ struct Config {
   // --elect: each batch is led through an election (C3 "Elections": a session-bound leader whose
   // token fences its writes) instead of locked with a TTL lock.
   bool elect = false;
+  // --read: a reader of each batch under a read-write lock (docs/fencing.md "Read-write locks"):
+  // takes `payouts/<batch>` in shared mode, admits its token with admit_read and reads what the
+  // batch has paid, once per batch; pays nothing. Excludes --elect.
+  bool read = false;
   int seed_payouts = 0;  // --init: payouts created per batch
 };
 
 // --init: creates the schema (payout, ledger, fencing_resource) and seeds each batch once.
 int init_database(const Config& config);
 
-// Runs until every listed batch is paid (exit 0) or give_up passes (exit 1).
+// Runs until every listed batch is paid (with `read`: read once) (exit 0) or give_up passes
+// (exit 1).
 int run_executor(const Config& config);
 
 }  // namespace payout

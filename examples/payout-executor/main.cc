@@ -24,8 +24,14 @@ int main(int argc, char** argv) {
   app.add_option("--give-up-s", give_up_s, "exit 1 if not all batches are paid by then");
   app.add_flag("--no-fencing", no_fencing,
                "skip the fencing guard (UNSAFE: for the negative control of the safety tests)");
-  app.add_flag("--elect", config.elect,
-               "lead each batch through an election (session-bound) instead of a TTL lock");
+  auto* elect =
+      app.add_flag("--elect", config.elect,
+                   "lead each batch through an election (session-bound) instead of a TTL lock");
+  app.add_flag("--read", config.read,
+               "a reader: take each batch's lock in shared mode, admit the token with admit_read, "
+               "read what the batch has paid (logged as a read event), once per batch; pays "
+               "nothing")
+      ->excludes(elect);
   app.add_flag("--init", init, "create the schema and seed the batches, then exit");
   app.add_option("--seed-payouts", config.seed_payouts, "with --init: payouts per batch");
   CLI11_PARSE(app, argc, argv);

@@ -73,7 +73,7 @@ void check_lifetimes(const History& history, Report& report) {
     if (found == grants.end()) continue;
     for (const auto* later : found->second) {
       if (later->token > promise.grant->token && later->session != promise.grant->session &&
-          later->end_ns < promise.until_ns) {
+          !(later->shared && promise.grant->shared) && later->end_ns < promise.until_ns) {
         report.violations.push_back(
             "I5 granted " + std::to_string((promise.until_ns - later->end_ns) / 1000000) +
             " ms or more inside another holder's promised lifetime (until " +
@@ -91,6 +91,24 @@ void check_resource(const History& history, Report& report) {
         if (earlier->end_ns < later->start_ns && later->token < earlier->token) {
           report.violations.push_back("I2 stale token accepted: " + describe(*later) + " after " +
                                       describe(*earlier));
+        }
+      }
+    }
+  }
+}
+
+// I6: a write started after an admitted read ended, with a smaller token than the reader's.
+void check_reads(const History& history, Report& report) {
+  const auto writes = ok_by_key(history, "write");
+  for (const auto& [resource, reads] : ok_by_key(history, "read")) {
+    report.reads += reads.size();
+    const auto found = writes.find(resource);
+    if (found == writes.end()) continue;
+    for (const auto* read : reads) {
+      for (const auto* write : found->second) {
+        if (read->end_ns < write->start_ns && write->token < read->token) {
+          report.violations.push_back("I6 write accepted below an admitted reader's token: " +
+                                      describe(*write) + " after " + describe(*read));
         }
       }
     }
@@ -136,13 +154,14 @@ Report check(const std::string& name, const History& history, const LedgerSnapsh
   report.operations = history.operations().size();
   report.faults = history.faults().size();
   for (const auto& op : history.operations()) {
-    report.rejected_writes += op.rejected ? 1 : 0;
+    report.rejected_writes += op.rejected && op.kind == "write" ? 1 : 0;
     report.failed += op.outcome == Outcome::kFail ? 1 : 0;
     report.unknown += op.outcome == Outcome::kUnknown ? 1 : 0;
   }
   check_grants(history, report);
   check_resource(history, report);
   check_lifetimes(history, report);
+  check_reads(history, report);
   if (ledger != nullptr) check_ledger(history, *ledger, report);
   return report;
 }
@@ -151,8 +170,8 @@ void print(std::ostream& out, const Report& report) {
   out << "SAFETY " << report.name << ": operations=" << report.operations
       << " faults=" << report.faults << " failed_ops=" << report.failed
       << " unknown_ops=" << report.unknown << " rejected_stale_writes=" << report.rejected_writes
-      << " promised_grants=" << report.promises << " violations=" << report.violations.size()
-      << "\n";
+      << " promised_grants=" << report.promises << " reads=" << report.reads
+      << " violations=" << report.violations.size() << "\n";
   for (const auto& violation : report.violations) out << "  VIOLATION " << violation << "\n";
 }
 

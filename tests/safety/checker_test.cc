@@ -127,5 +127,60 @@ TEST(SafetyChecker, I5GrantAfterThePromiseOrAReleaseOrByTheSameSessionIsFine) {
   EXPECT_TRUE(report.ok()) << report.violations.front();
 }
 
+// Readers of a read-write lock hold at once: overlapping shared grants break no promise; an
+// exclusive grant inside a reader's promise still does.
+TEST(SafetyChecker, I5SharedGrantsMayOverlapEachOtherNotAWriter) {
+  History history;
+  auto reader = [](const std::string& session, std::int64_t start, std::int64_t end,
+                   std::uint64_t token, std::int64_t until) {
+    auto result = promised("acquire", session, start, end, token, until);
+    result.shared = true;
+    return result;
+  };
+  history.add(reader("r1", 0, 10, 5, 1000));
+  history.add(reader("r2", 20, 30, 7, 1100));
+  EXPECT_TRUE(check("i5-readers", history, nullptr).ok());
+  history.add(promised("acquire", "w", 40, 500, 9, 2000));  // a writer inside both promises
+  const auto report = check("i5-writer-among-readers", history, nullptr);
+  EXPECT_TRUE(report.has("I5"));
+  EXPECT_EQ(report.violations.size(), 2u);
+}
+
+// The clean history of a paused writer under readers (docs/fencing.md): the writer's write
+// after the readers is refused, and its later grant writes with a token above theirs; a write
+// that overlaps a read, or that ended before it, is no violation.
+TEST(SafetyChecker, I6CleanWhenWritesAfterAReadOutrankIt) {
+  History history;
+  history.add(op("write", "b", 0, 10, 5, Outcome::kOk, "1"));  // the writer, before its pause
+  history.add(op("read", "b", 20, 30, 7));                     // readers, greater tokens
+  history.add(op("read", "b", 25, 35, 8));
+  auto refused = op("write", "b", 40, 50, 5, Outcome::kFail, "2");  // the writer wakes
+  refused.rejected = true;
+  history.add(refused);
+  history.add(op("write", "b", 60, 70, 11, Outcome::kOk, "2"));  // its next grant
+  history.add(op("write", "b", 28, 80, 6, Outcome::kOk, "3"));   // overlaps a read: unordered
+  const auto report = check("i6-clean", history, nullptr);
+  EXPECT_TRUE(report.ok()) << report.violations.front();
+  EXPECT_EQ(report.reads, 2u);
+  EXPECT_EQ(report.rejected_writes, 1u);
+}
+
+// The bad outcome: a stale writer's write accepted after a reader with a greater token read.
+// I2 does not see it (no write with a greater token came before), nor I3 (paid once).
+TEST(SafetyChecker, I6WriteBelowAnAdmittedReadersToken) {
+  History history;
+  history.add(op("write", "b", 0, 10, 5, Outcome::kOk, "1"));
+  history.add(op("read", "b", 20, 30, 7));
+  history.add(op("read", "b", 32, 38, 9, Outcome::kFail));  // a refused read admits nothing
+  history.add(op("write", "b", 40, 50, 5, Outcome::kOk, "2"));
+  history.add(op("read", "other", 20, 30, 70));  // another resource's reader: not comparable
+  LedgerSnapshot ledger{.payouts = {"1", "2"}, .tokens_by_payout = {{"1", {5}}, {"2", {5}}}};
+  const auto report = check("i6", history, &ledger);
+  EXPECT_TRUE(report.has("I6"));
+  EXPECT_EQ(report.violations.size(), 1u) << report.violations.front();
+  EXPECT_FALSE(report.has("I2"));
+  EXPECT_FALSE(report.has("I3"));
+}
+
 }  // namespace
 }  // namespace dlock::safety

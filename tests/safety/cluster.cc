@@ -33,6 +33,7 @@ ExecutorProcess::ExecutorProcess(const std::string& dir, ExecutorOptions options
                   std::to_string(options_.give_up_s)};
   if (!options_.fencing) process.argv.push_back("--no-fencing");
   if (options_.elect) process.argv.push_back("--elect");
+  if (options_.read) process.argv.push_back("--read");
   process.argv.insert(process.argv.begin(), options_.wrapper.begin(), options_.wrapper.end());
   process.log_path = log_path_;
   process_ = std::make_unique<testing::Subprocess>(process);

@@ -34,6 +34,7 @@ struct ExecutorOptions {
   int ttl_ms = 2000;
   bool fencing = true;
   bool elect = false;  // --elect: lead each batch through an election (C3 "Elections")
+  bool read = false;   // --read: read each batch once under a shared grant (a reader)
   int give_up_s = 90;
   std::vector<std::string> wrapper;  // e.g. "ip netns exec NS": run inside a network namespace
 };

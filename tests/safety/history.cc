@@ -56,12 +56,14 @@ std::int64_t monotonic_ns() {
 void History::load_executor_log(const std::string& path, const std::string& process) {
   for_each_event(path, [&](const json::object& event) {
     const std::string kind = text_of(event, "event");
-    if (kind != "acquire" && kind != "release" && kind != "write") return;
+    if (kind != "acquire" && kind != "release" && kind != "write" && kind != "read") return;
     Operation operation;
     operation.process = process;
     operation.kind = kind;
     operation.session = text_of(event, "session");
-    operation.key = kind == "write" ? text_of(event, "batch") : text_of(event, "key");
+    const bool resource = kind == "write" || kind == "read";
+    operation.key = resource ? text_of(event, "batch") : text_of(event, "key");
+    operation.shared = text_of(event, "mode") == "shared";
     operation.start_ns = int_of(event, "start");
     operation.end_ns = int_of(event, "end");
     operation.token = static_cast<std::uint64_t>(int_of(event, "token"));

@@ -21,8 +21,8 @@ const char* to_string(Outcome outcome);
 struct Operation {
   std::string process;  // e.g. "executor-A" or "client-B"
   std::string session;
-  std::string key;   // the lock key; for a write, the fenced resource (the batch)
-  std::string kind;  // acquire | extend | release | write
+  std::string key;   // the lock key; for a write or a read, the fenced resource (the batch)
+  std::string kind;  // acquire | extend | release | write | read
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   Outcome outcome = Outcome::kFail;
@@ -30,7 +30,11 @@ struct Operation {
   // acquire and extend with outcome ok: the deadline the holder was told, on the same clock as
   // start_ns (its send time plus the answered ttl_ms); 0 when not recorded. Checked by I5.
   std::int64_t promised_until_ns = 0;
-  // write only: the payout written, and whether the guard refused it (then outcome kFail).
+  // acquire: a shared grant (the read side of a read-write lock); shared grants of a key may
+  // overlap (I5 does not order them among themselves).
+  bool shared = false;
+  // write only: the payout written. write or read: whether the guard refused it (then outcome
+  // kFail).
   std::string payout;
   bool rejected = false;
   std::string detail;  // error message or server error code
