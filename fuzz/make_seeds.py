@@ -38,6 +38,10 @@ http = {
     "readyz_metrics": request("GET", "/readyz") + request("GET", "/metrics"),
     "open_session": request("POST", "/v1/sessions", '{"owner":"alice","ttl_ms":60000}'),
     "open_session_no_ttl": request("POST", "/v1/sessions", '{"owner":"alice"}'),
+    "open_session_lock_delay": request("POST", "/v1/sessions",
+                                       '{"owner":"alice","ttl_ms":10000,"lock_delay_ms":1500}')
+    + request("POST", "/v1/sessions", '{"owner":"a","lock_delay_ms":-1}')
+    + request("POST", "/v1/sessions", '{"owner":"a","lock_delay_ms":1e12}'),
     "keepalive_close": request("POST", "/v1/sessions/@SID@/keepalive")
     + request("DELETE", "/v1/sessions/@SID@"),
     "acquire": acquire("orders-17"),
@@ -172,6 +176,9 @@ bodies = {
     "campaign": '{"session_id":"7f3a","value":"10.0.0.1:8080","wait_ms":1000}',
     "value_nul": '{"value":"a\\u0000b"}',
     "value_wrong": '{"value":["x"]}',
+    "lock_delay": '{"owner":"alice","ttl_ms":10000,"lock_delay_ms":15000}',
+    "lock_delay_edges": '{"lock_delay_ms":-1,"ttl_ms":60001}',
+    "lock_delay_wrong": '{"lock_delay_ms":"15s"}',
 }
 for name, data in bodies.items():
     write("json_body", name, data)

@@ -28,16 +28,21 @@
 
 namespace dlock {
 
-// Bounds every backend enforces on TTLs (locks and sessions).
+// Bounds every backend enforces on TTLs (locks and sessions) and on a session's lock-delay.
 struct TtlLimits {
   std::chrono::milliseconds min_ttl{1000};
   std::chrono::milliseconds max_ttl{std::chrono::hours(1)};
+  // The greatest lock-delay a session may ask for (C5 lock.max.delay); 0 allows none.
+  std::chrono::milliseconds max_lock_delay{std::chrono::minutes(1)};
 };
 
 // Throws InvalidArgumentError naming `field` when `ttl` lies outside `limits`.
 void check_ttl(std::chrono::milliseconds ttl, const TtlLimits& limits, const char* field);
 // check_ttl(lease.ttl(), limits, "ttl_ms") for a TTL lease; a session-bound lease has none.
 void check_lease(const LockLease& lease, const TtlLimits& limits);
+// Throws InvalidArgumentError naming "lock_delay_ms" when `delay` is negative or greater than
+// limits.max_lock_delay.
+void check_lock_delay(std::chrono::milliseconds delay, const TtlLimits& limits);
 
 // What reap_expired removed, so the caller can log and notify waiters.
 struct ReapReport {
@@ -211,14 +216,32 @@ class SessionRegistry {
   virtual ~SessionRegistry() = default;
 
   // Opens a session for `owner_id` that expires `ttl` after its last heartbeat.
-  // Throws InvalidArgumentError ("ttl_ms" / "owner") for bad input.
-  virtual SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) = 0;
+  // Throws InvalidArgumentError ("ttl_ms" / "owner" / "lock_delay_ms") for bad input.
+  //
+  // Lock-delay (ADR-0020 "Lock-delay", C2 "Lock-delay"): every grant made for this session
+  // (exclusive, shared, permit, leader, or handed over to it) carries `lock_delay`. When such a
+  // grant ends WITHOUT a release -- its TTL passed, its session expired, or it was revoked -- no
+  // grant of its name, in any mode and to any session (its own included), is made until
+  // `lock_delay` after that end: try_insert, try_insert_holder and try_insert_leader answer
+  // "held". The end is the backend's (a TTL's or the session's expiry by the backend clock, the
+  // revoke's commit); etcd may start the delay later, never earlier. A release, a hand-over
+  // and close_session end a grant cleanly: no delay. Grants that live on are untouched. When a
+  // delay ends, watch_releases fires for the name no later than the first reap_expired after
+  // its end (etcd: when the delay's lease expires). 0 (the default): no delay.
+  virtual SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,
+                                   std::chrono::milliseconds lock_delay) = 0;
+  // open_session(owner_id, ttl, 0): no lock-delay. (A backend re-exports it with
+  // `using SessionRegistry::open_session;`.)
+  SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) {
+    return open_session(owner_id, ttl, std::chrono::milliseconds(0));
+  }
 
   // Renews the session for another full TTL. Throws SessionNotFoundError when it does not
   // exist or has already expired (an expired session is never revived).
   virtual SessionInfo heartbeat(std::string_view session_id) = 0;
 
-  // The live session, or std::nullopt.
+  // The live session, or std::nullopt. heartbeat and get_session report the session's
+  // lock_delay as opened.
   virtual std::optional<SessionInfo> get_session(std::string_view session_id) = 0;
 
   // Closes the session and releases every lock it holds (exclusive, shared and permit holders),

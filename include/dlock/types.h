@@ -116,6 +116,9 @@ struct SessionInfo {
   std::string owner_id;
   std::chrono::milliseconds ttl{0};
   WallClock::time_point expires_at{};
+  // Lock-delay (C2 "Lock-delay"): how long a name stays ungrantable after a grant of this
+  // session ended without a release. 0: none.
+  std::chrono::milliseconds lock_delay{0};
 };
 
 }  // namespace dlock

@@ -63,20 +63,19 @@ std::string LockService::owner_of(const std::string& session_id) {
 }
 
 void LockService::open_session(std::string owner_id, milliseconds ttl, Callback<SessionInfo> done,
-                               std::string principal) {
-  run<SessionInfo>(std::move(done),
-                   [this, owner_id = std::move(owner_id), ttl, principal = std::move(principal)] {
-                     const auto capacity = sessions_.check_capacity(principal, WallClock::now());
-                     if (capacity.pruned > 0)
-                       observer_.on_sessions(-static_cast<std::int64_t>(capacity.pruned));
-                     if (!capacity.refusal.empty()) throw ResourceExhaustedError(capacity.refusal);
-                     auto session = backend_.open_session(owner_id, ttl);
-                     sessions_.remember_owner(session.session_id, session.owner_id);
-                     if (sessions_.add(session.session_id, principal, session.expires_at)) {
-                       observer_.on_sessions(+1);
-                     }
-                     return session;
-                   });
+                               std::string principal, milliseconds lock_delay) {
+  run<SessionInfo>(std::move(done), [this, owner_id = std::move(owner_id), ttl,
+                                     principal = std::move(principal), lock_delay] {
+    const auto capacity = sessions_.check_capacity(principal, WallClock::now());
+    if (capacity.pruned > 0) observer_.on_sessions(-static_cast<std::int64_t>(capacity.pruned));
+    if (!capacity.refusal.empty()) throw ResourceExhaustedError(capacity.refusal);
+    auto session = backend_.open_session(owner_id, ttl, lock_delay);
+    sessions_.remember_owner(session.session_id, session.owner_id);
+    if (sessions_.add(session.session_id, principal, session.expires_at)) {
+      observer_.on_sessions(+1);
+    }
+    return session;
+  });
 }
 
 void LockService::session_owner(std::string session_id, Callback<std::string> done) {

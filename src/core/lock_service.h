@@ -76,8 +76,10 @@ class LockService {
   // time even while every worker is blocked in a store call (ADR-0007 "Deadlines").
   // `principal` ("" without authentication) is what the session counts against in
   // max_sessions_per_principal (contract C6).
+  // `lock_delay`: the session's lock-delay (C2 "Lock-delay"), already checked.
   void open_session(std::string owner_id, std::chrono::milliseconds ttl, Callback<SessionInfo> done,
-                    std::string principal = {});
+                    std::string principal = {},
+                    std::chrono::milliseconds lock_delay = std::chrono::milliseconds(0));
   // The owner the backend recorded for the session (cached: it never changes); the error
   // SessionNotFoundError when there is no such live session. The server checks ownership
   // with it before acting on a session (ADR-0016).

@@ -208,10 +208,11 @@ void Api::with_own_session(const RequestContext& context, const std::string& ses
 
 void Api::open_session(const RequestContext& context, const Reply& reply) {
   if (auto denied = auth_.authorize_session(context)) return reply(std::move(*denied));
-  const BodyReader reader(context.body, {"owner", "ttl_ms"});
+  const BodyReader reader(context.body, {"owner", "ttl_ms", "lock_delay_ms"});
   const auto owner = checked_owner(required(reader.string("owner"), "owner"));
   const auto ttl =
       checked_ttl(reader.integer("ttl_ms"), config_.default_session_ttl, config_.store.limits);
+  const auto lock_delay = checked_lock_delay(reader.integer("lock_delay_ms"), config_.store.limits);
   const bool auth = auth_.enabled();
   service_.open_session(stored_owner(context.principal.get(), owner), ttl,
                         answer<SessionInfo>(reply,
@@ -220,9 +221,10 @@ void Api::open_session(const RequestContext& context, const Reply& reply) {
                                                   201, {{"session_id", s.session_id},
                                                         {"owner", shown_owner(s.owner_id, auth)},
                                                         {"ttl_ms", s.ttl.count()},
+                                                        {"lock_delay_ms", s.lock_delay.count()},
                                                         {"expires_at", format_time(s.expires_at)}});
                                             }),
-                        context.principal ? context.principal->name : std::string());
+                        context.principal ? context.principal->name : std::string(), lock_delay);
 }
 
 void Api::keepalive(const RequestContext& context, const Reply& reply) {

@@ -95,6 +95,11 @@ const std::vector<Key>& keys() {
        [](ServerConfig& c, const std::string& v) {
          c.store.limits.max_ttl = duration(v, "lock.max.ttl");
        }},
+      {"lock.max.delay", "1m",
+       "Largest lock_delay_ms a session may ask for (C2 \"Lock-delay\"); 0s allows none.",
+       [](ServerConfig& c, const std::string& v) {
+         c.store.limits.max_lock_delay = duration(v, "lock.max.delay");
+       }},
       {"lock.max.wait", "5m", "Largest wait_ms an acquire may ask for.",
        [](ServerConfig& c, const std::string& v) { c.max_wait = duration(v, "lock.max.wait"); }},
       {"session.default.ttl", "30s", "Session TTL when a request names none.",

@@ -131,6 +131,13 @@ milliseconds checked_ttl(std::optional<std::int64_t> ttl_ms, milliseconds fallba
   return ttl;
 }
 
+milliseconds checked_lock_delay(std::optional<std::int64_t> lock_delay_ms,
+                                const TtlLimits& limits) {
+  const milliseconds delay(lock_delay_ms.value_or(0));
+  check_lock_delay(delay, limits);
+  return delay;
+}
+
 LockLease checked_lease(const std::optional<std::string>& lease, std::optional<std::int64_t> ttl_ms,
                         milliseconds fallback, const TtlLimits& limits) {
   if (!lease || *lease == "ttl") return checked_ttl(ttl_ms, fallback, limits);

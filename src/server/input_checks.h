@@ -38,6 +38,10 @@ std::string checked_prefix(std::string_view prefix);
 // The TTL asked (or `fallback` when none was), within `limits` (field "ttl_ms").
 std::chrono::milliseconds checked_ttl(std::optional<std::int64_t> ttl_ms,
                                       std::chrono::milliseconds fallback, const TtlLimits& limits);
+// A session's lock-delay (C2 "Lock-delay"): 0 when none was asked, else within
+// limits.max_lock_delay (field "lock_delay_ms").
+std::chrono::milliseconds checked_lock_delay(std::optional<std::int64_t> lock_delay_ms,
+                                             const TtlLimits& limits);
 // The lease an acquire asks for (ADR-0018): "lease" absent or "ttl" -> checked_ttl(ttl_ms, ...);
 // "session" -> LockLease::session(), and then "ttl_ms" must be absent (field "ttl_ms"). Any other
 // value is field "lease".

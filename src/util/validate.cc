@@ -20,6 +20,15 @@ void check_lease(const LockLease& lease, const TtlLimits& limits) {
   if (!lease.session_bound()) check_ttl(lease.ttl(), limits, "ttl_ms");
 }
 
+void check_lock_delay(std::chrono::milliseconds delay, const TtlLimits& limits) {
+  if (delay.count() < 0 || delay > limits.max_lock_delay) {
+    throw InvalidArgumentError("lock_delay_ms", "lock_delay_ms must be between 0 and " +
+                                                    std::to_string(limits.max_lock_delay.count()) +
+                                                    " milliseconds (lock.max.delay), got " +
+                                                    std::to_string(delay.count()));
+  }
+}
+
 namespace util {
 namespace {
 

@@ -116,9 +116,31 @@ TEST_P(ServerEndToEnd, SessionLifecycle) {
   EXPECT_EQ(again.status, 404);
   EXPECT_EQ(again.error_code(), "session_not_found");
   EXPECT_EQ(call("POST", "/v1/sessions/" + sid + "/keepalive").error_code(), "session_not_found");
-  // Default TTL from configuration (30 s).
+  // Default TTL from configuration (30 s), no lock-delay.
   const auto defaulted = call("POST", "/v1/sessions", R"({"owner":"bob"})");
   EXPECT_EQ(defaulted.json.at("ttl_ms").as_int64(), 30000);
+  EXPECT_EQ(defaulted.json.at("lock_delay_ms").as_int64(), 0);
+}
+
+// C2 "Lock-delay" through the API: a lock whose session expired without a release is refused
+// to everyone for the session's lock_delay_ms, then granted (a waiter is woken for it).
+TEST_P(ServerEndToEnd, LockDelayKeepsAnExpiredSessionsLockFromEveryoneForTheDelay) {
+  const auto opened =
+      call("POST", "/v1/sessions", R"({"owner":"alice","ttl_ms":1000,"lock_delay_ms":1500})");
+  ASSERT_EQ(opened.status, 201) << opened.body;
+  EXPECT_EQ(opened.json.at("lock_delay_ms").as_int64(), 1500);
+  const std::string alice(opened.json.at("session_id").as_string());
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice, 1000);
+  ASSERT_EQ(held.status, 200) << held.body;
+  ASSERT_TRUE(testing::wait_for([&] { return call("GET", "/v1/locks/" + key).status == 404; },
+                                seconds(10)));
+  const auto refused = acquire(key, bob);
+  EXPECT_EQ(refused.status, 409) << "granted during the lock-delay: " << refused.body;
+  const auto waited = acquire(key, bob, 30000, 15000);
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  EXPECT_GT(token_of(waited), token_of(held));
 }
 
 // An extend asks for more than the grant's first TTL. Whatever ttl_ms the answer carries, the
@@ -272,6 +294,9 @@ TEST_P(ServerEndToEnd, BadInputIs400NamingTheField) {
       {"POST", "/v1/sessions", R"({"owner":"a","ttl_ms":10})", "ttl_ms"},
       {"POST", "/v1/sessions", R"({"owner":"a","ttl_ms":"5s"})", "ttl_ms"},
       {"POST", "/v1/sessions", R"({"owner":"a","colour":"red"})", "colour"},
+      {"POST", "/v1/sessions", R"({"owner":"a","lock_delay_ms":-1})", "lock_delay_ms"},
+      {"POST", "/v1/sessions", R"({"owner":"a","lock_delay_ms":60001})", "lock_delay_ms"},
+      {"POST", "/v1/sessions", R"({"owner":"a","lock_delay_ms":"2s"})", "lock_delay_ms"},
       {"POST", "/v1/locks/" + key + "/acquire", "{}", "session_id"},
       {"POST", "/v1/locks/" + key + "/acquire", R"({"session_id":")" + sid + R"(","ttl_ms":999})",
        "ttl_ms"},

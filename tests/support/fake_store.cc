@@ -53,6 +53,36 @@ LockInfo FakeStore::reported(const LockInfo& row) const {
   return info;
 }
 
+bool FakeStore::delayed(std::string_view key, WallClock::time_point now) const {
+  if (const auto until = s_.delayed_until.find(key);
+      until != s_.delayed_until.end() && until->second > now) {
+    return true;
+  }
+  const auto ended_within_delay = [&](const LockInfo& row) {
+    const auto delay = s_.grant_delay.find(row.fencing_token);
+    return delay != s_.grant_delay.end() && !live(row, now) &&
+           reported(row).expires_at + delay->second > now;
+  };
+  if (const auto row = s_.locks.find(key);
+      row != s_.locks.end() && ended_within_delay(row->second)) {
+    return true;
+  }
+  if (const auto rows = s_.holders.find(key); rows != s_.holders.end()) {
+    for (const auto& [session, row] : rows->second) {
+      if (ended_within_delay(row)) return true;
+    }
+  }
+  return false;
+}
+
+void FakeStore::remove_unreleased(const LockInfo& row, WallClock::time_point end) {
+  const auto delay = s_.grant_delay.find(row.fencing_token);
+  if (delay == s_.grant_delay.end()) return;
+  auto& until = s_.delayed_until[row.key];
+  until = std::max(until, end + delay->second);
+  s_.grant_delay.erase(delay);
+}
+
 const LockInfo* FakeStore::live_grant(std::string_view key, WallClock::time_point now) const {
   const auto found = s_.locks.find(key);
   if (found == s_.locks.end() || !live(found->second, now)) return nullptr;
@@ -77,8 +107,9 @@ LockInfo FakeStore::make_row(std::string_view key, std::string_view owner_id,
                              std::string_view session_id, LockLease lease,
                              WallClock::time_point now) {
   // A session-bound grant lives until its session's expiry (the session is live here).
-  const auto expires_at =
-      lease.session_bound() ? s_.sessions.find(session_id)->second.expires_at : now + lease.ttl();
+  const auto& session = s_.sessions.find(session_id)->second;
+  const auto expires_at = lease.session_bound() ? session.expires_at : now + lease.ttl();
+  if (session.lock_delay.count() > 0) s_.grant_delay[s_.next_token] = session.lock_delay;
   return LockInfo{
       std::string(key), std::string(owner_id), std::string(session_id), s_.next_token++, now,
       expires_at,       lease.session_bound()};
@@ -127,6 +158,7 @@ std::optional<LockHandle> FakeStore::insert_exclusive(std::string_view key,
     if (!session_live(session_id, now)) {
       throw SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
     }
+    if (delayed(key, now)) return std::nullopt;
     if (const auto* holder = live_grant(key, now)) {
       if (holder->owner_id != owner_id || holder->session_id != session_id) return std::nullopt;
     }
@@ -149,6 +181,7 @@ std::optional<LockHandle> FakeStore::try_insert_holder(std::string_view key,
   if (!session_live(session_id, now)) {
     throw SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
   }
+  if (delayed(key, now)) return std::nullopt;
   if (live_grant(key, now) != nullptr) return std::nullopt;  // no downgrade (ADR-0020)
   std::uint32_t others = 0;
   for (const auto* holder : live_holders(key, now)) {
@@ -281,13 +314,19 @@ bool FakeStore::delete_if_owner(std::string_view key, std::string_view owner_id,
       return row.fencing_token == fencing_token && row.owner_id == owner_id &&
              row.session_id == session_id;
     };
+    // A release ends a live grant cleanly; one that had already ended keeps its delay.
+    const auto remove = [&](const LockInfo& row) {
+      const bool was_live = live(row, options_.now());
+      if (!was_live) remove_unreleased(row, reported(row).expires_at);
+      return was_live;
+    };
     if (const auto row = s_.locks.find(key); row != s_.locks.end() && matches(row->second)) {
-      released = live(row->second, options_.now());
+      released = remove(row->second);
       s_.locks.erase(row);
     } else if (const auto rows = s_.holders.find(key); rows != s_.holders.end()) {
       const auto holder = rows->second.find(std::string(session_id));
       if (holder == rows->second.end() || !matches(holder->second)) return false;
-      released = live(holder->second, options_.now());
+      released = remove(holder->second);
       rows->second.erase(holder);
     } else {
       return false;
@@ -329,11 +368,16 @@ LockOutcome FakeStore::revoke(std::string_view key) {
   {
     const auto lock = enter();
     const auto now = options_.now();
+    // A revoke ends grants without a release: each keeps its lock-delay, from now.
     if (const auto* holder = live_grant(key, now)) {
       outcome = {true, holder->fencing_token, holder->owner_id};
+      remove_unreleased(*holder, now);
       s_.locks.erase(s_.locks.find(key));
     } else if (const auto holders = live_holders(key, now); !holders.empty()) {
       outcome = {true, holders.back()->fencing_token, holders.back()->owner_id};
+      for (const auto& [session, row] : s_.holders.find(key)->second) {
+        remove_unreleased(row, live(row, now) ? now : reported(row).expires_at);
+      }
       s_.holders.erase(s_.holders.find(key));
     } else {
       return outcome;
@@ -345,6 +389,7 @@ LockOutcome FakeStore::revoke(std::string_view key) {
 
 ReapReport FakeStore::reap_expired() {
   ReapReport report;
+  std::vector<std::string> delays_over;
   {
     const auto lock = enter();
     const auto now = options_.now();
@@ -354,6 +399,9 @@ ReapReport FakeStore::reap_expired() {
         continue;
       }
       report.expired_locks.push_back(reported(row->second));
+      // A TTL grant of a dead session ends now; an expired one at its expiry.
+      remove_unreleased(row->second,
+                        live(row->second, now) ? now : reported(row->second).expires_at);
       row = s_.locks.erase(row);
     }
     for (auto& [key, rows] : s_.holders) {
@@ -361,8 +409,18 @@ ReapReport FakeStore::reap_expired() {
         const auto& row = entry.second;
         if (live(row, now) && session_live(row.session_id, now)) return false;
         report.expired_locks.push_back(reported(row));
+        remove_unreleased(row, live(row, now) ? now : reported(row).expires_at);
         return true;
       });
+    }
+    // Delays that are over: announced like a release, so waiters try again.
+    for (auto until = s_.delayed_until.begin(); until != s_.delayed_until.end();) {
+      if (until->second > now) {
+        ++until;
+        continue;
+      }
+      delays_over.push_back(until->first);
+      until = s_.delayed_until.erase(until);
     }
     for (auto session = s_.sessions.begin(); session != s_.sessions.end();) {
       if (session->second.expires_at > now) {
@@ -374,6 +432,7 @@ ReapReport FakeStore::reap_expired() {
     }
   }
   for (const auto& info : report.expired_locks) s_.hub.notify(info.key);
+  for (const auto& key : delays_over) s_.hub.notify(key);
   return report;
 }
 
@@ -382,14 +441,17 @@ ReleaseSubscriptionPtr FakeStore::watch_releases(std::string_view key,
   return s_.hub.subscribe(key, std::move(on_released));
 }
 
-SessionInfo FakeStore::open_session(std::string_view owner_id, milliseconds ttl) {
+SessionInfo FakeStore::open_session(std::string_view owner_id, milliseconds ttl,
+                                    milliseconds lock_delay) {
   util::check_owner(owner_id);
   check_ttl(ttl, options_.limits, "ttl_ms");
+  check_lock_delay(lock_delay, options_.limits);
   const auto lock = enter();
   const auto now = options_.now();
   // Random like every backend's (C2), so the conformance matrix holds for the fake too.
-  SessionInfo info{util::random_id(), std::string(owner_id), ttl, now + ttl};
-  s_.sessions.emplace(info.session_id, FakeStorage::Session{info.owner_id, ttl, info.expires_at});
+  SessionInfo info{util::random_id(), std::string(owner_id), ttl, now + ttl, lock_delay};
+  s_.sessions.emplace(info.session_id,
+                      FakeStorage::Session{info.owner_id, ttl, info.expires_at, lock_delay});
   return info;
 }
 
@@ -401,14 +463,16 @@ SessionInfo FakeStore::heartbeat(std::string_view session_id) {
   }
   auto& session = s_.sessions.find(session_id)->second;
   session.expires_at = now + session.ttl;
-  return SessionInfo{std::string(session_id), session.owner_id, session.ttl, session.expires_at};
+  return SessionInfo{std::string(session_id), session.owner_id, session.ttl, session.expires_at,
+                     session.lock_delay};
 }
 
 std::optional<SessionInfo> FakeStore::get_session(std::string_view session_id) {
   const auto lock = enter();
   if (!session_live(session_id, options_.now())) return std::nullopt;
   const auto& session = s_.sessions.find(session_id)->second;
-  return SessionInfo{std::string(session_id), session.owner_id, session.ttl, session.expires_at};
+  return SessionInfo{std::string(session_id), session.owner_id, session.ttl, session.expires_at,
+                     session.lock_delay};
 }
 
 std::vector<LockInfo> FakeStore::close_session(std::string_view session_id) {
@@ -424,12 +488,20 @@ std::vector<LockInfo> FakeStore::close_session(std::string_view session_id) {
         ++row;
         continue;
       }
-      if (live(row->second, now)) released.push_back(reported(row->second));
+      if (live(row->second, now)) {
+        released.push_back(reported(row->second));
+      } else {
+        remove_unreleased(row->second, row->second.expires_at);  // a TTL grant that expired
+      }
       row = s_.locks.erase(row);
     }
     for (auto& [key, rows] : s_.holders) {
       if (const auto holder = rows.find(std::string(session_id)); holder != rows.end()) {
-        if (live(holder->second, now)) released.push_back(reported(holder->second));
+        if (live(holder->second, now)) {
+          released.push_back(reported(holder->second));
+        } else {
+          remove_unreleased(holder->second, holder->second.expires_at);
+        }
         rows.erase(holder);
       }
     }

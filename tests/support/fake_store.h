@@ -47,6 +47,7 @@ class FakeStorage {
     std::string owner_id;
     std::chrono::milliseconds ttl{0};
     WallClock::time_point expires_at{};
+    std::chrono::milliseconds lock_delay{0};
   };
 
   util::ReleaseHub hub;  // notified outside mutex
@@ -56,6 +57,10 @@ class FakeStorage {
   // Shared and permit holders (ADR-0020) per key, by session: rows, live or expired.
   std::map<std::string, std::map<std::string, LockInfo, std::less<>>, std::less<>> holders;
   std::map<std::string, Session, std::less<>> sessions;
+  // Lock-delay (C2): each grant's delay by its token (only those > 0), and the names whose
+  // delay runs after their grant's row was removed (revoke, reap).
+  std::map<FencingToken, std::chrono::milliseconds> grant_delay;
+  std::map<std::string, WallClock::time_point, std::less<>> delayed_until;
   FencingToken next_token = 1;
 };
 
@@ -87,7 +92,9 @@ class FakeStore : public Backend {
                                         std::function<void()> on_released) override;
   std::string_view backend_id() const override { return "fake"; }
 
-  SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override;
+  using SessionRegistry::open_session;
+  SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,
+                           std::chrono::milliseconds lock_delay) override;
   SessionInfo heartbeat(std::string_view session_id) override;
   std::optional<SessionInfo> get_session(std::string_view session_id) override;
   std::vector<LockInfo> close_session(std::string_view session_id) override;
@@ -104,6 +111,11 @@ class FakeStore : public Backend {
   bool live(const LockInfo& row, WallClock::time_point now) const;  // under the storage mutex
   // The row as read/list report it: a session-bound one with its session's expiry.
   LockInfo reported(const LockInfo& row) const;  // under the storage mutex
+  // Lock-delay (under the storage mutex): whether a grant of `key` that ended without a release
+  // keeps it from new grants at `now`; and the bookkeeping when a row that ended (or ends now,
+  // at `end`) without a release is removed.
+  bool delayed(std::string_view key, WallClock::time_point now) const;
+  void remove_unreleased(const LockInfo& row, WallClock::time_point end);
   const LockInfo* live_grant(std::string_view key,
                              WallClock::time_point now) const;  // under the storage mutex
   // The live shared or permit holders of `key`, ordered by token (under the storage mutex).

@@ -169,8 +169,9 @@ ReleaseSubscriptionPtr FaultInjectingStore::watch_releases(std::string_view key,
                 [&] { return inner_.watch_releases(key, std::move(on_released)); });
 }
 
-SessionInfo FaultInjectingStore::open_session(std::string_view owner_id, milliseconds ttl) {
-  return invoke("open_session", [&] { return inner_.open_session(owner_id, ttl); });
+SessionInfo FaultInjectingStore::open_session(std::string_view owner_id, milliseconds ttl,
+                                              milliseconds lock_delay) {
+  return invoke("open_session", [&] { return inner_.open_session(owner_id, ttl, lock_delay); });
 }
 
 SessionInfo FaultInjectingStore::heartbeat(std::string_view session_id) {

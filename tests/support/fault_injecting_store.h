@@ -77,7 +77,9 @@ class FaultInjectingStore : public Backend {
                                         std::function<void()> on_released) override;
   std::string_view backend_id() const override { return inner_.backend_id(); }
 
-  SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override;
+  using SessionRegistry::open_session;
+  SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,
+                           std::chrono::milliseconds lock_delay) override;
   SessionInfo heartbeat(std::string_view session_id) override;
   std::optional<SessionInfo> get_session(std::string_view session_id) override;
   std::vector<LockInfo> close_session(std::string_view session_id) override;

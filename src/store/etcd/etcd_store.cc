@@ -314,7 +314,10 @@ class EtcdStore final : public Backend {
 
   std::string_view backend_id() const override { return backend_names::kEtcd; }
 
-  SessionInfo open_session(std::string_view owner_id, milliseconds ttl) override {
+  using SessionRegistry::open_session;
+  SessionInfo open_session(std::string_view owner_id, milliseconds ttl,
+                           milliseconds lock_delay) override {
+    check_lock_delay(lock_delay, limits_);  // TODO(lock-delay): etcd
     return sessions_.open(owner_id, ttl);
   }
   SessionInfo heartbeat(std::string_view session_id) override {

@@ -316,9 +316,12 @@ class PgStore final : public Backend {
 
   std::string_view backend_id() const override { return backend_names::kPg; }
 
-  SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override {
+  using SessionRegistry::open_session;
+  SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,
+                           std::chrono::milliseconds lock_delay) override {
     util::check_owner(owner_id);
     check_ttl(ttl, limits_, "ttl_ms");
+    check_lock_delay(lock_delay, limits_);  // TODO(lock-delay): pg
     const auto result =
         pool_.lease()->execute("open_session", {owner_id, ms_text(ttl), util::random_id()});
     return SessionInfo{result.text(0, 0), std::string(owner_id), ttl,

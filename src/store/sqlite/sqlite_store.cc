@@ -206,9 +206,12 @@ class SqliteStore final : public Backend {
 
   std::string_view backend_id() const override { return backend_names::kSqlite; }
 
-  SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl) override {
+  using SessionRegistry::open_session;
+  SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,
+                           std::chrono::milliseconds lock_delay) override {
     util::check_owner(owner_id);
     check_ttl(ttl, limits_, "ttl_ms");
+    check_lock_delay(lock_delay, limits_);  // TODO(lock-delay): sqlite
     const std::string session_id = util::random_id();
     SessionInfo opened{session_id, std::string(owner_id), ttl, {}};
     writes_.write([&] {

@@ -118,6 +118,30 @@ TEST_F(LockServiceTest, ClosedSessionsWaiterIsAnsweredSessionNotFoundAtOnce) {
   EXPECT_FALSE(store_.read(kKey));
 }
 
+// --- lock-delay (C2 "Lock-delay") ---------------------------------------------------------------
+
+// A waiter queued while a revoked grant's lock-delay runs is granted once the delay is over
+// (the reaper announces its end), not before and not never.
+TEST_F(LockServiceTest, WaiterIsGrantedWhenTheLockDelayEnds) {
+  Pending<SessionInfo> opened;
+  service_->open_session("a", kLongTtl, opened.callback(), "", 400ms);
+  const auto outcome = opened.get();
+  ASSERT_FALSE(outcome.error);
+  ASSERT_TRUE(outcome.value);
+  EXPECT_EQ(outcome.value->lock_delay, 400ms);
+  const auto a = outcome.value->session_id;
+  const auto b = open("b");
+  ASSERT_TRUE(granted(acquire(a, 0ms)->get()));
+  Pending<LockOutcome> revoked;
+  service_->revoke(kKey, revoked.callback());
+  ASSERT_FALSE(revoked.get().error);
+  const auto revoked_at = SteadyClock::now();
+  EXPECT_TRUE(held(acquire(b, 0ms)->get())) << "granted during the lock-delay";
+  const auto waiter = queue(b, 5s);
+  ASSERT_TRUE(granted(waiter->get(4s))) << "the waiter was never granted after the delay";
+  EXPECT_GE(SteadyClock::now() - revoked_at, 400ms - 50ms) << "granted before the delay ended";
+}
+
 // --- the session cap ------------------------------------------------------------------------
 
 class LockServiceSessionCapTest : public LockServiceTest {

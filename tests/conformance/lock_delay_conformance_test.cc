@@ -1,0 +1,259 @@
+// The conformance matrix for lock-delay (docs/adr/0020-more-primitives-design.md, "Lock-delay";
+// C2 "Lock-delay"): a session may carry a lock-delay; when one of its grants ends without a
+// release (its TTL or its session expired, or it was revoked), no grant of that name is made to
+// anyone until the delay after that end. A release, a hand-over and close_session have none.
+// The same fixture and backends as lock_store_conformance_test.cc, which instantiates the suite.
+//
+// Every timing assertion has a lower bound (the name is not granted before the promised end plus
+// the delay: the safety property) and a generous upper bound (it is granted eventually: etcd
+// measures the delay in whole lease seconds and may start it when it finds the ended grant).
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "conformance/conformance_fixture.h"
+#include "dlock/lock_store.h"
+#include "support/subprocess.h"
+
+namespace dlock {
+namespace {
+
+using conformance_test::kMinTtl;
+using conformance_test::LockStoreConformance;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr milliseconds kDelay{1500};
+// Clock reading slack between this process and the backend on the same machine.
+constexpr milliseconds kSlack{250};
+// How long a delay may take to end at most (etcd: whole lease seconds, found late).
+constexpr seconds kEventually{15};
+
+// Tries `grant` until it succeeds (bounded by kEventually); returns when it did.
+template <typename Grant>
+std::optional<WallClock::time_point> granted_at(Grant grant) {
+  std::optional<WallClock::time_point> at;
+  testing::wait_for(
+      [&] {
+        if (!grant()) return false;
+        at = WallClock::now();
+        return true;
+      },
+      kEventually);
+  return at;
+}
+
+TEST_P(LockStoreConformance, LockDelayIsReportedByTheSession) {
+  const auto plain = store_->open_session("alice", seconds(60));
+  EXPECT_EQ(plain.lock_delay, milliseconds(0));
+  const auto delayed = store_->open_session("alice", seconds(60), kDelay);
+  EXPECT_EQ(delayed.lock_delay, kDelay);
+  const auto read = store_->get_session(delayed.session_id);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->lock_delay, kDelay);
+  EXPECT_EQ(store_->heartbeat(delayed.session_id).lock_delay, kDelay);
+}
+
+TEST_P(LockStoreConformance, LockDelayOutOfBoundsIsRefusedNamingTheField) {
+  for (const auto delay : {milliseconds(-1), limits_.max_lock_delay + milliseconds(1)}) {
+    try {
+      store_->open_session("alice", seconds(60), delay);
+      ADD_FAILURE() << "a lock-delay of " << delay.count() << " ms was accepted";
+    } catch (const InvalidArgumentError& error) {
+      EXPECT_EQ(error.field(), "lock_delay_ms");
+    }
+  }
+  EXPECT_EQ(store_->open_session("alice", seconds(60), limits_.max_lock_delay).lock_delay,
+            limits_.max_lock_delay);
+}
+
+// THE property: a grant whose TTL passed keeps its name from everyone, its own session
+// included, in every mode, for the delay -- and then the name is granted with a greater token.
+TEST_P(LockStoreConformance, LockDelayExpiredGrantKeepsItsNameFromEveryoneForTheDelay) {
+  const auto key = fresh_key();
+  const auto alice = store_->open_session("alice", seconds(60), kDelay);
+  const auto bob = open("bob");
+  const auto held = store_->try_insert(key, "alice", alice.session_id, kMinTtl);
+  ASSERT_TRUE(held.has_value());
+  wait_until_expired(key);
+
+  EXPECT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)))
+      << "granted during the lock-delay of an expired grant";
+  EXPECT_FALSE(store_->try_insert(key, "alice", alice.session_id, seconds(30)))
+      << "the expired grant's own session was granted during its lock-delay";
+  EXPECT_FALSE(store_->try_insert_holder(key, "bob", bob.session_id, seconds(30), HoldRequest{}))
+      << "a reader was granted during the lock-delay";
+  EXPECT_FALSE(store_->try_insert_leader(key, "bob", bob.session_id, seconds(30), "v"))
+      << "a leader was granted during the lock-delay";
+  EXPECT_FALSE(store_->read(key).has_value()) << "the delay is reported as a grant";
+
+  std::optional<LockHandle> next;
+  const auto at = granted_at([&] {
+    next = store_->try_insert(key, "bob", bob.session_id, seconds(30));
+    return next.has_value();
+  });
+  ASSERT_TRUE(at.has_value()) << "the name was never granted again after the delay";
+  EXPECT_GE(*at, held->server_expiry + kDelay - kSlack) << "granted before the lock-delay ended";
+  EXPECT_GT(next->fencing_token, held->fencing_token);
+}
+
+// A session-bound grant ends with its session: the delay counts from the session's expiry.
+TEST_P(LockStoreConformance, LockDelaySessionExpiryKeepsItsSessionBoundNameForTheDelay) {
+  const auto key = fresh_key();
+  const auto alice = store_->open_session("alice", kMinTtl, kDelay);
+  const auto bob = open("bob");
+  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, LockLease::session()));
+  wait_until_expired(key);
+  EXPECT_FALSE(store_->get_session(alice.session_id).has_value());
+  EXPECT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)))
+      << "granted during the lock-delay of a grant whose session expired";
+  const auto at =
+      granted_at([&] { return store_->try_insert(key, "bob", bob.session_id, seconds(30)); });
+  ASSERT_TRUE(at.has_value()) << "the name was never granted again after the delay";
+  EXPECT_GE(*at, alice.expires_at + kDelay - kSlack) << "granted before the lock-delay ended";
+}
+
+// A revoke ends a live grant without a release: the delay counts from the revoke.
+TEST_P(LockStoreConformance, LockDelayRevokeKeepsTheNameForTheDelay) {
+  const auto key = fresh_key();
+  const auto alice = store_->open_session("alice", seconds(60), kDelay);
+  const auto bob = open("bob");
+  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, seconds(30)));
+  const auto revoked_at = WallClock::now();
+  ASSERT_TRUE(store_->revoke(key).revoked);
+  EXPECT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)))
+      << "granted during the lock-delay of a revoked grant";
+  EXPECT_FALSE(store_->try_insert(key, "alice", alice.session_id, seconds(30)))
+      << "the revoked grant's own session was granted during its lock-delay";
+  const auto at =
+      granted_at([&] { return store_->try_insert(key, "bob", bob.session_id, seconds(30)); });
+  ASSERT_TRUE(at.has_value()) << "the name was never granted again after the delay";
+  EXPECT_GE(*at, revoked_at + kDelay - kSlack) << "granted before the lock-delay ended";
+}
+
+// A release, close_session and a hand-over end grants cleanly: the name is free at once.
+TEST_P(LockStoreConformance, LockDelayCleanEndsHaveNone) {
+  const auto released = fresh_key("released"), closed = fresh_key("closed"),
+             handed = fresh_key("handed");
+  const auto alice = store_->open_session("alice", seconds(60), seconds(30));
+  const auto bob = open("bob"), carol = open("carol");
+
+  const auto first = acquire(released, alice);
+  ASSERT_TRUE(store_->delete_if_owner(released, "alice", alice.session_id, first.fencing_token));
+  EXPECT_TRUE(store_->try_insert(released, "bob", bob.session_id, seconds(30)))
+      << "a released name was delayed";
+
+  const auto from = acquire(handed, alice);
+  const auto to = store_->handover(from, "bob", bob.session_id, seconds(30));
+  ASSERT_TRUE(to.has_value());
+  ASSERT_TRUE(store_->delete_if_owner(handed, "bob", bob.session_id, to->fencing_token));
+  EXPECT_TRUE(store_->try_insert(handed, "carol", carol.session_id, seconds(30)))
+      << "a name handed over and released was delayed";
+
+  acquire(closed, alice);
+  store_->close_session(alice.session_id);
+  EXPECT_TRUE(store_->try_insert(closed, "bob", bob.session_id, seconds(30)))
+      << "a name released by close_session was delayed";
+}
+
+// A grant handed over carries its new session's delay, not the old one's.
+TEST_P(LockStoreConformance, LockDelayOfAHandedOverGrantIsItsNewSessions) {
+  const auto key = fresh_key();
+  const auto alice = open("alice");
+  const auto bob = store_->open_session("bob", seconds(60), kDelay);
+  const auto carol = open("carol");
+  const auto to = store_->handover(acquire(key, alice), "bob", bob.session_id, seconds(30));
+  ASSERT_TRUE(to.has_value());
+  ASSERT_TRUE(store_->revoke(key).revoked);
+  EXPECT_FALSE(store_->try_insert(key, "carol", carol.session_id, seconds(30)))
+      << "the new holder's lock-delay was not kept";
+}
+
+// Holder sets: an expired reader delays the name for a writer and for new readers; a permit
+// holder's expiry delays the permits that are left. Holders that live on keep what they hold.
+TEST_P(LockStoreConformance, LockDelayOfAnExpiredHolderKeepsTheNameFromNewGrants) {
+  const auto shared = fresh_key("shared"), permits = fresh_key("permits");
+  const auto alice = store_->open_session("alice", seconds(60), kDelay);
+  const auto bob = open("bob"), carol = open("carol");
+  const HoldRequest two{HoldMode::kPermit, 2};
+  ASSERT_TRUE(store_->try_insert_holder(shared, "alice", alice.session_id, kMinTtl, HoldRequest{}));
+  ASSERT_TRUE(store_->try_insert_holder(permits, "alice", alice.session_id, kMinTtl, two));
+  const auto kept = store_->try_insert_holder(permits, "bob", bob.session_id, seconds(30), two);
+  ASSERT_TRUE(kept.has_value());
+  wait_until_expired(shared);
+  ASSERT_TRUE(
+      testing::wait_for([&] { return store_->read_holders(permits).size() == 1; }, seconds(10)));
+
+  EXPECT_FALSE(store_->try_insert(shared, "bob", bob.session_id, seconds(30)))
+      << "a writer was granted during an expired reader's lock-delay";
+  EXPECT_FALSE(store_->try_insert_holder(shared, "bob", bob.session_id, seconds(30), HoldRequest{}))
+      << "a reader was granted during an expired reader's lock-delay";
+  EXPECT_FALSE(store_->try_insert_holder(permits, "carol", carol.session_id, seconds(30), two))
+      << "a permit was granted during an expired permit holder's lock-delay";
+  EXPECT_EQ(store_->read_holders(permits).size(), 1u) << "a live permit holder was dropped";
+  EXPECT_NO_THROW(store_->extend(*kept, seconds(30))) << "a live holder lost its permit";
+
+  EXPECT_TRUE(granted_at([&] {
+    return store_->try_insert(shared, "bob", bob.session_id, seconds(30)).has_value();
+  })) << "the shared name was never granted again after the delay";
+  EXPECT_TRUE(granted_at([&] {
+    return store_->try_insert_holder(permits, "carol", carol.session_id, seconds(30), two)
+        .has_value();
+  })) << "the permit was never granted again after the delay";
+}
+
+// Waiters are told: watch_releases fires for the name once the delay is over (by the reaper at
+// the latest), so a waiting acquire retries then.
+TEST_P(LockStoreConformance, LockDelayEndIsAnnouncedToWatchers) {
+  const auto key = fresh_key();
+  const auto alice = store_->open_session("alice", seconds(60), kDelay);
+  const auto held = store_->try_insert(key, "alice", alice.session_id, kMinTtl);
+  ASSERT_TRUE(held.has_value());
+  std::mutex mutex;
+  std::vector<WallClock::time_point> fired;
+  auto subscription = store_->watch_releases(key, [&] {
+    std::lock_guard lock(mutex);
+    fired.push_back(WallClock::now());
+  });
+  const auto end = held->server_expiry + kDelay;
+  EXPECT_TRUE(testing::wait_for(
+      [&] {
+        store_->reap_expired();
+        std::lock_guard lock(mutex);
+        return !fired.empty() && fired.back() >= end - kSlack;
+      },
+      kEventually))
+      << "the end of the lock-delay was never announced";
+  const auto bob = open("bob");
+  EXPECT_TRUE(testing::wait_for(
+      [&] { return store_->try_insert(key, "bob", bob.session_id, seconds(30)).has_value(); },
+      seconds(5)))
+      << "announced, but not grantable";
+}
+
+// The delay lives in the storage, not in one server's memory: another store on the same
+// storage keeps it too.
+TEST_P(LockStoreConformance, LockDelayIsKeptByAnotherStoreOnTheSameStorage) {
+  if (GetParam() == "sqlite" || GetParam() == "fake") {
+    GTEST_SKIP() << "one store per storage here; its restart is covered by the restore tests";
+  }
+  const auto key = fresh_key();
+  auto other = harness_->make_backend(limits_);
+  const auto alice = store_->open_session("alice", seconds(60), kDelay);
+  const auto bob = other->open_session("bob", seconds(60));
+  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, seconds(30)));
+  ASSERT_TRUE(store_->revoke(key).revoked);
+  EXPECT_FALSE(other->try_insert(key, "bob", bob.session_id, seconds(30)))
+      << "another store granted during the lock-delay";
+  EXPECT_TRUE(granted_at(
+      [&] { return other->try_insert(key, "bob", bob.session_id, seconds(30)).has_value(); }));
+}
+
+}  // namespace
+}  // namespace dlock
