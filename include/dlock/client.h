@@ -297,8 +297,9 @@ struct SessionOptions {
   // Session lease; 0 = the server's default. Keepalives are sent every ttl/3.
   std::chrono::milliseconds ttl{0};
   // Called once, from the keepalive thread, when the session is lost: keepalive answered
-  // session_not_found, or the TTL passed without a successful keepalive.
-  std::function<void(const std::string& reason)> on_lost;
+  // session_not_found, or the TTL passed without a successful keepalive. (`{}`: so that
+  // `{.owner = ..., .lock_delay = ...}` compiles without -Wmissing-field-initializers.)
+  std::function<void(const std::string& reason)> on_lost{};
   // Lock-delay (C2 "Lock-delay"; docs/client.md, "Lock-delay"): when a grant of this session
   // ends without a release (its session expired, or an admin revoked it), the server grants the
   // name to nobody for this long, so a holder that went on acting after its lease silently

@@ -58,7 +58,8 @@ DlockdProcess* ClientLockDelay::server_ = nullptr;
 TEST_F(ClientLockDelay, TheDelayAskedForIsGrantedAndNoneByDefault) {
   client::Client client(options());
   EXPECT_EQ(client.open_session("plain", milliseconds(10'000)).lock_delay, milliseconds(0));
-  const SessionInfo info = client.open_session("delayed", milliseconds(10'000), {}, milliseconds(1500));
+  const SessionInfo info =
+      client.open_session("delayed", milliseconds(10'000), {}, milliseconds(1500));
   EXPECT_EQ(info.lock_delay, milliseconds(1500));
   client.close_session(info.session_id);
   client::Session session(client, {.owner = "raii", .lock_delay = milliseconds(60'000)});
@@ -123,8 +124,8 @@ TEST_F(LockDelayEnforced, ARevokedGrantsNameStaysUngrantedForTheDelayAReleasedOn
     const auto revoked_at = SteadyClock::now();
     EXPECT_FALSE(other.acquire("delay/revoked", {.ttl = milliseconds(10'000)}))
         << "granted at once after a revoke of a session with a lock-delay";
-    auto next = other.acquire("delay/revoked",
-                              {.ttl = milliseconds(10'000), .wait = milliseconds(10'000)});
+    auto next =
+        other.acquire("delay/revoked", {.ttl = milliseconds(10'000), .wait = milliseconds(10'000)});
     ASSERT_TRUE(next) << "never granted after the delay";
     EXPECT_GE(SteadyClock::now() - revoked_at, milliseconds(1400));
   }

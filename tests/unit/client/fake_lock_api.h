@@ -37,7 +37,8 @@ class FakeLockApi {
       const std::string delay =
           delay_at == std::string::npos
               ? ""
-              : R"(,"lock_delay_ms":)" + std::to_string(std::stoul(request.body.substr(delay_at + 16)));
+              : R"(,"lock_delay_ms":)" +
+                    std::to_string(std::stoul(request.body.substr(delay_at + 16)));
       return {201, R"({"session_id":"s-1","owner":"tester","ttl_ms":)" +
                        std::to_string(session_ttl_ms.load()) + delay +
                        R"(,"expires_at":"2030-01-01T00:00:00Z"})"};
