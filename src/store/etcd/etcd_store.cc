@@ -317,8 +317,8 @@ class EtcdStore final : public Backend {
   using SessionRegistry::open_session;
   SessionInfo open_session(std::string_view owner_id, milliseconds ttl,
                            milliseconds lock_delay) override {
-    check_lock_delay(lock_delay, limits_);  // TODO(lock-delay): etcd
-    return sessions_.open(owner_id, ttl);
+    check_lock_delay(lock_delay, limits_);
+    return sessions_.open(owner_id, ttl, lock_delay);
   }
   SessionInfo heartbeat(std::string_view session_id) override {
     return sessions_.heartbeat(session_id);
