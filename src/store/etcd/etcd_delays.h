@@ -56,7 +56,8 @@ void add_marker_put(etcdserverpb::TxnRequest& request, std::string_view key,
                     const std::string& grant_key, std::chrono::milliseconds delay);
 // The marker's delete, unless `delay` says for sure the session has none (it wrote no marker).
 void add_marker_delete(etcdserverpb::TxnRequest& request, std::string_view key,
-                       const std::string& grant_key, std::optional<std::chrono::milliseconds> delay);
+                       const std::string& grant_key,
+                       std::optional<std::chrono::milliseconds> delay);
 // A hand-over to a session with `next_delay` of a grant of a session with `previous_delay`.
 void add_marker_handover(etcdserverpb::TxnRequest& request, std::string_view key,
                          const std::string& grant_key, std::chrono::milliseconds next_delay,

@@ -66,8 +66,8 @@ std::optional<LockHandle> Holders::acquire_shared(std::string_view key, std::str
     add_delay_state_read(request, key);
     *request.add_failure() = get_op(lock_key);
     *request.add_failure() = range_op(permits.begin, permits.end);
-    auto attempt = grant(std::move(request), key, owner_id, session_id, lease, HoldMode::kShared,
-                         0, shared_holder_key(key, session_id));
+    auto attempt = grant(std::move(request), key, owner_id, session_id, lease, HoldMode::kShared, 0,
+                         shared_holder_key(key, session_id));
     if (attempt.handle) return attempt.handle;
     const auto& response = attempt.response;
     if (response.responses(0).response_range().kvs_size() == 0) {
