@@ -1,6 +1,7 @@
-// The etcd LockStore (about 530 lines, over the usual ~500): the one class every SPI call enters,
+// The etcd LockStore (about 565 lines, over the usual ~500): the one class every SPI call enters,
 // kept whole so each exclusive grant's Txns read side by side; its parts (leases, sessions,
-// session-bound grants, holders, elections, watches) live in the other etcd_*.cc files.
+// session-bound grants, holders, elections, lock-delays, watches) live in the other etcd_*.cc
+// files.
 #include "store/etcd/etcd_store.h"
 
 #include <algorithm>
