@@ -13,10 +13,7 @@
 #include <string>
 
 #include "dlock/lock_store.h"
-#if __has_include("store/etcd/etcd_delays.h")
-#define DLOCK_TEST_ETCD_DELAYS 1
 #include "store/etcd/etcd_keys.h"
-#endif
 #include "store/etcd/etcd_store.h"
 #include "support/etcd_server.h"
 
@@ -44,13 +41,11 @@ class EtcdLockDelayTest : public ::testing::Test {
     return "etcd-lock-delay/" + label + "-" + std::to_string(counter++);
   }
 
-#ifdef DLOCK_TEST_ETCD_DELAYS
   // Whether the lock-delay marker of `key`'s exclusive grant exists.
   bool marked(const std::string& key) {
     const auto lock_key = store::etcd::format_lock_key(key);
     return etcd_->raw().get(store::etcd::marker_key(key, lock_key)).has_value();
   }
-#endif
 
   static testing::EtcdCluster* etcd_;
   BackendPtr store_;
@@ -58,7 +53,6 @@ class EtcdLockDelayTest : public ::testing::Test {
 
 testing::EtcdCluster* EtcdLockDelayTest::etcd_ = nullptr;
 
-#ifdef DLOCK_TEST_ETCD_DELAYS
 TEST_F(EtcdLockDelayTest, NoLockDelayWritesNoMarker) {
   const auto key = fresh_key("none"), shared = fresh_key("shared");
   const auto alice = store_->open_session("alice", seconds(30));
@@ -97,7 +91,6 @@ TEST_F(EtcdLockDelayTest, ReleaseHandoverAndCloseLeaveNoMarker) {
   EXPECT_TRUE(store_->try_insert(closed, "bob", bob.session_id, seconds(30)));
   EXPECT_TRUE(store_->try_insert(bound, "bob", bob.session_id, seconds(30)));
 }
-#endif
 
 // The plain (no lock-delay) acquire + release pair, one client, printed: the figure the
 // lock-delay change is asked not to move (one more compare in the acquire Txn).

@@ -193,9 +193,10 @@ etcdserverpb::TxnResponse revoke_with_delays(EtcdClient& client, std::string_vie
       lease_id = client.lease_grant(lease_seconds(longest) + 1).id();
       *request.add_compare() = compare_unchanged_since(markers, revision + 1);
       for (const auto& kv : seen) {
+        const auto parsed = parse_delay_state_key(kv.key());
+        if (!parsed) throw InternalError("etcd key " + kv.key() + " is not a lock-delay marker");
         *request.add_compare() = compare_mod_revision(kv.key(), kv.mod_revision());
-        *request.add_success() =
-            put_op(delay_key(key, parse_delay_state_key(kv.key())->grant_key), "", lease_id);
+        *request.add_success() = put_op(delay_key(key, parsed->grant_key), "", lease_id);
       }
       *request.add_success() = delete_range_op(markers);
     }
