@@ -91,6 +91,10 @@ inline constexpr char kNotifyTail[] =
 // $4 is the TTL in ms, or 0 for a session-bound grant (never a valid TTL): expires_at NULL.
 // `value` (migrations/005_elections.sql) is the leader's value for kAcquireLeader and NULL for
 // kAcquire: every grant writes it, so a plain takeover or re-acquire of a leader's row drops it.
+// Lock-delay (migrations/007_lock_delay.sql): a row that is no live grant is taken over only once
+// its delay is over (dlock_delay_over: an exclusive row's end plus its delay, a group row's
+// holders out of theirs), and its own session's re-entrant clause needs it live; a row without a
+// delay pays one comparison. The session trigger copies the granted session's delay into the row.
 // Returns the token, acquired_at, the expiry the grant reports and now().
 inline constexpr char kAcquireHead[] =
     "INSERT INTO locks AS l (key, owner_id, session_id, value, fencing_token, acquired_at, "
@@ -104,7 +108,9 @@ inline constexpr char kAcquireTail[] =
     "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, "
     "fencing_token = nextval('fencing_token_seq') "
     "WHERE NOT " DLOCK_PG_LIVE_LOCKING("l") " "
+    "AND (l.lock_delay_ms = 0 OR dlock_delay_over(l)) "
     "OR (l.owner_id, l.session_id) = (EXCLUDED.owner_id, EXCLUDED.session_id) "
+    "AND (l.lock_delay_ms = 0 OR " DLOCK_PG_LIVE("l") ") "
     "RETURNING fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US(
         DLOCK_PG_EXPIRY("l")) ", " DLOCK_PG_US("now()");
 inline constexpr auto kAcquireText = join_sql(kAcquireHead, "NULL", kAcquireTail);
@@ -154,9 +160,11 @@ inline constexpr const char* kCheckSessionBound =
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
     "AND expires_at IS NULL AND " DLOCK_PG_LIVE("locks");
 
+// A grant in its lock-delay (it ended without a release) is not released: it keeps the delay.
 inline constexpr const char* kDeleteIfOwner =
     "DELETE FROM locks WHERE key = $1 AND owner_id = $2 AND session_id = $3 "
-    "AND fencing_token = $4 AND mode = 'exclusive' RETURNING " DLOCK_PG_LIVE("locks");
+    "AND fencing_token = $4 AND mode = 'exclusive' "
+    "AND (lock_delay_ms = 0 OR " DLOCK_PG_LIVE("locks") ") RETURNING " DLOCK_PG_LIVE("locks");
 
 // Release and re-grant in one statement; the session trigger refuses a dead next session. Its
 // token is fenced like the acquire's (the SET list is evaluated before the row is locked).
@@ -184,15 +192,27 @@ inline constexpr char kProclaimUpdate[] =
 inline constexpr auto kProclaimText = join_sql(kNotifyHead, kProclaimUpdate, kNotifyTail);
 inline constexpr const char* kProclaim = kProclaimText.text;
 
-// Every holder of the key (migrations/004_holder_sets.sql): token, owner, live.
+// Every holder of the key (migrations/004_holder_sets.sql; 007_lock_delay.sql: a live grant with a
+// lock-delay ends and stays, in its delay): token, owner, live.
 inline constexpr const char* kRevoke = "SELECT * FROM dlock_revoke($1)";
 
-// Expired grants, session-bound grants of dead sessions, and TTL grants of dead sessions. Holders
-// and their group rows: kReapHolders.
+// Lock-delay (migrations/007_lock_delay.sql), before kReapLocks: a grant with a delay that ended
+// with its session gets its end written: a session-bound one its session's expiry (now() once the
+// session row is gone: later, never earlier), a TTL one of a dead session now(). It stays.
+inline constexpr const char* kReapDelays =
+    "UPDATE locks SET expires_at = CASE WHEN expires_at IS NULL THEN coalesce("
+    "(SELECT s.expires_at FROM lock_session s WHERE s.session_id = locks.session_id), now()) "
+    "ELSE now() END WHERE mode = 'exclusive' AND lock_delay_ms > 0 AND (expires_at IS NULL "
+    "AND NOT " DLOCK_PG_LIVE_LOCKING("locks") " OR expires_at > now() AND NOT EXISTS ("
+    "SELECT 1 FROM lock_session s WHERE s.session_id = locks.session_id AND s.expires_at > now()))";
+
+// Expired grants, session-bound grants of dead sessions, and TTL grants of dead sessions, each
+// once its lock-delay is over. Holders and their group rows: kReapHolders.
 inline constexpr const char* kReapLocks =
     "DELETE FROM locks WHERE mode = 'exclusive' AND (NOT " DLOCK_PG_LIVE_LOCKING("locks") " OR "
     "(expires_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM lock_session s "
     "WHERE s.session_id = locks.session_id AND s.expires_at > now()))) "
+    "AND (lock_delay_ms = 0 OR dlock_delay_over(locks)) "
     "RETURNING " DLOCK_PG_LOCK_COLUMNS;
 
 inline constexpr const char* kReapSessions =
@@ -200,30 +220,34 @@ inline constexpr const char* kReapSessions =
 
 // $3: the session ID, minted by util::random_id() (128 bits from getrandom, contract C6):
 // gen_random_uuid() has only 122 random bits.
+// $4: the lock-delay in ms (migrations/007_lock_delay.sql).
 inline constexpr const char* kOpenSession =
-    "INSERT INTO lock_session (session_id, owner_id, ttl_ms, expires_at) "
-    "VALUES ($3, $1, $2, now() + " DLOCK_PG_MS("$2") ") "
+    "INSERT INTO lock_session (session_id, owner_id, ttl_ms, expires_at, lock_delay_ms) "
+    "VALUES ($3, $1, $2, now() + " DLOCK_PG_MS("$2") ", $4) "
     "RETURNING session_id, " DLOCK_PG_US("expires_at");
 
 // clock_timestamp(), not now(): re-evaluated after waiting for a statement that read the row
 // FOR SHARE (DLOCK_PG_LIVE_LOCKING), so a session found dead there is never renewed here.
 // dlock_heartbeat (migrations/004_holder_sets.sql) renews the session that way, then raises the
 // group rows of its session-bound holders in the same transaction (ADR-0020).
-// Returns owner_id, ttl_ms and the new expiry.
-inline constexpr const char* kHeartbeat = "SELECT * FROM dlock_heartbeat($1)";
+// Returns owner_id, ttl_ms, the new expiry and the lock-delay (which never changes).
+inline constexpr const char* kHeartbeat =
+    "SELECT h.*, (SELECT s.lock_delay_ms FROM lock_session s WHERE s.session_id = $1) "
+    "FROM dlock_heartbeat($1) h";
 
 inline constexpr const char* kGetSession =
-    "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") " FROM lock_session "
+    "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") ", lock_delay_ms FROM lock_session "
     "WHERE session_id = $1 AND expires_at > now()";
 
 inline constexpr const char* kCloseSession =
     "DELETE FROM lock_session WHERE session_id = $1 RETURNING expires_at > now()";
 
 // After kCloseSession (no new grant can follow): a session-bound grant was live if its session
-// was, which kCloseSession reports.
+// was, which kCloseSession reports. A TTL grant that had expired keeps its lock-delay.
 inline constexpr const char* kReleaseSessionLocks =
-    "DELETE FROM locks WHERE session_id = $1 RETURNING " DLOCK_PG_LOCK_COLUMNS
-    ", coalesce(expires_at > now(), true)";
+    "DELETE FROM locks WHERE session_id = $1 AND (lock_delay_ms = 0 OR expires_at IS NULL OR "
+    "expires_at + lock_delay_ms * interval '1 millisecond' <= now() OR expires_at > now()) "
+    "RETURNING " DLOCK_PG_LOCK_COLUMNS ", coalesce(expires_at > now(), true)";
 
 // Holder sets (docs/adr/0020-more-primitives-design.md), PL/pgSQL functions of
 // migrations/004_holder_sets.sql, one round trip each. Not batched (ADR-0019): a grant waits for
