@@ -2,43 +2,23 @@
 -- C2 "Lock-delay"): a session's lock-delay, kept by every grant made for it.
 --
 -- A session has `lock_delay_ms`; every grant row copies it when it is made: an exclusive row in
--- the session trigger (below: an INSERT or an UPDATE OF session_id, i.e. the acquire, its
--- takeover and the hand-over, which carries the NEW session's delay), a holder in
--- dlock_grant_holder. A grant that ends without a release (its TTL or its session passed, or a
--- revoke: expires_at := now()) stays in its table as a *delayed* row until its end plus its delay,
--- and is no grant (every reader filters on liveness). The acquire's takeover (pg_statements.h,
--- kAcquireTail) requires that delay to be over; the reaper removes the row once it is, and the
--- removal announces the key on dlock_release as for every removed grant.
+-- the granting statement (pg_statements.h: the acquire, its takeover and the hand-over, which
+-- carries the NEW session's delay), a holder in dlock_grant_holder. A grant that ends without a
+-- release (its TTL or its session passed, or a revoke: expires_at := now()) stays in its table as
+-- a *delayed* row until its end plus its delay, and is no grant (every reader filters on
+-- liveness). The acquire's takeover (pg_statements.h, kAcquireTail) requires that delay to be
+-- over; the reaper removes the row once it is, and the removal announces the key on
+-- dlock_release as for every removed grant.
 --
 -- Holders: a group row whose set ever had a delayed holder has lock_delay_ms > 0, a flag meaning
 -- "its holders may keep the name": while one of them is in its delay the group row is kept (its
 -- removal re-inserts it, not live: dlock_notify_lock_release), an exclusive takeover of it is
--- refused (dlock_delay_over) and so is every new holder (dlock_grant_holder). Zero delay costs
--- the plain acquire one comparison on its takeover path and the session trigger one column.
+-- refused (dlock_delay_over) and so is every new holder (dlock_grant_holder). A group row that
+-- took over an exclusive row keeps that row's value as its flag: a needless check, no harm.
 ALTER TABLE lock_session ADD COLUMN lock_delay_ms bigint NOT NULL DEFAULT 0
   CHECK (lock_delay_ms >= 0);
 ALTER TABLE locks ADD COLUMN lock_delay_ms bigint NOT NULL DEFAULT 0;
 ALTER TABLE lock_holders ADD COLUMN lock_delay_ms bigint NOT NULL DEFAULT 0;
-
--- The session check of schema versions 1 and 4, which now also copies the session's delay into
--- the exclusive row it grants. A group row keeps its flag.
-CREATE OR REPLACE FUNCTION dlock_check_session_alive() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  v_delay bigint;
-BEGIN
-  IF NEW.mode <> 'exclusive' THEN
-    RETURN NEW;
-  END IF;
-  SELECT s.lock_delay_ms INTO v_delay FROM lock_session s
-    WHERE s.session_id = NEW.session_id AND s.expires_at > now();
-  IF NOT FOUND THEN
-    RAISE EXCEPTION USING ERRCODE = 'DLS01',
-      MESSAGE = 'session not found or expired: ' || NEW.session_id;
-  END IF;
-  NEW.lock_delay_ms := v_delay;
-  RETURN NEW;
-END
-$$;
 
 -- Whether holder `h`'s delay is over (or it has none). Meaningful for a holder that ended; its
 -- end is its expiry, or its session's (now() while the session row is gone and the reaper has
