@@ -46,20 +46,28 @@ class PgLockDelayTest : public ::testing::Test {
     std::this_thread::sleep_until(handle.server_expiry + milliseconds(100));
   }
 
+  LockHandle expired_grant(const std::string& k, const SessionInfo& alice);
+
   static dlock::testing::PostgresServer* server_;
   BackendPtr store_;
 };
 
 dlock::testing::PostgresServer* PgLockDelayTest::server_ = nullptr;
 
+// A grant of `alice`, a session with kDelay, that has expired (in its delay).
+LockHandle PgLockDelayTest::expired_grant(const std::string& k, const SessionInfo& alice) {
+  const auto held = store_->try_insert(k, "alice", alice.session_id, kTtl);
+  EXPECT_TRUE(held.has_value());
+  outlive(*held);
+  return *held;
+}
+
 TEST_F(PgLockDelayTest, ReleaseOfAnExpiredGrantKeepsItsDelay) {
   const auto k = key();
   const auto alice = store_->open_session("alice", std::chrono::minutes(1), kDelay);
   const auto bob = store_->open_session("bob", std::chrono::minutes(1));
-  const auto held = store_->try_insert(k, "alice", alice.session_id, kTtl);
-  ASSERT_TRUE(held.has_value());
-  outlive(*held);
-  EXPECT_FALSE(store_->delete_if_owner(k, "alice", alice.session_id, held->fencing_token))
+  const auto held = expired_grant(k, alice);
+  EXPECT_FALSE(store_->delete_if_owner(k, "alice", alice.session_id, held.fencing_token))
       << "the release of an expired grant reported it live";
   EXPECT_FALSE(store_->try_insert(k, "bob", bob.session_id, kTtl))
       << "the release of an expired grant cancelled its delay";
@@ -69,9 +77,7 @@ TEST_F(PgLockDelayTest, CloseSessionKeepsTheDelayOfAnExpiredGrant) {
   const auto k = key();
   const auto alice = store_->open_session("alice", std::chrono::minutes(1), kDelay);
   const auto bob = store_->open_session("bob", std::chrono::minutes(1));
-  const auto held = store_->try_insert(k, "alice", alice.session_id, kTtl);
-  ASSERT_TRUE(held.has_value());
-  outlive(*held);
+  expired_grant(k, alice);
   EXPECT_TRUE(store_->close_session(alice.session_id).empty());
   EXPECT_FALSE(store_->try_insert(k, "bob", bob.session_id, kTtl))
       << "close_session cancelled the delay of a grant that had expired";
