@@ -73,11 +73,6 @@ inline constexpr char kNotifyHead[] = "WITH written AS (";
 inline constexpr char kNotifyTail[] =
     ") SELECT written.*, pg_notify('dlock_release', $1) FROM written";
 
-// The lock-delay of session `id` (migrations/007_lock_delay.sql), copied into the grant it makes
-// (0 if the session row is gone: the session trigger then refuses the grant anyway).
-#define DLOCK_PG_SESSION_DELAY(id) \
-  "coalesce((SELECT s.lock_delay_ms FROM lock_session s WHERE s.session_id = " id "), 0)"
-
 // A token for `key`, minted under the key's fence (docs/adr/0021-pg-token-order.md): a
 // transaction-scoped advisory lock on the key's 64-bit hash, taken before nextval. Every
 // statement that mints a token of a key takes it first (dlock_grant_holder too, migration 006),
@@ -99,18 +94,20 @@ inline constexpr char kNotifyTail[] =
 // Lock-delay (migrations/007_lock_delay.sql): a row that is no live grant is taken over only once
 // its delay is over (dlock_delay_over: an exclusive row's end plus its delay, a group row's
 // holders out of theirs), and its own session's re-entrant clause needs it live; a row without a
-// delay pays one comparison. The grant copies its session's delay into the row.
+// delay pays one comparison. The session trigger, which already reads the granted session, raises
+// the row's lock_delay_ms (0 here and by default) to the session's when it has one: a session
+// without a delay costs nothing more (a subquery here cost ~20k instructions per acquire).
 // Returns the token, acquired_at, the expiry the grant reports and now().
 inline constexpr char kAcquireHead[] =
-    "INSERT INTO locks AS l (key, owner_id, session_id, lock_delay_ms, value, fencing_token, "
-    "acquired_at, expires_at) VALUES ($1, $2, $3, " DLOCK_PG_SESSION_DELAY("$3") ", ";
+    "INSERT INTO locks AS l (key, owner_id, session_id, value, fencing_token, acquired_at, "
+    "expires_at) VALUES ($1, $2, $3, ";
 inline constexpr char kAcquireTail[] =
     ", " DLOCK_PG_FENCED_TOKEN("$1") ", now(), "
     "now() + nullif($4::bigint, 0) * interval '1 millisecond') "
     "ON CONFLICT (key) DO UPDATE "
     "SET mode = 'exclusive', permit_limit = 0, value = EXCLUDED.value, "
     "owner_id = EXCLUDED.owner_id, session_id = EXCLUDED.session_id, "
-    "lock_delay_ms = EXCLUDED.lock_delay_ms, acquired_at = EXCLUDED.acquired_at, "
+    "lock_delay_ms = 0, acquired_at = EXCLUDED.acquired_at, "
     "expires_at = EXCLUDED.expires_at, "
     "fencing_token = nextval('fencing_token_seq') "
     "WHERE NOT " DLOCK_PG_LIVE_LOCKING("l") " "
@@ -178,7 +175,7 @@ inline constexpr const char* kDeleteIfOwner =
 // is a plain one: a leader's value is dropped (ADR-0020).
 inline constexpr const char* kHandover =
     "UPDATE locks SET owner_id = $5, session_id = $6, value = NULL, "
-    "lock_delay_ms = " DLOCK_PG_SESSION_DELAY("$6") ", "
+    "lock_delay_ms = 0, "
     "fencing_token = " DLOCK_PG_FENCED_TOKEN("$1") ", acquired_at = now(), "
     "expires_at = now() + nullif($7::bigint, 0) * interval '1 millisecond' "
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "

@@ -2,8 +2,8 @@
 -- C2 "Lock-delay"): a session's lock-delay, kept by every grant made for it.
 --
 -- A session has `lock_delay_ms`; every grant row copies it when it is made: an exclusive row in
--- the granting statement (pg_statements.h: the acquire, its takeover and the hand-over, which
--- carries the NEW session's delay), a holder in dlock_grant_holder. A grant that ends without a
+-- the session trigger (below: the acquire, its takeover and the hand-over, which carries the NEW
+-- session's delay), a holder in dlock_grant_holder. A grant that ends without a
 -- release (its TTL or its session passed, or a revoke: expires_at := now()) stays in its table as
 -- a *delayed* row until its end plus its delay, and is no grant (every reader filters on
 -- liveness). The acquire's takeover (pg_statements.h, kAcquireTail) requires that delay to be
@@ -20,6 +20,31 @@ ALTER TABLE lock_session ADD COLUMN lock_delay_ms bigint NOT NULL DEFAULT 0
 ALTER TABLE locks ADD COLUMN lock_delay_ms bigint NOT NULL DEFAULT 0;
 ALTER TABLE lock_holders ADD COLUMN lock_delay_ms bigint NOT NULL DEFAULT 0;
 
+-- The session check of schema versions 1 and 4, which also gives an exclusive row it lets through
+-- its session's delay: the granting statements write lock_delay_ms 0 (the default; the
+-- acquire's takeover and the hand-over set it), raised here only when the session has a delay,
+-- so a grant without one costs what it did (an assignment to NEW is not free). A group row keeps
+-- its flag.
+CREATE OR REPLACE FUNCTION dlock_check_session_alive() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  v_delay bigint;
+BEGIN
+  IF NEW.mode <> 'exclusive' THEN
+    RETURN NEW;
+  END IF;
+  SELECT s.lock_delay_ms INTO v_delay FROM lock_session s
+    WHERE s.session_id = NEW.session_id AND s.expires_at > now();
+  IF NOT FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'DLS01',
+      MESSAGE = 'session not found or expired: ' || NEW.session_id;
+  END IF;
+  IF v_delay <> 0 THEN
+    NEW.lock_delay_ms := v_delay;
+  END IF;
+  RETURN NEW;
+END
+$$;
+
 -- Whether holder `h`'s delay is over (or it has none). Meaningful for a holder that ended; its
 -- end is its expiry, or its session's (now() while the session row is gone and the reaper has
 -- not fixed the end: the delay never starts early).
@@ -28,8 +53,11 @@ CREATE FUNCTION dlock_holder_delay_over(h lock_holders) RETURNS boolean LANGUAGE
          OR dlock_holder_expiry(h) + h.lock_delay_ms * interval '1 millisecond' <= now()
 $$;
 
--- Whether a holder of `p_key` ended without a release less than its delay ago.
-CREATE FUNCTION dlock_holders_delayed(p_key text) RETURNS boolean LANGUAGE sql STABLE AS $$
+-- Whether a holder of `p_key` ended without a release less than its delay ago. VOLATILE: it reads
+-- the holders with a snapshot of its own, so the acquire's takeover, which may have waited for
+-- the group row's lock (or the fence) while a revoke ended holders, sees them as committed
+-- (the READ COMMITTED hazard of schema version 4), not as of before it waited.
+CREATE FUNCTION dlock_holders_delayed(p_key text) RETURNS boolean LANGUAGE sql VOLATILE AS $$
   SELECT EXISTS (SELECT 1 FROM lock_holders h WHERE h.key = p_key AND h.lock_delay_ms > 0
                  AND NOT dlock_holder_live(h) AND NOT dlock_holder_delay_over(h))
 $$;
