@@ -45,6 +45,17 @@ BEGIN
 END
 $$;
 
+-- Whether the exclusive row `l` is a live grant (pg_statements.h, DLOCK_PG_LIVE). The acquire's
+-- re-entrant clause and the release call it behind `lock_delay_ms = 0 OR`: PL/pgSQL, so never
+-- inlined, so a row without a delay costs them no subquery set up at every execution.
+CREATE FUNCTION dlock_lock_live(l locks) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN CASE WHEN l.expires_at IS NULL THEN EXISTS (SELECT 1 FROM lock_session s
+              WHERE s.session_id = l.session_id AND s.expires_at > now())
+         ELSE l.expires_at > now() END;
+END
+$$;
+
 -- Whether holder `h`'s delay is over (or it has none). Meaningful for a holder that ended; its
 -- end is its expiry, or its session's (now() while the session row is gone and the reaper has
 -- not fixed the end: the delay never starts early).
