@@ -95,9 +95,9 @@ inline constexpr char kNotifyTail[] =
 // CASE): a live row is re-acquired by its own session only; a row that is no live grant is taken
 // over once its delay is over (dlock_delay_over: an exclusive row's end plus its delay, a group
 // row's holders out of theirs), by its own session too. A row without a delay pays one
-// comparison; the one function call is set up at each execution (~5k instructions; callgrind:
-// the acquire costs ~3k more than before lock-delay on the insert path, ~1% -- a subquery for
-// the delay in this statement cost ~20k, a second liveness test ~16k). The session trigger,
+// comparison; the one function call is set up at each execution (callgrind: the acquire costs
+// ~5k instructions, ~1.5 %, more than before lock-delay -- a subquery for the delay in this
+// statement cost ~20k, a second liveness test ~16k). The session trigger,
 // which already reads the granted session, raises the row's lock_delay_ms (0 here and by
 // default) to the session's when it has one.
 // Returns the token, acquired_at, the expiry the grant reports and now().
