@@ -33,9 +33,10 @@
 
 // Lock-delay (C2 "Lock-delay", migrations/005_lock_delay.sql): the delay of the row of table `t`,
 // its session's (0 once the session row is gone, which happens only with the row itself).
-#define DLOCK_SQLITE_DELAY_IN(t)                                                                  \
-  "coalesce((SELECT s.lock_delay_ms FROM lock_session s WHERE s.session_id = " t ".session_id), " \
-                                                                                 "0)"
+#define DLOCK_SQLITE_DELAY_IN(t)                                                 \
+  "coalesce((SELECT s.lock_delay_ms FROM lock_session s WHERE s.session_id = " t \
+  ".session_id), "                                                               \
+  "0)"
 // Whether the row of table `t`, which is not live, ended less than its lock-delay ago.
 #define DLOCK_SQLITE_IN_DELAY_IN(t) \
   "(" DLOCK_SQLITE_GRANT_EXPIRY_IN(t) " + " DLOCK_SQLITE_DELAY_IN(t) " > " DLOCK_SQLITE_NOW ")"
@@ -82,12 +83,12 @@ inline constexpr const char* kRaiseTokenFloor =
 // branches store it, so a plain grant never keeps a leader's value (ADR-0020). Returns the token,
 // acquired_at, the expiry the grant reports and the store's now.
 // A live shared or permit holder of the key (`lock_holders`, ADR-0020), of any session, makes it
-// "held" too: the trigger locks_held_by_holders_on_insert (migrations/003_holders.sql) drops the
+// "held" too: the trigger locks_held_by_holders_on_insert (migrations/005_lock_delay.sql) drops the
 // row before either branch runs, as locks_session_alive_on_insert refuses a dead session.
 // Lock-delay (C2): an ended row is taken over only once its end plus its session's lock-delay
 // has passed (the ELSE branch; for a live row, only its own owner and session re-acquire), and
-// the trigger locks_delayed_on_insert (migrations/005_lock_delay.sql) drops the row while a
-// delay of the key runs in `lock_delays` or an ended holder's delay runs.
+// the same trigger drops the row while a delay of the key runs in `lock_delays` or an ended
+// holder's delay runs.
 inline constexpr const char* kAcquire =
     "INSERT INTO locks (key, owner_id, session_id, fencing_token, acquired_at, expires_at, value) "
     "VALUES (?1, ?2, ?3, ?4, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW

@@ -11,23 +11,28 @@ ALTER TABLE lock_session ADD COLUMN lock_delay_ms INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE lock_delays (
   key   TEXT PRIMARY KEY,
   ends_at INTEGER NOT NULL  -- no grant of `key` before this instant (store clock, ms)
-);
+) WITHOUT ROWID;
 CREATE INDEX lock_delays_ends ON lock_delays (ends_at);
 
--- The exclusive acquire (sqlite_statements.h kAcquire) sees delays through this trigger, as it
--- sees live holders through locks_held_by_holders_on_insert: a delay of the key still running in
--- `lock_delays`, or a shared or permit holder of it whose TTL or session expired less than its
--- session's lock-delay ago, drops the acquire's row before its ON CONFLICT is considered ("held").
--- kAcquire's own ON CONFLICT ... WHERE keeps an ended exclusive row's delay. As the holders'
--- trigger, it stands aside when the acquiring session is dead (SessionNotFoundError).
-CREATE TRIGGER locks_delayed_on_insert BEFORE INSERT ON locks
-WHEN (EXISTS (SELECT 1 FROM lock_delays d WHERE d.key = NEW.key AND d.ends_at > NEW.acquired_at)
-      OR EXISTS (SELECT 1 FROM lock_holders h JOIN lock_session hs
-                   ON hs.session_id = h.session_id
-                 WHERE h.key = NEW.key AND hs.lock_delay_ms > 0
-                   AND coalesce(h.expires_at, hs.expires_at) <= NEW.acquired_at
-                   AND coalesce(h.expires_at, hs.expires_at) + hs.lock_delay_ms
-                       > NEW.acquired_at))
+-- The exclusive acquire (sqlite_statements.h kAcquire) sees holders and delays through this
+-- trigger, which replaces version 3's of the same name (one trigger, so the plain acquire pays for
+-- one trigger and one more index probe, of `lock_delays`): while a shared or permit holder of the
+-- key is live or ended less than its session's lock-delay ago (its expiry, or its session's, plus
+-- that delay, is still ahead: this covers a live holder, as in DLOCK_SQLITE_LIVE_IN), or a delay
+-- of the key runs in `lock_delays`, RAISE(IGNORE) drops the acquire's row before its ON CONFLICT
+-- is considered, and the answer is "held". kAcquire's own ON CONFLICT ... WHERE keeps an ended
+-- exclusive row's delay. It still stands aside when the acquiring session is dead, so
+-- locks_session_alive_on_insert answers SessionNotFoundError whichever trigger runs first.
+DROP TRIGGER locks_held_by_holders_on_insert;
+CREATE TRIGGER locks_held_by_holders_on_insert BEFORE INSERT ON locks
+WHEN (EXISTS (SELECT 1 FROM lock_holders h
+              WHERE h.key = NEW.key
+                AND coalesce(h.expires_at, (SELECT hs.expires_at FROM lock_session hs
+                                            WHERE hs.session_id = h.session_id))
+                    + coalesce((SELECT hs.lock_delay_ms FROM lock_session hs
+                                WHERE hs.session_id = h.session_id), 0) > NEW.acquired_at)
+      OR EXISTS (SELECT 1 FROM lock_delays d
+                 WHERE d.key = NEW.key AND d.ends_at > NEW.acquired_at))
  AND EXISTS (SELECT 1 FROM lock_session s
              WHERE s.session_id = NEW.session_id AND s.expires_at > NEW.acquired_at)
 BEGIN
