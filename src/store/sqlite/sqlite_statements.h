@@ -124,6 +124,35 @@ inline constexpr const char* kProclaim =
 inline constexpr const char* kDeleteIfOwner = DLOCK_SQLITE_DELETE_IF_OWNER_IN("locks");
 inline constexpr const char* kDeleteHolderIfOwner = DLOCK_SQLITE_DELETE_IF_OWNER_IN("lock_holders");
 
+// Sessions: open ?1 for owner ?2 with TTL ?3 ms and lock-delay ?4 ms (C2 "Lock-delay"); renew ?1
+// if it is live; read ?1 if it is live. The last two return the columns session_from reads.
+inline constexpr const char* kOpenSession =
+    "INSERT INTO lock_session (session_id, owner_id, ttl_ms, created_at, expires_at, "
+    "lock_delay_ms) VALUES (?1, ?2, ?3, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
+    " + ?3, ?4) RETURNING expires_at";
+inline constexpr const char* kHeartbeat =
+    "UPDATE lock_session SET expires_at = " DLOCK_SQLITE_NOW
+    " + ttl_ms WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW
+    " RETURNING owner_id, ttl_ms, expires_at, lock_delay_ms";
+inline constexpr const char* kGetSession =
+    "SELECT owner_id, ttl_ms, expires_at, lock_delay_ms FROM lock_session "
+    "WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW;
+
+// resume_clock (docs/adr/0013-sqlite-store-clock.md): the latest instant an earlier run provably
+// reached (its latest grant, session creation or keepalive; 0 when nothing is persisted), and
+// whether any lease, session or lock-delay (C2 "Lock-delay") was live then.
+inline constexpr const char* kLastReached =
+    "WITH reached(t) AS (SELECT coalesce(max(t), 0) FROM ("
+    "SELECT max(acquired_at) AS t FROM locks "
+    "UNION ALL SELECT max(acquired_at) FROM lock_holders "
+    "UNION ALL SELECT max(created_at) FROM lock_session "
+    "UNION ALL SELECT max(expires_at - ttl_ms) FROM lock_session)) "
+    "SELECT t, EXISTS (SELECT 1 FROM locks, reached WHERE expires_at > t) "
+    "OR EXISTS (SELECT 1 FROM lock_holders, reached WHERE expires_at > t) "
+    "OR EXISTS (SELECT 1 FROM lock_session, reached WHERE expires_at > t) "
+    "OR EXISTS (SELECT 1 FROM lock_delays, reached WHERE ends_at > t) "
+    "FROM reached";
+
 // The SQL fragments of one table of grants: `locks` (exclusive) or `lock_holders` (shared and
 // permit holders, ADR-0020). Both have the columns key, owner_id, session_id, fencing_token,
 // acquired_at and expires_at with the same meaning, so most statements are written once for both.

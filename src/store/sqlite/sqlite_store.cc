@@ -219,10 +219,7 @@ class SqliteStore final : public Backend {
     const std::string session_id = util::random_id();
     SessionInfo opened{session_id, std::string(owner_id), ttl, {}, lock_delay};
     writes_.write([&] {
-      Statement& insert = statements_.get(
-          "INSERT INTO lock_session (session_id, owner_id, ttl_ms, created_at, "
-          "expires_at, lock_delay_ms) VALUES (?1, ?2, ?3, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
-          " + ?3, ?4) RETURNING expires_at");
+      Statement& insert = statements_.get(sql::kOpenSession);
       ResetGuard reset(insert);
       insert.bind(1, session_id).bind(2, owner_id).bind(3, std::int64_t{ttl.count()});
       insert.bind(4, std::int64_t{lock_delay.count()});
@@ -237,10 +234,7 @@ class SqliteStore final : public Backend {
     util::check_session_id(session_id);
     std::optional<SessionInfo> renewed;
     writes_.write([&] {
-      Statement& update = statements_.get("UPDATE lock_session SET expires_at = " DLOCK_SQLITE_NOW
-                                          " + ttl_ms "
-                                          "WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW
-                                          " RETURNING owner_id, ttl_ms, expires_at, lock_delay_ms");
+      Statement& update = statements_.get(sql::kHeartbeat);
       ResetGuard reset(update);
       update.bind(1, session_id);
       if (!update.step()) throw SessionNotFoundError("session not found or expired");
@@ -253,9 +247,7 @@ class SqliteStore final : public Backend {
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
     util::check_session_id(session_id);
     std::lock_guard lock(mutex_);
-    Statement& select = statements_.get(
-        "SELECT owner_id, ttl_ms, expires_at, lock_delay_ms FROM lock_session "
-        "WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW);
+    Statement& select = statements_.get(sql::kGetSession);
     ResetGuard reset(select);
     select.bind(1, session_id);
     if (!select.step()) return std::nullopt;
@@ -433,17 +425,7 @@ class SqliteStore final : public Backend {
   // instant, so nothing expired comes back. Reads only: opening a store on a full disk writes
   // nothing (docs/adr/0013-sqlite-store-clock.md).
   void resume_clock() {
-    Statement last(db_.handle(),
-                   "WITH reached(t) AS (SELECT coalesce(max(t), 0) FROM ("
-                   "SELECT max(acquired_at) AS t FROM locks "
-                   "UNION ALL SELECT max(acquired_at) FROM lock_holders "
-                   "UNION ALL SELECT max(created_at) FROM lock_session "
-                   "UNION ALL SELECT max(expires_at - ttl_ms) FROM lock_session)) "
-                   "SELECT t, EXISTS (SELECT 1 FROM locks, reached WHERE expires_at > t) "
-                   "OR EXISTS (SELECT 1 FROM lock_holders, reached WHERE expires_at > t) "
-                   "OR EXISTS (SELECT 1 FROM lock_session, reached WHERE expires_at > t) "
-                   "OR EXISTS (SELECT 1 FROM lock_delays, reached WHERE ends_at > t) "
-                   "FROM reached");
+    Statement last(db_.handle(), sql::kLastReached);
     if (!last.step()) return;
     const std::int64_t reached = last.column_int64(0);
     const bool live = last.column_int64(1) != 0;
