@@ -237,6 +237,10 @@ info = ('{"key":"k","fencing_token":18446744073709551615,"owner":"a","session_id
         '"acquired_at":"2026-11-30T01:02:03Z","expires_at":"2026-11-30T01:02:03.456+02:00"}')
 responses = {
     "session": bytes([0]) + session.encode(),
+    # Lock-delay (C3 POST /v1/sessions): granted, and of the wrong sign or type.
+    "session_lock_delay": bytes([0]) + session.replace('"ttl_ms":30000', '"ttl_ms":30000,"lock_delay_ms":15000').encode(),
+    "session_lock_delay_bad": bytes([0]) + b'{"session_id":"7f3a","ttl_ms":1,"lock_delay_ms":-1}',
+    "session_lock_delay_huge": bytes([0]) + b'{"session_id":"7f3a","ttl_ms":1,"lock_delay_ms":1e300}',
     "lock_info": bytes([1]) + info.encode(),
     "list": bytes([2]) + ('{"locks":[' + info + "," + info + "]}").encode(),
     "list_not_objects": bytes([2]) + b'{"locks":[1,"x",null]}',

@@ -297,8 +297,17 @@ struct SessionOptions {
   // Session lease; 0 = the server's default. Keepalives are sent every ttl/3.
   std::chrono::milliseconds ttl{0};
   // Called once, from the keepalive thread, when the session is lost: keepalive answered
-  // session_not_found, or the TTL passed without a successful keepalive.
-  std::function<void(const std::string& reason)> on_lost;
+  // session_not_found, or the TTL passed without a successful keepalive. (`{}`: so that
+  // `{.owner = ..., .lock_delay = ...}` compiles without -Wmissing-field-initializers.)
+  std::function<void(const std::string& reason)> on_lost{};
+  // Lock-delay (C2 "Lock-delay"; docs/client.md, "Lock-delay"): when a grant of this session
+  // ends without a release (its session expired, or an admin revoked it), the server grants the
+  // name to nobody for this long, so a holder that went on acting after its lease silently
+  // ended is done before the next one starts. For a resource that cannot check fencing tokens;
+  // 0 (the default) when it can. At most the server's lock.max.delay (1 min unless configured):
+  // more is InvalidArgumentError (field "lock_delay_ms"); negative, InvalidArgumentError. Sent
+  // only when > 0, so a server without lock-delay sees the request it always saw.
+  std::chrono::milliseconds lock_delay{0};
 };
 
 // A liveness lease with a background keepalive thread; closes itself (releasing its locks on
@@ -316,6 +325,8 @@ class Session {
   const std::string& id() const;
   const std::string& owner() const;
   std::chrono::milliseconds ttl() const;
+  // The lock-delay the server granted (SessionInfo::lock_delay); 0 from a server without it.
+  std::chrono::milliseconds lock_delay() const;
   bool lost() const;
   std::string lost_reason() const;
 
@@ -354,10 +365,14 @@ class Client {
   // Every server, in the order they are tried.
   const std::vector<std::string>& servers() const;
 
-  // SessionInfo::ttl is the smaller of `ttl` (when not 0) and the answered TTL.
+  // SessionInfo::ttl is the smaller of `ttl` (when not 0) and the answered TTL. `lock_delay`
+  // as SessionOptions::lock_delay (sent as "lock_delay_ms" only when > 0);
+  // SessionInfo::lock_delay is the answered one (0 when the server sent none).
   SessionInfo open_session(const std::string& owner, std::chrono::milliseconds ttl,
-                           Deadline deadline = {});
-  // Returns the new TTL and server expiry as answered. Throws SessionNotFoundError.
+                           Deadline deadline = {},
+                           std::chrono::milliseconds lock_delay = std::chrono::milliseconds(0));
+  // Returns the new TTL and server expiry as answered (no lock_delay: the answer has none, so
+  // SessionInfo::lock_delay is 0). Throws SessionNotFoundError.
   SessionInfo keepalive(const std::string& session_id, Deadline deadline = {});
   // Releases the session's locks on the server. Throws SessionNotFoundError.
   void close_session(const std::string& session_id, Deadline deadline = {});

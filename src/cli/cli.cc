@@ -138,6 +138,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.add_flag("--json", flags.json, "print one JSON document instead of text");
 
   std::string key, session_id, owner, ttl, wait, stop_margin, kill_grace, prefix;
+  // --lock-delay (C2 "Lock-delay") on every subcommand that opens a session.
+  std::string lock_delay;
+  constexpr const char* kLockDelayHelp =
+      "keep the key ungranted this long after a grant of the session ends without a release "
+      "(expiry, revoke): for a resource that cannot check fencing tokens (default 0)";
   // Parsed by fencing_token_flag, so a bearer token given here by mistake is never echoed.
   std::string token_text;
   std::size_t limit = 0;
@@ -149,6 +154,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App* session_open = session->add_subcommand("open", "Open a session; prints its id");
   session_open->add_option("--ttl", ttl, "session TTL (default: the server's, 30s)");
   session_open->add_option("--owner", owner, "owner name (default $DLOCK_OWNER or USER@host)");
+  session_open->add_option("--lock-delay", lock_delay, kLockDelayHelp);
   CLI::App* session_keepalive = session->add_subcommand("keepalive", "Renew a session's lease");
   session_keepalive->add_option("SESSION_ID", session_id, "the session")->required();
   CLI::App* session_close =
@@ -219,6 +225,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   run->add_option("--kill-grace", kill_grace,
                   "time between SIGTERM and SIGKILL (default half the stop margin)");
   run->add_option("--owner", owner, "owner name (default $DLOCK_OWNER or USER@host)");
+  run->add_option("--lock-delay", lock_delay, kLockDelayHelp);
   auto* run_shared = run->add_flag("--shared", shared,
                                    "a read lock: shared with other readers, excluded by writers");
   run->add_option("--semaphore", permits, "hold one of N permits of the semaphore KEY")
@@ -241,6 +248,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   elect->add_option("--kill-grace", kill_grace,
                     "time between SIGTERM and SIGKILL (default half the stop margin)");
   elect->add_option("--owner", owner, "owner name (default $DLOCK_OWNER or USER@host)");
+  elect->add_option("--lock-delay", lock_delay, kLockDelayHelp);
 
   bool watch = false;
   CLI::App* leader = app.add_subcommand("leader", help::kLeader);
@@ -278,7 +286,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     client::Client client(client_options(flags));
     if (*session_open) {
-      printer.session(client.open_session(owner, duration_flag(ttl, "--ttl")));
+      printer.session(client.open_session(owner, duration_flag(ttl, "--ttl"), {},
+                                          duration_flag(lock_delay, "--lock-delay")));
     } else if (*session_keepalive) {
       printer.keepalive(client.keepalive(session_id));
     } else if (*session_close) {
@@ -323,6 +332,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       options.ns = flags.ns;
       options.owner = owner;
       options.ttl = duration_flag(ttl, "--ttl");
+      options.lock_delay = duration_flag(lock_delay, "--lock-delay");
       options.session_bound = *elect || lease == "session";
       options.wait = duration_flag(wait, "--wait");
       options.mode = shared ? HoldMode::kShared : HoldMode::kExclusive;

@@ -53,6 +53,12 @@ inline constexpr const char* kSessionFooter = R"(DESCRIPTION
   expiring a session releases all of its locks. `dlock run` manages its own session; these
   subcommands are for scripts that hold locks across several dlock calls.
 
+  --lock-delay D (session open, run, elect): when a grant of the session ends without a
+  release (the session expired, an admin revoked it), dlockd grants the key to nobody for D,
+  so a holder that went on writing after its lease silently ended is done before the next one
+  starts. For a resource that cannot check fencing tokens: longer than the worst pause plus the
+  longest write. 0 (default) when it checks tokens. A release or close costs no delay.
+
 EXAMPLE
   sid=$(dlock session open --ttl 1m --json | jq -r .session_id)
   dlock acquire jobs/nightly --session "$sid"
@@ -154,6 +160,9 @@ LEASE
   the session's) and dlock extends it every TTL/3, as before ADR-0018 (for a dlockd that
   predates session-bound locks). Both are equally safe here: a dlock that dies or loses its server leaves
   the lock held for at most --ttl, and CMD is stopped by the timeline below.
+  --lock-delay D keeps KEY ungranted for D more after a lock that ended without a release
+  (expired, revoked): for a resource that cannot check DLOCK_FENCING_TOKEN (`dlock session
+  --help`). A run that exits and releases costs no delay.
 
 READ LOCKS AND SEMAPHORES
   --shared holds KEY as a reader: runs with --shared overlap, an exclusive run (a writer) waits

@@ -52,13 +52,18 @@ void Printer::session(const SessionInfo& info) {
                 boost::json::object{{"session_id", info.session_id},
                                     {"owner", info.owner_id},
                                     {"ttl_ms", info.ttl.count()},
+                                    {"lock_delay_ms", info.lock_delay.count()},
                                     {"expires_at", time_or_dash(info.expires_at)}})
          << '\n';
     return;
   }
   out_ << "session " << info.session_id << "  owner " << info.owner_id << "  ttl "
-       << client::format_duration(info.ttl) << "  expires " << time_or_dash(info.expires_at)
-       << '\n';
+       << client::format_duration(info.ttl);
+  // Only when set: the line a session without lock-delay prints is unchanged.
+  if (info.lock_delay.count() > 0) {
+    out_ << "  lock-delay " << client::format_duration(info.lock_delay);
+  }
+  out_ << "  expires " << time_or_dash(info.expires_at) << '\n';
 }
 
 void Printer::keepalive(const SessionInfo& info) {

@@ -216,7 +216,8 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   OrphanReaper reaper;
 
   client::Session session(
-      client, {options.owner, options.ttl, [](const std::string&) { wake_main_thread(); }});
+      client, {options.owner, options.ttl, [](const std::string&) { wake_main_thread(); },
+               options.lock_delay});
   // A session-bound lock lives by the session's TTL. A TTL lock without --ttl gets the server's
   // default lock TTL, which the session's TTL (the server's default session TTL, 30 s for both
   // unless configured) stands in for.

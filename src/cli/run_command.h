@@ -22,6 +22,8 @@ struct RunOptions {
   // default); false: a lock with a TTL of its own, extended every TTL/3 (`--lease ttl`).
   bool session_bound = true;
   std::chrono::milliseconds wait{0};
+  // The session's lock-delay (`--lock-delay`, C2 "Lock-delay"; SessionOptions::lock_delay).
+  std::chrono::milliseconds lock_delay{0};
   // kShared: a read lock (`--shared`). permits > 0: one permit of the semaphore `key` of that
   // many (`--semaphore N`). As AcquireOptions::mode and ::permits (dlock/client.h).
   HoldMode mode = HoldMode::kExclusive;

@@ -55,10 +55,15 @@ std::int64_t millis(std::chrono::milliseconds duration) { return duration.count(
 }  // namespace
 
 SessionInfo ClientCore::open_session(const std::string& owner, std::chrono::milliseconds ttl,
+                                     std::chrono::milliseconds lock_delay,
                                      const CallContext& context) {
+  const std::string what = "open session";
+  if (lock_delay.count() < 0) {
+    throw InvalidArgumentError("lock_delay_ms", what + ": lock_delay must not be negative");
+  }
   boost::json::object body{{"owner", owner}};
   if (ttl.count() > 0) body["ttl_ms"] = millis(ttl);
-  const std::string what = "open session";
+  if (lock_delay.count() > 0) body["lock_delay_ms"] = millis(lock_delay);
   // A repeat after a lost answer would open a second session: not sent again (CallContext).
   CallContext once = context;
   once.repeat_safe = false;

@@ -16,8 +16,8 @@ const std::string& Client::server_url() const { return core_->options.server_url
 const std::vector<std::string>& Client::servers() const { return core_->options.servers; }
 
 SessionInfo Client::open_session(const std::string& owner, std::chrono::milliseconds ttl,
-                                 Deadline deadline) {
-  return core_->open_session(owner.empty() ? default_owner() : owner, ttl,
+                                 Deadline deadline, std::chrono::milliseconds lock_delay) {
+  return core_->open_session(owner.empty() ? default_owner() : owner, ttl, lock_delay,
                              core_->context(deadline));
 }
 

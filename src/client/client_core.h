@@ -107,8 +107,10 @@ struct ClientCore {
   Exchange call(const HttpRequest& request, const CallContext& context, const std::string& what);
 
   // The C3 routes. Each throws the mapped error for any unexpected status.
+  // `lock_delay` is sent as "lock_delay_ms" only when > 0 (a server without lock-delay sees
+  // the request it always saw); negative: InvalidArgumentError before anything is sent.
   SessionInfo open_session(const std::string& owner, std::chrono::milliseconds ttl,
-                           const CallContext& context);
+                           std::chrono::milliseconds lock_delay, const CallContext& context);
   // Also returns when the successful keepalive was sent: the session's new client deadline is
   // that time + the granted TTL.
   std::pair<SessionInfo, SteadyClock::time_point> keepalive(const std::string& session_id,

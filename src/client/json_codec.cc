@@ -162,6 +162,8 @@ SessionInfo decode_session(const boost::json::object& object) {
   info.owner_id = string_member(object, "owner", /*required=*/false);
   info.ttl = millis_member(object, "ttl_ms");
   info.expires_at = time_member(object, "expires_at");
+  // Absent from a server without lock-delay (and from keepalive answers): none.
+  if (object.contains("lock_delay_ms")) info.lock_delay = millis_member(object, "lock_delay_ms");
   return info;
 }
 

@@ -86,8 +86,10 @@ Session::Session(Client& client, SessionOptions options)
   state_->owner = options.owner.empty() ? default_owner() : options.owner;
   state_->on_lost = std::move(options.on_lost);
   const SteadyClock::time_point sent_at = core.clock.now();
-  const SessionInfo info = core.open_session(state_->owner, options.ttl, core.context({}));
+  const SessionInfo info =
+      core.open_session(state_->owner, options.ttl, options.lock_delay, core.context({}));
   state_->id = info.session_id;
+  state_->lock_delay = info.lock_delay;
   state_->owner = info.owner_id;
   state_->ttl = info.ttl.count() > 0 ? info.ttl : options.ttl;
   if (state_->ttl.count() <= 0) {
@@ -124,6 +126,7 @@ Session::~Session() {
 const std::string& Session::id() const { return state_->id; }
 const std::string& Session::owner() const { return state_->owner; }
 std::chrono::milliseconds Session::ttl() const { return state_->ttl; }
+std::chrono::milliseconds Session::lock_delay() const { return state_->lock_delay; }
 bool Session::lost() const { return state_->loss.lost(); }
 std::string Session::lost_reason() const { return state_->loss.reason(); }
 

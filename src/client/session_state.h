@@ -33,6 +33,7 @@ struct SessionState {
   std::string id;
   std::string owner;
   std::chrono::milliseconds ttl{0};
+  std::chrono::milliseconds lock_delay{0};  // as the server granted it (C2 "Lock-delay")
   std::function<void(const std::string&)> on_lost;
   LossFlag loss;
   std::atomic<bool> closed{false};

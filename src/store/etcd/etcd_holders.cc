@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "store/etcd/etcd_delays.h"
 #include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_records.h"
 
@@ -47,23 +48,42 @@ std::optional<LockHandle> Holders::acquire(std::string_view key, std::string_vie
 
 std::optional<LockHandle> Holders::acquire_shared(std::string_view key, std::string_view owner_id,
                                                   std::string_view session_id, LockLease lease) {
-  // One Txn: If(no lock key, no permit slot, session alive) Then(Put the session's shared key).
-  // A re-acquire puts the same key again: a new mod revision, i.e. a new, greater token.
+  // One Txn: If(no lock key, no permit slot, session alive, no lock-delay) Then(Put the session's
+  // shared key). A re-acquire puts the same key again: a new mod revision, i.e. a new, greater
+  // token. While live holders have lock-delay markers, the delay guard is the one a read of
+  // them allows (etcd_delays.h), and a lost race looks again.
+  const std::string lock_key = format_lock_key(key);
   const std::string record_key = session_record_key(session_id);
   const KeyRange permits = permit_range(key);
-  etcdserverpb::TxnRequest request;
-  *request.add_compare() = compare_create_revision(format_lock_key(key), 0);
-  *request.add_compare() = compare_exists(record_key);
-  *request.add_compare() = compare_none_in(permits.begin, permits.end);
-  *request.add_failure() = get_op(record_key);
-  auto attempt = grant(std::move(request), key, owner_id, session_id, lease, HoldMode::kShared, 0,
-                       shared_holder_key(key, session_id));
-  if (attempt.handle) return attempt.handle;
-  if (attempt.response.responses(0).response_range().kvs_size() == 0) {
-    sessions_.forget(session_id);
-    throw session_not_found(session_id);
+  std::optional<DelayState> delays;
+  for (int tries = 0; tries < kMaxAttempts; ++tries) {
+    etcdserverpb::TxnRequest request;
+    *request.add_compare() = compare_create_revision(lock_key, 0);
+    *request.add_compare() = compare_exists(record_key);
+    *request.add_compare() = compare_none_in(permits.begin, permits.end);
+    add_delay_guard(request, key, delays ? &*delays : nullptr);
+    *request.add_failure() = get_op(record_key);
+    add_delay_state_read(request, key);
+    *request.add_failure() = get_op(lock_key);
+    *request.add_failure() = range_op(permits.begin, permits.end);
+    auto attempt = grant(std::move(request), key, owner_id, session_id, lease, HoldMode::kShared, 0,
+                         shared_holder_key(key, session_id));
+    if (attempt.handle) return attempt.handle;
+    const auto& response = attempt.response;
+    if (response.responses(0).response_range().kvs_size() == 0) {
+      sessions_.forget(session_id);
+      throw session_not_found(session_id);
+    }
+    if (response.responses(2).response_range().kvs_size() != 0 ||
+        response.responses(3).response_range().kvs_size() != 0) {
+      return std::nullopt;  // an exclusive or permit holder lives: a decision
+    }
+    if (delay_state_seen(response, 1)) {
+      delays = settle_delays(client_, key);
+      if (delays->delayed) return std::nullopt;  // a lock-delay runs
+    }
   }
-  return std::nullopt;  // an exclusive or permit holder lives: a decision
+  throw ContentionError("lock " + std::string(key) + " changed during every attempt; retry");
 }
 
 std::optional<LockHandle> Holders::acquire_permit(std::string_view key, std::string_view owner_id,
@@ -76,6 +96,7 @@ std::optional<LockHandle> Holders::acquire_permit(std::string_view key, std::str
   const KeyRange shared = shared_range(key);
   const KeyRange permits = permit_range(key);
   const KeyRange of_limit = permit_range_of_limit(key, limit);
+  std::optional<DelayState> delays;
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     // One snapshot: the lock key, every holder of the name, the session, its index entry.
     etcdserverpb::TxnRequest read;
@@ -139,14 +160,21 @@ std::optional<LockHandle> Holders::acquire_permit(std::string_view key, std::str
       if (own != nullptr) {
         *request.add_compare() = compare_mod_revision(own->key(), own->mod_revision());
         *request.add_success() = delete_op_with_prev(own->key());
+        add_marker_delete(request, key, own->key(), sessions_.cached_lock_delay(session_id));
       }
     }
     *request.add_compare() = entries.kvs_size() != 0
                                  ? compare_mod_revision(index_key, entries.kvs(0).mod_revision())
                                  : compare_create_revision(index_key, 0);
+    add_delay_guard(request, key, delays ? &*delays : nullptr);  // etcd_delays.h
+    add_delay_state_read(request, key);
     auto granted = grant(std::move(request), key, owner_id, session_id, lease, HoldMode::kPermit,
                          limit, slot_key);
     if (granted.handle) return granted.handle;
+    if (delay_state_seen(granted.response, 0)) {
+      delays = settle_delays(client_, key);
+      if (delays->delayed) return std::nullopt;  // a lock-delay runs
+    }
     // Lost a race (the slot was taken, a holder came or went): look again.
   }
   throw ContentionError("semaphore " + std::string(key) + " changed during every attempt; retry");
@@ -170,6 +198,9 @@ Holders::Attempt Holders::grant(etcdserverpb::TxnRequest request, std::string_vi
   };
   Attempt attempt;
   std::int64_t used_lease = 0;
+  const auto record = sessions_.lookup(session_id);
+  if (!record) throw session_not_found(session_id);
+  add_marker_put(request, key, holder_key, std::chrono::milliseconds(record->lock_delay_ms()));
   if (lease.session_bound()) {
     const auto session = sessions_.live(session_id);
     const auto until = session.until;
@@ -273,6 +304,11 @@ bool Holders::release(std::string_view owner_id, FencingToken token,
   *request.add_compare() = compare_mod_revision(entry.key(), static_cast<std::int64_t>(token));
   *request.add_success() = delete_op_with_prev(holder.holder_key());
   *request.add_success() = delete_op(entry.key());
+  // A release ends the holder cleanly: its lock-delay marker goes with it (etcd_delays.h).
+  if (const auto parts = parse_session_key(entry.key())) {
+    add_marker_delete(request, parts->lock_key, holder.holder_key(),
+                      sessions_.cached_lock_delay(parts->session_id));
+  }
   const auto response = client_.txn(request, CallKind::kWrite);
   if (!response.succeeded()) return false;
   for (const auto& kv : response.responses(0).response_delete_range().prev_kvs()) {
@@ -287,7 +323,8 @@ LockOutcome Holders::revoke(std::string_view key) {
   etcdserverpb::TxnRequest request;
   *request.add_success() = delete_op_with_prev(format_lock_key(key));
   *request.add_success() = delete_range_op_with_prev(holders.begin, holders.end);
-  const auto response = client_.txn(request, CallKind::kWrite);
+  // And their lock-delay markers become delays in the same Txn (etcd_delays.h).
+  const auto response = revoke_with_delays(client_, key, request);
   LockOutcome outcome;
   for (const auto& op : response.responses()) {
     for (const auto& kv : op.response_delete_range().prev_kvs()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <charconv>
+#include <utility>
 
 #include "dlock/errors.h"
 #include "util/limits.h"
@@ -36,6 +37,32 @@ std::string holder_base(std::string_view key) {
   base.push_back('\0');
   base.push_back('h');
   return base;
+}
+
+// "/dlock_delay/<escaped key>\0": every marker and delay key of `key` starts with it.
+std::string delay_base(std::string_view key) {
+  std::string base(kDelayPrefix);
+  base.append(escape(key));
+  base.push_back('\0');
+  return base;
+}
+
+// Undoes escape() on `rest` up to its terminating '\0' (not followed by '\xff'); the key and
+// the index of that '\0', or std::nullopt when there is none or the key is empty.
+std::optional<std::pair<std::string, std::size_t>> unescape_name(std::string_view rest) {
+  std::string key;
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] != '\0') {
+      key.push_back(rest[i]);
+    } else if (i + 1 < rest.size() && rest[i + 1] == '\xff') {
+      key.push_back('\0');
+      ++i;
+    } else {
+      if (key.empty()) return std::nullopt;
+      return std::make_pair(std::move(key), i);
+    }
+  }
+  return std::nullopt;
 }
 
 std::string digits(std::uint32_t value) {
@@ -158,20 +185,12 @@ std::string permit_slot_key(std::string_view key, std::uint32_t limit, std::uint
 
 std::optional<std::string> parse_holder_key(std::string_view etcd_key) {
   if (!etcd_key.starts_with(kHolderPrefix)) return std::nullopt;
-  std::string_view rest = etcd_key.substr(kHolderPrefix.size());
-  std::string key;
-  for (std::size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] != '\0') {
-      key.push_back(rest[i]);
-    } else if (i + 1 < rest.size() && rest[i + 1] == '\xff') {
-      key.push_back('\0');
-      ++i;
-    } else {
-      if (i + 1 >= rest.size() || rest[i + 1] != 'h' || key.empty()) return std::nullopt;
-      return key;
-    }
+  const std::string_view rest = etcd_key.substr(kHolderPrefix.size());
+  auto name = unescape_name(rest);
+  if (!name || name->second + 1 >= rest.size() || rest[name->second + 1] != 'h') {
+    return std::nullopt;
   }
-  return std::nullopt;
+  return std::move(name->first);
 }
 
 std::optional<PermitSlot> parse_permit_slot(std::string_view etcd_key) {
@@ -193,6 +212,29 @@ std::optional<PermitSlot> parse_permit_slot(std::string_view etcd_key) {
 
 std::string holder_scan_prefix_for(std::string_view prefix) {
   return std::string(kHolderPrefix) + escape(prefix);
+}
+
+KeyRange delay_state_range(std::string_view key) { return prefix_range(delay_base(key)); }
+KeyRange marker_range(std::string_view key) { return prefix_range(delay_base(key) + "m"); }
+KeyRange delay_range(std::string_view key) { return prefix_range(delay_base(key) + "d"); }
+
+std::string marker_key(std::string_view key, std::string_view grant_key) {
+  return delay_base(key) + "m" + std::string(grant_key);
+}
+
+std::string delay_key(std::string_view key, std::string_view grant_key) {
+  return delay_base(key) + "d" + std::string(grant_key);
+}
+
+std::optional<DelayStateKey> parse_delay_state_key(std::string_view etcd_key) {
+  if (!etcd_key.starts_with(kDelayPrefix)) return std::nullopt;
+  const std::string_view rest = etcd_key.substr(kDelayPrefix.size());
+  auto name = unescape_name(rest);
+  if (!name || name->second + 2 >= rest.size()) return std::nullopt;
+  const char kind = rest[name->second + 1];
+  if (kind != 'm' && kind != 'd') return std::nullopt;
+  return DelayStateKey{std::move(name->first), kind == 'm',
+                       std::string(rest.substr(name->second + 2))};
 }
 
 }  // namespace dlock::store::etcd

@@ -98,4 +98,24 @@ std::optional<PermitSlot> parse_permit_slot(std::string_view etcd_key);
 // Where a scan for holder keys of SPI keys starting with `prefix` begins (a prefix range).
 std::string holder_scan_prefix_for(std::string_view prefix);
 
+// Lock-delay (docs/adr/0020, etcd_delays.h) lives under a root of its own, escaped as for
+// holders: /dlock_delay/<escaped SPI key>\0, then
+//   m<grant key>   the delay marker of the grant whose etcd key (lock or holder key) follows,
+//                  lease-less, put by the granting Txn of a session with a lock-delay
+//   d<grant key>   a running delay of that (ended) grant, on a lease of the delay's length
+inline constexpr std::string_view kDelayPrefix = "/dlock_delay/";
+// Every marker and delay of `key`; its markers; its running delays.
+KeyRange delay_state_range(std::string_view key);
+KeyRange marker_range(std::string_view key);
+KeyRange delay_range(std::string_view key);
+std::string marker_key(std::string_view key, std::string_view grant_key);
+std::string delay_key(std::string_view key, std::string_view grant_key);
+// For a marker or delay key: the SPI key, whether it is a marker, and the grant key it names.
+struct DelayStateKey {
+  std::string key;
+  bool marker = false;
+  std::string grant_key;
+};
+std::optional<DelayStateKey> parse_delay_state_key(std::string_view etcd_key);
+
 }  // namespace dlock::store::etcd

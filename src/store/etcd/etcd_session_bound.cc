@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "store/etcd/etcd_delays.h"
 #include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_records.h"
 
@@ -47,10 +48,13 @@ std::optional<LockHandle> SessionBoundGrants::acquire(
   *request.add_compare() = compare_create_revision(etcd_key, 0);
   *request.add_compare() = compare_exists(record_key);
   *request.add_compare() = compare_none_in(holders.begin, holders.end);
+  add_delay_guard(request, key);  // no lock-delay marker or delay of the name (etcd_delays.h)
   add_grant_puts(request, etcd_key, key, owner_id, session_id, session.record.lease_id(),
                  wall_at(until), leader_value);
+  add_marker_put(request, key, etcd_key, std::chrono::milliseconds(session.record.lock_delay_ms()));
   *request.add_failure() = get_op(etcd_key);
   *request.add_failure() = get_op(record_key);
+  add_delay_state_read(request, key);
   auto response = client_.txn(request, CallKind::kWrite);
   if (!response.succeeded()) {
     if (response.responses(1).response_range().kvs_size() == 0) {
@@ -58,7 +62,11 @@ std::optional<LockHandle> SessionBoundGrants::acquire(
       throw session_not_found(session_id);
     }
     const auto& holder = response.responses(0).response_range();
-    if (holder.kvs_size() == 0) return std::nullopt;  // shared or permit holders live
+    if (holder.kvs_size() == 0) {
+      // A grant of the name ended without a release: its marker becomes a delay, if not yet.
+      if (delay_state_seen(response, 2)) settle_delays(client_, key);
+      return std::nullopt;  // holders live, or a lock-delay runs
+    }
     const GrantRecord held = decode_grant(holder.kvs(0));
     if (held.owner_id() != owner_id || held.session_id() != session_id) {
       watches_.remember_held(etcd_key, response.header().revision(),
@@ -133,6 +141,10 @@ std::optional<LockHandle> SessionBoundGrants::handover(const LockHandle& from,
   if (from.session_id != next_session_id) {
     *request.add_success() = delete_op(session_lock_key(from.session_id, from.key));
   }
+  // The grant carries the next session's lock-delay now (etcd_delays.h).
+  add_marker_handover(request, from.key, etcd_key,
+                      std::chrono::milliseconds(record->lock_delay_ms()),
+                      sessions_.cached_lock_delay(from.session_id));
   *request.add_failure() = get_op(etcd_key);
   etcdserverpb::TxnResponse response;
   try {

@@ -52,7 +52,7 @@ SessionNotFoundError session_not_found(std::string_view session_id) {
   return SessionNotFoundError("session " + std::string(session_id) + " not found or expired");
 }
 
-SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl) {
+SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl, milliseconds lock_delay) {
   util::check_owner(owner_id);
   check_ttl(ttl, limits_, "ttl_ms");
   const auto sent_at = wall_now();
@@ -65,6 +65,7 @@ SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl) {
   record.set_owner_id(std::string(owner_id));
   record.set_ttl_ms(ttl.count());
   record.set_lease_id(lease.id());
+  record.set_lock_delay_ms(lock_delay.count());
   put.set_value(record.SerializeAsString());
   put.set_lease(lease.id());
   const auto steady_sent_at = SteadyClock::now();
@@ -73,7 +74,7 @@ SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl) {
   // What the lease keeps, counted from before it was asked for (etcd may grant another TTL).
   const auto kept = std::min(ttl, milliseconds(seconds(lease.ttl())));
   leases_.note_renewed(lease.id(), steady_sent_at + kept);
-  return SessionInfo{session_id, std::string(owner_id), kept, sent_at + kept};
+  return SessionInfo{session_id, std::string(owner_id), kept, sent_at + kept, lock_delay};
 }
 
 SessionInfo Sessions::heartbeat(std::string_view session_id) {
@@ -91,7 +92,8 @@ SessionInfo Sessions::heartbeat(std::string_view session_id) {
   const auto kept =
       std::min(milliseconds(record->ttl_ms()), milliseconds(seconds(renewed_seconds)));
   leases_.note_renewed(record->lease_id(), steady_sent_at + kept);
-  return SessionInfo{std::string(session_id), record->owner_id(), kept, sent_at + kept};
+  return SessionInfo{std::string(session_id), record->owner_id(), kept, sent_at + kept,
+                     milliseconds(record->lock_delay_ms())};
 }
 
 std::optional<SessionInfo> Sessions::get(std::string_view session_id) {
@@ -105,7 +107,7 @@ std::optional<SessionInfo> Sessions::get(std::string_view session_id) {
     return std::nullopt;
   }
   return SessionInfo{std::string(session_id), record->owner_id(), milliseconds(record->ttl_ms()),
-                     sent_at + seconds(remaining.ttl())};
+                     sent_at + seconds(remaining.ttl()), milliseconds(record->lock_delay_ms())};
 }
 
 std::vector<LockInfo> Sessions::close(std::string_view session_id) {
@@ -248,6 +250,13 @@ void Sessions::remember(const std::string& session_id, const SessionRecord& reco
     cache_.erase(cache_.begin());
   }
   cache_.insert_or_assign(session_id, record);
+}
+
+std::optional<milliseconds> Sessions::cached_lock_delay(std::string_view session_id) {
+  std::lock_guard lock(cache_mutex_);
+  const auto found = cache_.find(std::string(session_id));
+  if (found == cache_.end()) return std::nullopt;
+  return milliseconds(found->second.lock_delay_ms());
 }
 
 void Sessions::forget(std::string_view session_id) {

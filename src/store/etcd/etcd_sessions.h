@@ -31,7 +31,8 @@ class Sessions {
   Sessions(const Sessions&) = delete;
   Sessions& operator=(const Sessions&) = delete;
 
-  SessionInfo open(std::string_view owner_id, std::chrono::milliseconds ttl);
+  SessionInfo open(std::string_view owner_id, std::chrono::milliseconds ttl,
+                   std::chrono::milliseconds lock_delay);
   SessionInfo heartbeat(std::string_view session_id);
   std::optional<SessionInfo> get(std::string_view session_id);
   std::vector<LockInfo> close(std::string_view session_id);
@@ -41,6 +42,9 @@ class Sessions {
   // The record of `session_id` (its owner, TTL and lease): from the cache, else from etcd.
   // std::nullopt when there is none (never opened, closed or expired).
   std::optional<SessionRecord> lookup(std::string_view session_id);
+  // The lock-delay of `session_id` as far as this store knows without asking etcd: std::nullopt
+  // when the session is not cached (a caller that must not miss a marker then assumes one).
+  std::optional<std::chrono::milliseconds> cached_lock_delay(std::string_view session_id);
   // Evidence that the session ended: drop it from the cache.
   void forget(std::string_view session_id);
   // Until when the session's lease (and every session-bound grant on it) is certain to live: as

@@ -1,6 +1,7 @@
-// The etcd LockStore (about 530 lines, over the usual ~500): the one class every SPI call enters,
+// The etcd LockStore (about 565 lines, over the usual ~500): the one class every SPI call enters,
 // kept whole so each exclusive grant's Txns read side by side; its parts (leases, sessions,
-// session-bound grants, holders, elections, watches) live in the other etcd_*.cc files.
+// session-bound grants, holders, elections, lock-delays, watches) live in the other etcd_*.cc
+// files.
 #include "store/etcd/etcd_store.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_delays.h"
 #include "store/etcd/etcd_elections.h"
 #include "store/etcd/etcd_holders.h"
 #include "store/etcd/etcd_keys.h"
@@ -208,6 +210,8 @@ class EtcdStore final : public Backend {
     *request.add_compare() = compare_value(index_key, std::string(owner_id));
     *request.add_success() = delete_op_with_prev(etcd_key);
     *request.add_success() = delete_op(index_key);
+    // A release ends the grant cleanly: its lock-delay marker goes with it (etcd_delays.h).
+    add_marker_delete(request, key, etcd_key, sessions_.cached_lock_delay(session_id));
     // Not this lock: the token may name a holder (docs/adr/0020), found by its index entry.
     *request.add_failure() = get_op(session_holder_key(session_id, key));
     const auto response = client_.txn(request, CallKind::kWrite);
@@ -258,6 +262,8 @@ class EtcdStore final : public Backend {
                                          std::string_view next_owner_id,
                                          std::string_view next_session_id, milliseconds ttl,
                                          std::int64_t key_revision) {
+    const auto next = sessions_.lookup(next_session_id);
+    if (!next) return release_instead_of_handover(from);  // the next session is gone
     GrantLease grant = leases_.lease_for(ttl);
     const auto now = grant.wall_from;
     const std::string next_record = session_record_key(next_session_id);
@@ -272,6 +278,9 @@ class EtcdStore final : public Backend {
     if (from.session_id != next_session_id) {
       *request.add_success() = delete_op(session_lock_key(from.session_id, from.key));
     }
+    // The grant carries the next session's lock-delay now (etcd_delays.h).
+    add_marker_handover(request, from.key, etcd_key, milliseconds(next->lock_delay_ms()),
+                        sessions_.cached_lock_delay(from.session_id));
     *request.add_failure() = get_op(etcd_key);
     const auto response = leases_.txn_on(grant, request);
     if (response.succeeded()) {
@@ -308,8 +317,9 @@ class EtcdStore final : public Backend {
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                         std::function<void()> on_released) override {
     // The lock key and, for holders (docs/adr/0020), the key's holder range.
-    const KeyRange holders = holder_range(key);
-    return watches_.watch(format_lock_key(key), holders, std::move(on_released));
+    // And its lock-delay state (etcd_delays.h): a delay's end is the deletion of its key.
+    return watches_.watch(format_lock_key(key), holder_range(key), delay_state_range(key),
+                          std::move(on_released));
   }
 
   std::string_view backend_id() const override { return backend_names::kEtcd; }
@@ -317,8 +327,8 @@ class EtcdStore final : public Backend {
   using SessionRegistry::open_session;
   SessionInfo open_session(std::string_view owner_id, milliseconds ttl,
                            milliseconds lock_delay) override {
-    check_lock_delay(lock_delay, limits_);  // TODO(lock-delay): etcd
-    return sessions_.open(owner_id, ttl);
+    check_lock_delay(lock_delay, limits_);
+    return sessions_.open(owner_id, ttl, lock_delay);
   }
   SessionInfo heartbeat(std::string_view session_id) override {
     return sessions_.heartbeat(session_id);
@@ -327,9 +337,17 @@ class EtcdStore final : public Backend {
     return sessions_.get(session_id);
   }
   std::vector<LockInfo> close_session(std::string_view session_id) override {
+    // A close ends the session's grants cleanly: no lock-delay (etcd_delays.h).
+    if (const auto record = sessions_.lookup(session_id); record && record->lock_delay_ms() > 0) {
+      clear_markers_of(client_, session_id);
+    }
     return sessions_.close(session_id);
   }
-  ReapReport reap_expired() override { return sessions_.reap_expired(); }
+  ReapReport reap_expired() override {
+    ReapReport report = sessions_.reap_expired();
+    settle_all_delays(client_);  // markers of grants that ended (or were reaped) become delays
+    return report;
+  }
 
  private:
   // try_insert, and try_insert_leader with the leader's value (already checked).
@@ -390,6 +408,9 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
                                              std::optional<std::string_view> leader_value) {
   // The grant's lease starts counting before the grant exists, so it ends no earlier than
   // counting_from + ttl: the client deadline below can never outlive the key.
+  // The session's lock-delay, for the grant's marker: cached, else one Range (etcd_delays.h).
+  const auto session = sessions_.lookup(session_id);
+  if (!session) throw session_not_found(session_id);
   GrantLease grant = leases_.lease_for(ttl);
   // Counted, like the lease, from before the lease was asked for.
   const auto now = grant.wall_from;
@@ -402,12 +423,15 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
   *request.add_compare() = compare_create_revision(etcd_key, 0);
   *request.add_compare() = compare_exists(record_key);
   *request.add_compare() = compare_none_in(holders.begin, holders.end);
+  add_delay_guard(request, key);  // no lock-delay marker or delay of the name (etcd_delays.h)
   *request.add_success() = put_op(etcd_key, value, grant.id);
   // The index entry holds the owner, so a release can check it with a Compare.
   *request.add_success() =
       put_op(session_lock_key(session_id, key), std::string(owner_id), grant.id);
+  add_marker_put(request, key, etcd_key, milliseconds(session->lock_delay_ms()));
   *request.add_failure() = get_op(etcd_key);
   *request.add_failure() = get_op(record_key);
+  add_delay_state_read(request, key);
   const auto response = leases_.txn_on(grant, request);
   if (response.succeeded()) {
     if (after_grant_for_test_) after_grant_for_test_(key);
@@ -420,7 +444,9 @@ std::optional<LockHandle> EtcdStore::acquire(std::string_view key, const std::st
   }
   if (holder.kvs_size() == 0) {
     leases_.recycle_unused(grant);
-    return std::nullopt;  // shared or permit holders live (no upgrade, docs/adr/0020)
+    // A grant of the name ended without a release: its marker becomes a delay, if not yet.
+    if (delay_state_seen(response, 2)) settle_delays(client_, key);
+    return std::nullopt;  // holders live (no upgrade, docs/adr/0020), or a lock-delay runs
   }
   const GrantRecord record = decode_grant(holder.kvs(0));
   if (record.owner_id() == owner_id && record.session_id() == session_id) {

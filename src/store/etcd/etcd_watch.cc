@@ -306,6 +306,7 @@ class BothSubscriptions final : public ReleaseSubscription {
 }  // namespace
 
 ReleaseSubscriptionPtr ReleaseWatches::watch(const std::string& etcd_key, const KeyRange& holders,
+                                             const KeyRange& delays,
                                              std::function<void()> on_released) {
   // Both watches go on the one stream, the holder range's first: etcd creates a stream's watches
   // in the order asked (also when the stream is opened again: by watch ID), so the holder range
@@ -314,10 +315,15 @@ ReleaseSubscriptionPtr ReleaseWatches::watch(const std::string& etcd_key, const 
   // exclusive holder, whose catch-up check covers what happened before): either way no holder's
   // release after this call is missed, and the holder watch needs no wake-up of its own at its
   // start (a spurious one, which etcd_store_test forbids).
+  // The lock-delay state's watch likewise (a delay key's deletion: the delay is over).
+  auto delay_watch = hub_->subscribe(
+      delays.begin, 0, on_released, [](std::int64_t) {}, delays.end);
   auto holder_watch = hub_->subscribe(
       holders.begin, 0, on_released, [](std::int64_t) {}, holders.end);
   auto key_watch = watch_key(etcd_key, std::move(on_released));
-  return std::make_unique<BothSubscriptions>(std::move(key_watch), std::move(holder_watch));
+  return std::make_unique<BothSubscriptions>(
+      std::make_unique<BothSubscriptions>(std::move(key_watch), std::move(holder_watch)),
+      std::move(delay_watch));
 }
 
 ReleaseSubscriptionPtr ReleaseWatches::watch_key(const std::string& etcd_key,

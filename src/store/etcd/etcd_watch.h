@@ -106,8 +106,10 @@ class ReleaseWatches {
   // or proclaimed on `etcd_key` (docs/adr/0020), so that an election's observers wait on it.
   // Also whenever a key of `holders` (the key's holder range, docs/adr/0020) is deleted; that
   // watch does not wake at its start (the lock key's watch does, unless it knows better).
+  // The same for `delays` (the key's lock-delay state, etcd_delays.h): a delay's end is the
+  // deletion of its key.
   ReleaseSubscriptionPtr watch(const std::string& etcd_key, const KeyRange& holders,
-                               std::function<void()> on_released);
+                               const KeyRange& delays, std::function<void()> on_released);
 
  private:
   // A grant seen holding a key: the revision of the failed acquire that saw it, and the grant's

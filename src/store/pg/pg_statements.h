@@ -91,6 +91,15 @@ inline constexpr char kNotifyTail[] =
 // $4 is the TTL in ms, or 0 for a session-bound grant (never a valid TTL): expires_at NULL.
 // `value` (migrations/005_elections.sql) is the leader's value for kAcquireLeader and NULL for
 // kAcquire: every grant writes it, so a plain takeover or re-acquire of a leader's row drops it.
+// Lock-delay (migrations/007_lock_delay.sql): the WHERE decides on the row's liveness once (a
+// CASE): a live row is re-acquired by its own session only; a row that is no live grant is taken
+// over once its delay is over (dlock_delay_over: an exclusive row's end plus its delay, a group
+// row's holders out of theirs), by its own session too. A row without a delay pays one
+// comparison; the one function call is set up at each execution (callgrind: the acquire costs
+// ~5k instructions, ~1.5 %, more than before lock-delay -- a subquery for the delay in this
+// statement cost ~20k, a second liveness test ~16k). The session trigger,
+// which already reads the granted session, raises the row's lock_delay_ms (0 here and by
+// default) to the session's when it has one.
 // Returns the token, acquired_at, the expiry the grant reports and now().
 inline constexpr char kAcquireHead[] =
     "INSERT INTO locks AS l (key, owner_id, session_id, value, fencing_token, acquired_at, "
@@ -101,10 +110,12 @@ inline constexpr char kAcquireTail[] =
     "ON CONFLICT (key) DO UPDATE "
     "SET mode = 'exclusive', permit_limit = 0, value = EXCLUDED.value, "
     "owner_id = EXCLUDED.owner_id, session_id = EXCLUDED.session_id, "
-    "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, "
+    "lock_delay_ms = 0, acquired_at = EXCLUDED.acquired_at, "
+    "expires_at = EXCLUDED.expires_at, "
     "fencing_token = nextval('fencing_token_seq') "
-    "WHERE NOT " DLOCK_PG_LIVE_LOCKING("l") " "
-    "OR (l.owner_id, l.session_id) = (EXCLUDED.owner_id, EXCLUDED.session_id) "
+    "WHERE CASE WHEN " DLOCK_PG_LIVE_LOCKING("l") " "
+    "THEN (l.owner_id, l.session_id) = (EXCLUDED.owner_id, EXCLUDED.session_id) "
+    "ELSE l.lock_delay_ms = 0 OR dlock_delay_over(l) END "
     "RETURNING fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US(
         DLOCK_PG_EXPIRY("l")) ", " DLOCK_PG_US("now()");
 inline constexpr auto kAcquireText = join_sql(kAcquireHead, "NULL", kAcquireTail);
@@ -154,9 +165,11 @@ inline constexpr const char* kCheckSessionBound =
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
     "AND expires_at IS NULL AND " DLOCK_PG_LIVE("locks");
 
+// A grant in its lock-delay (it ended without a release) is not released: it keeps the delay.
 inline constexpr const char* kDeleteIfOwner =
     "DELETE FROM locks WHERE key = $1 AND owner_id = $2 AND session_id = $3 "
-    "AND fencing_token = $4 AND mode = 'exclusive' RETURNING " DLOCK_PG_LIVE("locks");
+    "AND fencing_token = $4 AND mode = 'exclusive' "
+    "AND (lock_delay_ms = 0 OR dlock_lock_live(locks)) RETURNING " DLOCK_PG_LIVE("locks");
 
 // Release and re-grant in one statement; the session trigger refuses a dead next session. Its
 // token is fenced like the acquire's (the SET list is evaluated before the row is locked).
@@ -164,6 +177,7 @@ inline constexpr const char* kDeleteIfOwner =
 // is a plain one: a leader's value is dropped (ADR-0020).
 inline constexpr const char* kHandover =
     "UPDATE locks SET owner_id = $5, session_id = $6, value = NULL, "
+    "lock_delay_ms = 0, "
     "fencing_token = " DLOCK_PG_FENCED_TOKEN("$1") ", acquired_at = now(), "
     "expires_at = now() + nullif($7::bigint, 0) * interval '1 millisecond' "
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
@@ -184,15 +198,27 @@ inline constexpr char kProclaimUpdate[] =
 inline constexpr auto kProclaimText = join_sql(kNotifyHead, kProclaimUpdate, kNotifyTail);
 inline constexpr const char* kProclaim = kProclaimText.text;
 
-// Every holder of the key (migrations/004_holder_sets.sql): token, owner, live.
+// Every holder of the key (migrations/004_holder_sets.sql; 007_lock_delay.sql: a live grant with a
+// lock-delay ends and stays, in its delay): token, owner, live.
 inline constexpr const char* kRevoke = "SELECT * FROM dlock_revoke($1)";
 
-// Expired grants, session-bound grants of dead sessions, and TTL grants of dead sessions. Holders
-// and their group rows: kReapHolders.
+// Lock-delay (migrations/007_lock_delay.sql), before kReapLocks: a grant with a delay that ended
+// with its session gets its end written: a session-bound one its session's expiry (now() once the
+// session row is gone: later, never earlier), a TTL one of a dead session now(). It stays.
+inline constexpr const char* kReapDelays =
+    "UPDATE locks SET expires_at = CASE WHEN expires_at IS NULL THEN coalesce("
+    "(SELECT s.expires_at FROM lock_session s WHERE s.session_id = locks.session_id), now()) "
+    "ELSE now() END WHERE mode = 'exclusive' AND lock_delay_ms > 0 AND (expires_at IS NULL "
+    "AND NOT " DLOCK_PG_LIVE_LOCKING("locks") " OR expires_at > now() AND NOT EXISTS ("
+    "SELECT 1 FROM lock_session s WHERE s.session_id = locks.session_id AND s.expires_at > now()))";
+
+// Expired grants, session-bound grants of dead sessions, and TTL grants of dead sessions, each
+// once its lock-delay is over. Holders and their group rows: kReapHolders.
 inline constexpr const char* kReapLocks =
     "DELETE FROM locks WHERE mode = 'exclusive' AND (NOT " DLOCK_PG_LIVE_LOCKING("locks") " OR "
     "(expires_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM lock_session s "
     "WHERE s.session_id = locks.session_id AND s.expires_at > now()))) "
+    "AND (lock_delay_ms = 0 OR dlock_delay_over(locks)) "
     "RETURNING " DLOCK_PG_LOCK_COLUMNS;
 
 inline constexpr const char* kReapSessions =
@@ -200,30 +226,34 @@ inline constexpr const char* kReapSessions =
 
 // $3: the session ID, minted by util::random_id() (128 bits from getrandom, contract C6):
 // gen_random_uuid() has only 122 random bits.
+// $4: the lock-delay in ms (migrations/007_lock_delay.sql).
 inline constexpr const char* kOpenSession =
-    "INSERT INTO lock_session (session_id, owner_id, ttl_ms, expires_at) "
-    "VALUES ($3, $1, $2, now() + " DLOCK_PG_MS("$2") ") "
+    "INSERT INTO lock_session (session_id, owner_id, ttl_ms, expires_at, lock_delay_ms) "
+    "VALUES ($3, $1, $2, now() + " DLOCK_PG_MS("$2") ", $4) "
     "RETURNING session_id, " DLOCK_PG_US("expires_at");
 
 // clock_timestamp(), not now(): re-evaluated after waiting for a statement that read the row
 // FOR SHARE (DLOCK_PG_LIVE_LOCKING), so a session found dead there is never renewed here.
 // dlock_heartbeat (migrations/004_holder_sets.sql) renews the session that way, then raises the
 // group rows of its session-bound holders in the same transaction (ADR-0020).
-// Returns owner_id, ttl_ms and the new expiry.
-inline constexpr const char* kHeartbeat = "SELECT * FROM dlock_heartbeat($1)";
+// Returns owner_id, ttl_ms, the new expiry and the lock-delay (which never changes).
+inline constexpr const char* kHeartbeat =
+    "SELECT h.*, (SELECT s.lock_delay_ms FROM lock_session s WHERE s.session_id = $1) "
+    "FROM dlock_heartbeat($1) h";
 
 inline constexpr const char* kGetSession =
-    "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") " FROM lock_session "
+    "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") ", lock_delay_ms FROM lock_session "
     "WHERE session_id = $1 AND expires_at > now()";
 
 inline constexpr const char* kCloseSession =
     "DELETE FROM lock_session WHERE session_id = $1 RETURNING expires_at > now()";
 
 // After kCloseSession (no new grant can follow): a session-bound grant was live if its session
-// was, which kCloseSession reports.
+// was, which kCloseSession reports. A TTL grant that had expired keeps its lock-delay.
 inline constexpr const char* kReleaseSessionLocks =
-    "DELETE FROM locks WHERE session_id = $1 RETURNING " DLOCK_PG_LOCK_COLUMNS
-    ", coalesce(expires_at > now(), true)";
+    "DELETE FROM locks WHERE session_id = $1 AND (lock_delay_ms = 0 OR expires_at IS NULL OR "
+    "expires_at + lock_delay_ms * interval '1 millisecond' <= now() OR expires_at > now()) "
+    "RETURNING " DLOCK_PG_LOCK_COLUMNS ", coalesce(expires_at > now(), true)";
 
 // Holder sets (docs/adr/0020-more-primitives-design.md), PL/pgSQL functions of
 // migrations/004_holder_sets.sql, one round trip each. Not batched (ADR-0019): a grant waits for

@@ -42,6 +42,7 @@ const std::vector<PreparedStatement>& prepared_statements() {
       {"delete_if_owner", sql::kDeleteIfOwner},
       {"handover", sql::kHandover},
       {"revoke", sql::kRevoke},
+      {"reap_delays", sql::kReapDelays},
       {"reap_locks", sql::kReapLocks},
       {"reap_sessions", sql::kReapSessions},
       {"open_session", sql::kOpenSession},
@@ -287,6 +288,7 @@ class PgStore final : public Backend {
   ReapReport reap_expired() override {
     auto connection = pool_.lease();
     ReapReport report;
+    connection->execute("reap_delays", {});  // lock-delay: ends fixed, rows kept
     const auto locks = connection->execute("reap_locks", {});
     for (int row = 0; row < locks.rows(); ++row) {
       report.expired_locks.push_back(lock_info_from(locks, row));
@@ -321,11 +323,11 @@ class PgStore final : public Backend {
                            std::chrono::milliseconds lock_delay) override {
     util::check_owner(owner_id);
     check_ttl(ttl, limits_, "ttl_ms");
-    check_lock_delay(lock_delay, limits_);  // TODO(lock-delay): pg
-    const auto result =
-        pool_.lease()->execute("open_session", {owner_id, ms_text(ttl), util::random_id()});
+    check_lock_delay(lock_delay, limits_);
+    const auto result = pool_.lease()->execute(
+        "open_session", {owner_id, ms_text(ttl), util::random_id(), ms_text(lock_delay)});
     return SessionInfo{result.text(0, 0), std::string(owner_id), ttl,
-                       util::from_unix_micros(result.int64(0, 1))};
+                       util::from_unix_micros(result.int64(0, 1)), lock_delay};
   }
 
   SessionInfo heartbeat(std::string_view session_id) override {
@@ -426,9 +428,9 @@ class PgStore final : public Backend {
   }
 
   static SessionInfo session_from(std::string_view session_id, const PgResult& result) {
-    return SessionInfo{std::string(session_id), result.text(0, 0),
-                       std::chrono::milliseconds(result.int64(0, 1)),
-                       util::from_unix_micros(result.int64(0, 2))};
+    return SessionInfo{
+        std::string(session_id), result.text(0, 0), std::chrono::milliseconds(result.int64(0, 1)),
+        util::from_unix_micros(result.int64(0, 2)), std::chrono::milliseconds(result.int64(0, 3))};
   }
 
   const PgStoreOptions options_;

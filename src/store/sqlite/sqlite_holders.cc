@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "store/sqlite/sqlite_delays.h"
 #include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_statements.h"
 
@@ -16,14 +17,16 @@ inline constexpr const char* kSessionLive =
 // What the decision needs about `key` (?1) for a request of mode ?2 by session ?3 with limit ?4:
 // whether a live exclusive grant holds it; how many live holders of another mode (of any session,
 // this one's too: no change of mode in place) hold it; how many live holders of the same mode
-// other sessions have; and, among those, a limit other than ?4 if any.
+// other sessions have; among those, a limit other than ?4 if any; and whether a lock-delay keeps
+// the name from new grants (C2 "Lock-delay").
 inline constexpr const char* kHoldersOfKey =
     "SELECT EXISTS (SELECT 1 FROM locks WHERE locks.key = ?1 AND " DLOCK_SQLITE_LIVE_GRANT
     "), "
     "count(*) FILTER (WHERE mode <> ?2), "
     "count(*) FILTER (WHERE mode = ?2 AND session_id <> ?3), "
-    "max(permit_limit) FILTER (WHERE mode = ?2 AND session_id <> ?3 AND permit_limit <> ?4) "
-    "FROM lock_holders WHERE key = ?1 AND " DLOCK_SQLITE_LIVE_HOLDER;
+    "max(permit_limit) FILTER (WHERE mode = ?2 AND session_id <> ?3 AND permit_limit <> "
+    "?4), " DLOCK_SQLITE_DELAYED_KEY(
+        "?1") " FROM lock_holders WHERE key = ?1 AND " DLOCK_SQLITE_LIVE_HOLDER;
 
 // The session's holder of `key`, new or replacing its earlier one (live or not) with the token ?4
 // just taken from the counter. ?7 is the TTL in ms, NULL for a session-bound holder. Returns the
@@ -62,7 +65,8 @@ std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_v
     const std::int64_t other_mode = holders.column_int64(1);
     const std::int64_t others = holders.column_int64(2);
     const std::int64_t agreed = holders.column_int64(3);  // 0 when NULL: none disagrees
-    if (exclusive || other_mode > 0) return std::nullopt;
+    const bool delayed = holders.column_int64(4) != 0;
+    if (exclusive || other_mode > 0 || delayed) return std::nullopt;
     if (request.mode == HoldMode::kPermit) {
       if (agreed != 0) {
         throw ConflictError("limit", "semaphore " + std::string(key) + " has " +
@@ -85,6 +89,7 @@ std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_v
 LockOutcome revoke_every_holder(StatementCache& statements, std::string_view key) {
   LockOutcome outcome;
   for (const auto* table : {&sql::kGrants, &sql::kHolders}) {
+    keep_delays(statements, *table, "key = ?1", key);  // a revoke is no release (C2 "Lock-delay")
     Statement& remove =
         statements.get(std::string("DELETE FROM ") + table->name +
                        " WHERE key = ?1 RETURNING fencing_token, owner_id, " + table->live);

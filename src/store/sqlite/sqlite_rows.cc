@@ -44,7 +44,8 @@ LockHandle handle_from(std::string_view key, std::string_view owner_id, std::str
 SessionInfo session_from(std::string_view session_id, const Statement& row) {
   return SessionInfo{std::string(session_id), row.column_text(0),
                      std::chrono::milliseconds(row.column_int64(1)),
-                     util::from_unix_micros(row.column_int64(2) * 1000)};
+                     util::from_unix_micros(row.column_int64(2) * 1000),
+                     std::chrono::milliseconds(row.column_int64(3))};
 }
 
 void bind_lease(Statement& statement, int index, const LockLease& lease) {

@@ -24,7 +24,7 @@ LockHandle handle_from(std::string_view key, std::string_view owner_id, std::str
                        FencingToken token, const LockLease& lease, SteadyClock::time_point sent_at,
                        const Statement& row, int expiry, HoldMode mode = HoldMode::kExclusive);
 
-// A SessionInfo from a row of owner_id, ttl_ms and expires_at.
+// A SessionInfo from a row of owner_id, ttl_ms, expires_at and lock_delay_ms.
 SessionInfo session_from(std::string_view session_id, const Statement& row);
 
 // A TTL in ms for a TTL lease; a session-bound one leaves the parameter unbound (NULL).

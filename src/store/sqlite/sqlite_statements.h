@@ -31,6 +31,25 @@
   "WHERE s.session_id = " t ".session_id), 0)"
 #define DLOCK_SQLITE_GRANT_EXPIRY DLOCK_SQLITE_GRANT_EXPIRY_IN("locks")
 
+// Lock-delay (C2 "Lock-delay", migrations/005_lock_delay.sql): the delay of the row of table `t`,
+// its session's (0 once the session row is gone, which happens only with the row itself).
+#define DLOCK_SQLITE_DELAY_IN(t)                                                 \
+  "coalesce((SELECT s.lock_delay_ms FROM lock_session s WHERE s.session_id = " t \
+  ".session_id), "                                                               \
+  "0)"
+// Whether the row of table `t`, which is not live, ended less than its lock-delay ago.
+#define DLOCK_SQLITE_IN_DELAY_IN(t) \
+  "(" DLOCK_SQLITE_GRANT_EXPIRY_IN(t) " + " DLOCK_SQLITE_DELAY_IN(t) " > " DLOCK_SQLITE_NOW ")"
+// Whether a lock-delay keeps the name `k` (an SQL expression) from every new grant: a delay
+// recorded in `lock_delays` that is still running, or a row of either table that ended without a
+// release less than its delay ago.
+#define DLOCK_SQLITE_DELAYED_KEY(k) \
+  "(EXISTS (SELECT 1 FROM lock_delays d WHERE d.key = " k " AND d.ends_at > " DLOCK_SQLITE_NOW \
+  ") OR EXISTS (SELECT 1 FROM locks WHERE locks.key = " k " AND NOT " DLOCK_SQLITE_LIVE_GRANT   \
+  " AND " DLOCK_SQLITE_IN_DELAY_IN("locks") ") OR EXISTS (SELECT 1 FROM lock_holders "          \
+  "WHERE lock_holders.key = " k " AND NOT " DLOCK_SQLITE_LIVE_HOLDER                           \
+  " AND " DLOCK_SQLITE_IN_DELAY_IN("lock_holders") "))"
+
 // Whether the session of the row of table `t` is live.
 #define DLOCK_SQLITE_LIVE_SESSION_IN(t)                          \
   "EXISTS (SELECT 1 FROM lock_session s WHERE s.session_id = " t \
@@ -64,8 +83,12 @@ inline constexpr const char* kRaiseTokenFloor =
 // branches store it, so a plain grant never keeps a leader's value (ADR-0020). Returns the token,
 // acquired_at, the expiry the grant reports and the store's now.
 // A live shared or permit holder of the key (`lock_holders`, ADR-0020), of any session, makes it
-// "held" too: the trigger locks_held_by_holders_on_insert (migrations/003_holders.sql) drops the
+// "held" too: the trigger locks_held_by_holders_on_insert (migrations/005_lock_delay.sql) drops the
 // row before either branch runs, as locks_session_alive_on_insert refuses a dead session.
+// Lock-delay (C2): an ended row is taken over only once its end plus its session's lock-delay
+// has passed (the ELSE branch; for a live row, only its own owner and session re-acquire), and
+// the same trigger drops the row while a delay of the key runs in `lock_delays` or an ended
+// holder's delay runs.
 inline constexpr const char* kAcquire =
     "INSERT INTO locks (key, owner_id, session_id, fencing_token, acquired_at, expires_at, value) "
     "VALUES (?1, ?2, ?3, ?4, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
@@ -74,8 +97,9 @@ inline constexpr const char* kAcquire =
     "  session_id = excluded.session_id, fencing_token = excluded.fencing_token, "
     "  acquired_at = excluded.acquired_at, expires_at = excluded.expires_at, "
     "  value = excluded.value "
-    "WHERE NOT " DLOCK_SQLITE_LIVE_GRANT
-    "   OR (locks.owner_id = excluded.owner_id AND locks.session_id = excluded.session_id) "
+    "WHERE CASE WHEN " DLOCK_SQLITE_LIVE_GRANT
+    "   THEN locks.owner_id = excluded.owner_id AND locks.session_id = excluded.session_id "
+    "   ELSE NOT " DLOCK_SQLITE_IN_DELAY_IN("locks") " END "
     "RETURNING fencing_token, acquired_at, " DLOCK_SQLITE_GRANT_EXPIRY ", " DLOCK_SQLITE_NOW;
 
 // proclaim (ADR-0020, "Leader election"): the value ?5 replaces the value of the live exclusive
@@ -87,14 +111,47 @@ inline constexpr const char* kProclaim =
     "AND fencing_token = ?4 AND " DLOCK_SQLITE_LIVE_GRANT
     " RETURNING " DLOCK_SQLITE_COLUMNS_IN("locks", "'exclusive', 0, locks.value");
 
-// Release: deletes the grant only if it is still this holder's; one row whose value says
-// whether it was still live. The same for a shared or permit holder, by its token.
-#define DLOCK_SQLITE_DELETE_IF_OWNER_IN(t)                 \
-  "DELETE FROM " t                                         \
-  " WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 " \
-  "AND fencing_token = ?4 RETURNING " DLOCK_SQLITE_LIVE_IN(t)
+// Release: deletes the grant only if it is still this holder's; one row whose first value says
+// whether it was still live. The same for a shared or permit holder, by its token. The second
+// value is when the lock-delay of a grant that had already ended is over, if it is not yet (else
+// 0): a late release does not cancel it (C2 "Lock-delay").
+#define DLOCK_SQLITE_DELETE_IF_OWNER_IN(t) \
+  "DELETE FROM " t                                                                               \
+  " WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "                                       \
+  "AND fencing_token = ?4 RETURNING " DLOCK_SQLITE_LIVE_IN(t) ", CASE WHEN " DLOCK_SQLITE_LIVE_IN( \
+      t) " THEN 0 WHEN " DLOCK_SQLITE_IN_DELAY_IN(t) " THEN " DLOCK_SQLITE_GRANT_EXPIRY_IN(t)     \
+      " + " DLOCK_SQLITE_DELAY_IN(t) " ELSE 0 END"
 inline constexpr const char* kDeleteIfOwner = DLOCK_SQLITE_DELETE_IF_OWNER_IN("locks");
 inline constexpr const char* kDeleteHolderIfOwner = DLOCK_SQLITE_DELETE_IF_OWNER_IN("lock_holders");
+
+// Sessions: open ?1 for owner ?2 with TTL ?3 ms and lock-delay ?4 ms (C2 "Lock-delay"); renew ?1
+// if it is live; read ?1 if it is live. The last two return the columns session_from reads.
+inline constexpr const char* kOpenSession =
+    "INSERT INTO lock_session (session_id, owner_id, ttl_ms, created_at, expires_at, "
+    "lock_delay_ms) VALUES (?1, ?2, ?3, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
+    " + ?3, ?4) RETURNING expires_at";
+inline constexpr const char* kHeartbeat =
+    "UPDATE lock_session SET expires_at = " DLOCK_SQLITE_NOW
+    " + ttl_ms WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW
+    " RETURNING owner_id, ttl_ms, expires_at, lock_delay_ms";
+inline constexpr const char* kGetSession =
+    "SELECT owner_id, ttl_ms, expires_at, lock_delay_ms FROM lock_session "
+    "WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW;
+
+// resume_clock (docs/adr/0013-sqlite-store-clock.md): the latest instant an earlier run provably
+// reached (its latest grant, session creation or keepalive; 0 when nothing is persisted), and
+// whether any lease, session or lock-delay (C2 "Lock-delay") was live then.
+inline constexpr const char* kLastReached =
+    "WITH reached(t) AS (SELECT coalesce(max(t), 0) FROM ("
+    "SELECT max(acquired_at) AS t FROM locks "
+    "UNION ALL SELECT max(acquired_at) FROM lock_holders "
+    "UNION ALL SELECT max(created_at) FROM lock_session "
+    "UNION ALL SELECT max(expires_at - ttl_ms) FROM lock_session)) "
+    "SELECT t, EXISTS (SELECT 1 FROM locks, reached WHERE expires_at > t) "
+    "OR EXISTS (SELECT 1 FROM lock_holders, reached WHERE expires_at > t) "
+    "OR EXISTS (SELECT 1 FROM lock_session, reached WHERE expires_at > t) "
+    "OR EXISTS (SELECT 1 FROM lock_delays, reached WHERE ends_at > t) "
+    "FROM reached";
 
 // The SQL fragments of one table of grants: `locks` (exclusive) or `lock_holders` (shared and
 // permit holders, ADR-0020). Both have the columns key, owner_id, session_id, fencing_token,
@@ -106,12 +163,13 @@ struct GrantTable {
   const char* live_session;  // DLOCK_SQLITE_LIVE_SESSION_IN
   const char* columns;       // DLOCK_SQLITE_COLUMNS_IN
   const char* mode;          // the row's HoldMode, spelt as to_string(HoldMode) does
+  const char* delay;         // DLOCK_SQLITE_DELAY_IN
 };
 
 #define DLOCK_SQLITE_GRANT_TABLE(t, mode, limit, value)                                           \
   GrantTable {                                                                                    \
     t, DLOCK_SQLITE_LIVE_IN(t), DLOCK_SQLITE_GRANT_EXPIRY_IN(t), DLOCK_SQLITE_LIVE_SESSION_IN(t), \
-        DLOCK_SQLITE_COLUMNS_IN(t, mode ", " limit ", " value), mode                              \
+        DLOCK_SQLITE_COLUMNS_IN(t, mode ", " limit ", " value), mode, DLOCK_SQLITE_DELAY_IN(t)    \
   }
 inline constexpr GrantTable kGrants =
     DLOCK_SQLITE_GRANT_TABLE("locks", "'exclusive'", "0", "locks.value");

@@ -9,6 +9,7 @@
 
 #include "store/sqlite/data_file.h"
 #include "store/sqlite/sqlite_db.h"
+#include "store/sqlite/sqlite_delays.h"
 #include "store/sqlite/sqlite_holders.h"
 #include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_statements.h"
@@ -194,8 +195,11 @@ class SqliteStore final : public Backend {
   }
 
   ReapReport reap_expired() override {
-    auto report = reap_locked();
+    std::vector<std::string> delays_over;
+    auto report = reap_locked(delays_over);
     for (const auto& info : report.expired_locks) releases_.notify(info.key);
+    // Lock-delays that are over: announced like a release, so waiters try again (C2).
+    for (const auto& key : delays_over) releases_.notify(key);
     return report;
   }
 
@@ -211,16 +215,14 @@ class SqliteStore final : public Backend {
                            std::chrono::milliseconds lock_delay) override {
     util::check_owner(owner_id);
     check_ttl(ttl, limits_, "ttl_ms");
-    check_lock_delay(lock_delay, limits_);  // TODO(lock-delay): sqlite
+    check_lock_delay(lock_delay, limits_);
     const std::string session_id = util::random_id();
-    SessionInfo opened{session_id, std::string(owner_id), ttl, {}};
+    SessionInfo opened{session_id, std::string(owner_id), ttl, {}, lock_delay};
     writes_.write([&] {
-      Statement& insert = statements_.get(
-          "INSERT INTO lock_session (session_id, owner_id, ttl_ms, created_at, "
-          "expires_at) VALUES (?1, ?2, ?3, " DLOCK_SQLITE_NOW ", " DLOCK_SQLITE_NOW
-          " + ?3) RETURNING expires_at");
+      Statement& insert = statements_.get(sql::kOpenSession);
       ResetGuard reset(insert);
       insert.bind(1, session_id).bind(2, owner_id).bind(3, std::int64_t{ttl.count()});
+      insert.bind(4, std::int64_t{lock_delay.count()});
       if (!insert.step()) throw InternalError("sqlite: session insert returned no row");
       opened.expires_at = util::from_unix_micros(insert.column_int64(0) * 1000);
       return true;
@@ -232,10 +234,7 @@ class SqliteStore final : public Backend {
     util::check_session_id(session_id);
     std::optional<SessionInfo> renewed;
     writes_.write([&] {
-      Statement& update = statements_.get("UPDATE lock_session SET expires_at = " DLOCK_SQLITE_NOW
-                                          " + ttl_ms "
-                                          "WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW
-                                          " RETURNING owner_id, ttl_ms, expires_at");
+      Statement& update = statements_.get(sql::kHeartbeat);
       ResetGuard reset(update);
       update.bind(1, session_id);
       if (!update.step()) throw SessionNotFoundError("session not found or expired");
@@ -248,9 +247,7 @@ class SqliteStore final : public Backend {
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
     util::check_session_id(session_id);
     std::lock_guard lock(mutex_);
-    Statement& select = statements_.get(
-        "SELECT owner_id, ttl_ms, expires_at FROM lock_session "
-        "WHERE session_id = ?1 AND expires_at > " DLOCK_SQLITE_NOW);
+    Statement& select = statements_.get(sql::kGetSession);
     ResetGuard reset(select);
     select.bind(1, session_id);
     if (!select.step()) return std::nullopt;
@@ -338,14 +335,16 @@ class SqliteStore final : public Backend {
     return next;
   }
 
-  ReapReport reap_locked() {
+  ReapReport reap_locked(std::vector<std::string>& delays_over) {
     ReapReport report;
     writes_.write([&] {
       report = ReapReport{};
       for (const auto* table : {&kGrants, &kHolders}) {
-        Statement& locks = statements_.get(std::string("DELETE FROM ") + table->name +
-                                           " WHERE expires_at <= " DLOCK_SQLITE_NOW " OR NOT " +
-                                           table->live_session + " RETURNING " + table->columns);
+        const std::string ended =
+            std::string("expires_at <= " DLOCK_SQLITE_NOW " OR NOT ") + table->live_session;
+        keep_delays(statements_, *table, ended);  // before the rows and their sessions go
+        Statement& locks = statements_.get(std::string("DELETE FROM ") + table->name + " WHERE " +
+                                           ended + " RETURNING " + table->columns);
         ResetGuard reset_locks(locks);
         while (locks.step()) report.expired_locks.push_back(lock_info_from(locks));
       }
@@ -353,6 +352,7 @@ class SqliteStore final : public Backend {
           "DELETE FROM lock_session WHERE expires_at <= " DLOCK_SQLITE_NOW " RETURNING session_id");
       ResetGuard reset_sessions(sessions);
       while (sessions.step()) report.expired_sessions.push_back(sessions.column_text(0));
+      delays_over = end_delays(statements_);
       return true;
     });
     return report;
@@ -367,6 +367,9 @@ class SqliteStore final : public Backend {
       // Before the session row goes: a session-bound grant is live while the session is, and
       // reports the session's expiry. One transaction, so no grant slips in between.
       for (const auto* table : {&kGrants, &kHolders}) {
+        // A grant of the session that had already ended keeps its lock-delay (C2).
+        keep_delays(statements_, *table, std::string("session_id = ?1 AND NOT ") + table->live,
+                    session_id);
         Statement& locks = statements_.get(std::string("DELETE FROM ") + table->name +
                                            " WHERE session_id = ?1 RETURNING " + table->columns +
                                            ", " + table->live);
@@ -415,23 +418,14 @@ class SqliteStore final : public Backend {
 
   // Persisted times were read on an earlier run's clock, which this run's wall clock cannot be
   // compared with (it may have stepped while the store was closed, by any amount). While any
-  // lease or session was live at the latest instant the earlier run provably reached (its latest
-  // grant, session creation or keepalive), the store clock resumes from that instant: each lease
-  // keeps at least the lifetime it had left then, and the time the store was closed counts as
-  // none of it. Otherwise it resumes from the wall clock, never earlier than that instant, so
-  // nothing expired comes back. Reads only: opening a store on a full disk writes nothing
-  // (docs/adr/0013-sqlite-store-clock.md).
+  // lease, session or lock-delay was live at the latest instant the earlier run provably reached
+  // (its latest grant, session creation or keepalive), the store clock resumes from that instant:
+  // each lease keeps at least the lifetime it had left then, and the time the store was closed
+  // counts as none of it. Otherwise it resumes from the wall clock, never earlier than that
+  // instant, so nothing expired comes back. Reads only: opening a store on a full disk writes
+  // nothing (docs/adr/0013-sqlite-store-clock.md).
   void resume_clock() {
-    Statement last(db_.handle(),
-                   "WITH reached(t) AS (SELECT coalesce(max(t), 0) FROM ("
-                   "SELECT max(acquired_at) AS t FROM locks "
-                   "UNION ALL SELECT max(acquired_at) FROM lock_holders "
-                   "UNION ALL SELECT max(created_at) FROM lock_session "
-                   "UNION ALL SELECT max(expires_at - ttl_ms) FROM lock_session)) "
-                   "SELECT t, EXISTS (SELECT 1 FROM locks, reached WHERE expires_at > t) "
-                   "OR EXISTS (SELECT 1 FROM lock_holders, reached WHERE expires_at > t) "
-                   "OR EXISTS (SELECT 1 FROM lock_session, reached WHERE expires_at > t) "
-                   "FROM reached");
+    Statement last(db_.handle(), sql::kLastReached);
     if (!last.step()) return;
     const std::int64_t reached = last.column_int64(0);
     const bool live = last.column_int64(1) != 0;
@@ -470,7 +464,12 @@ class SqliteStore final : public Backend {
       ResetGuard reset(remove);
       remove.bind(1, key).bind(2, owner_id).bind(3, session_id);
       remove.bind(4, static_cast<std::int64_t>(fencing_token));
-      if (remove.step()) return remove.column_int64(0) != 0;
+      if (!remove.step()) continue;
+      // A grant that had already ended keeps its lock-delay (C2): 0 when it has none left.
+      if (const std::int64_t delay_ends = remove.column_int64(1); delay_ends > 0) {
+        keep_delay(statements_, key, delay_ends);
+      }
+      return remove.column_int64(0) != 0;
     }
     return false;
   }

@@ -88,6 +88,14 @@ TEST_F(DlockElectTest, RunsTheCommandAsLeaderWithTokenAndValueThenResigns) {
   EXPECT_EQ(sent("DELETE", "/v1/sessions/s-1").size(), 1u);
 }
 
+TEST_F(DlockElectTest, LockDelayIsAskedForWithTheSession) {
+  auto dlock = start("exit 0", {"--lock-delay", "2s"});
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 0);
+  const auto opened = sent("POST", "/v1/sessions");
+  ASSERT_GE(opened.size(), 1u);
+  EXPECT_EQ(boost::json::parse(opened[0].body).at("lock_delay_ms").to_number<int>(), 2000);
+}
+
 TEST_F(DlockElectTest, AnotherLeaderAfterTheWaitExits75WithoutRunningTheCommand) {
   api_.held = true;
   auto dlock = start(R"(touch "$DIR/ran")", {"--wait", "100ms"});

@@ -297,6 +297,15 @@ TEST_F(DlockRunTest, TheLockIsSessionBoundByDefaultAndATtlLockOnRequest) {
   EXPECT_NE(acquire_body().find(R"("ttl_ms":5000)"), std::string::npos) << acquire_body();
 }
 
+// --lock-delay (C2 "Lock-delay") is asked for when the session is opened, and only then.
+TEST_F(DlockRunTest, LockDelayIsAskedForWithTheSession) {
+  auto dlock = start("exit 0", {"--lock-delay", "1500ms"});
+  EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 0);
+  const auto opened = server_.requests_to("POST", "/v1/sessions");  // the open comes first
+  ASSERT_GE(opened.size(), 1u);
+  EXPECT_NE(opened[0].body.find(R"("lock_delay_ms":1500)"), std::string::npos) << opened[0].body;
+}
+
 TEST_F(DlockRunTest, UnknownLeaseIsAUsageError) {
   auto dlock = start(R"(touch "$DIR/ran")", {"--lease", "forever"});
   EXPECT_EQ(wait_exit(*dlock, milliseconds(10'000)), 64);

@@ -31,8 +31,16 @@ class FakeLockApi {
     const auto has = [&t](const char* part) { return t.find(part) != std::string::npos; };
     if (t.rfind("/v1/elections/", 0) == 0) return election(request);
     if (request.method == "POST" && t == "/v1/sessions") {
+      // A lock-delay asked for is granted (C2 "Lock-delay"); none asked for: the answer has no
+      // "lock_delay_ms", as from a dlockd that predates lock-delay.
+      const auto delay_at = request.body.find(R"("lock_delay_ms":)");
+      const std::string delay =
+          delay_at == std::string::npos
+              ? ""
+              : R"(,"lock_delay_ms":)" +
+                    std::to_string(std::stoul(request.body.substr(delay_at + 16)));
       return {201, R"({"session_id":"s-1","owner":"tester","ttl_ms":)" +
-                       std::to_string(session_ttl_ms.load()) +
+                       std::to_string(session_ttl_ms.load()) + delay +
                        R"(,"expires_at":"2030-01-01T00:00:00Z"})"};
     }
     if (request.method == "POST" && has("/keepalive")) {

@@ -188,5 +188,43 @@ TEST_F(SessionLockTest, MovedLocksKeepExtending) {
   EXPECT_TRUE(moved.still_valid());
 }
 
+// Lock-delay (C2 "Lock-delay"): sent as "lock_delay_ms" only when set, so an older dlockd sees
+// the request it always saw; the answered one is kept (absent: 0); negative is refused here.
+TEST_F(SessionLockTest, LockDelayIsSentOnlyWhenSetAndTheAnsweredOneIsKept) {
+  const auto session_bodies = [this] {
+    std::vector<std::string> bodies;
+    for (const FakeRequest& request : server_.requests()) {
+      if (request.method == "POST" && request.target == "/v1/sessions") {
+        bodies.push_back(request.body);
+      }
+    }
+    return bodies;
+  };
+  {
+    Session plain(*client_, {"tester", milliseconds(1000), {}});
+    EXPECT_EQ(plain.lock_delay(), milliseconds(0));
+  }
+  ASSERT_EQ(session_bodies().size(), 1U);
+  EXPECT_EQ(session_bodies()[0].find("lock_delay"), std::string::npos) << session_bodies()[0];
+  {
+    Session delayed(*client_, {.owner = "tester", .lock_delay = milliseconds(1500)});
+    EXPECT_EQ(delayed.lock_delay(), milliseconds(1500));
+  }
+  ASSERT_EQ(session_bodies().size(), 2U);
+  EXPECT_NE(session_bodies()[1].find(R"("lock_delay_ms":1500)"), std::string::npos)
+      << session_bodies()[1];
+  const SessionInfo info = client_->open_session("tester", milliseconds(0), {}, milliseconds(2000));
+  EXPECT_EQ(info.lock_delay, milliseconds(2000));
+  EXPECT_NE(session_bodies().at(2).find(R"("lock_delay_ms":2000)"), std::string::npos);
+  EXPECT_EQ(client_->open_session("tester", milliseconds(0)).lock_delay, milliseconds(0));
+  try {
+    client_->open_session("tester", milliseconds(0), {}, milliseconds(-1));
+    ADD_FAILURE() << "a negative lock-delay was accepted";
+  } catch (const InvalidArgumentError& error) {
+    EXPECT_EQ(error.field(), "lock_delay_ms");
+  }
+  EXPECT_EQ(session_bodies().size(), 4U) << "the negative lock-delay was sent";
+}
+
 }  // namespace
 }  // namespace dlock::client

@@ -1,0 +1,34 @@
+#pragma once
+
+// Lock-delay on the SQLite store (C2 "Lock-delay", docs/adr/0020-more-primitives-design.md): the
+// writes that keep a delay when the row of a grant that ended without a release is removed, and
+// the reaper's end of delays that are over. Each runs inside the store's write transaction
+// (GroupCommit) on the store clock (ADR-0013), as every other write. migrations/005_lock_delay.sql
+// says where the delays live.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store/sqlite/sqlite_db.h"
+#include "store/sqlite/sqlite_statements.h"
+
+namespace dlock::store::sqlite {
+
+// Before rows of `table` that satisfy `where` (columns unqualified; ?1 bound to `parameter` if
+// given) are removed: records in `lock_delays` the end of each one's lock-delay, counted from its
+// end or, if it has not ended, from now (a revoke, or the reaper removing a TTL grant with its
+// dead session), for those whose delay is not over.
+void keep_delays(StatementCache& statements, const sql::GrantTable& table, std::string_view where,
+                 std::optional<std::string_view> parameter = std::nullopt);
+
+// Records that no grant of `key` is made before `ends_at` (store clock, ms), or later if a delay
+// of the key already ends later.
+void keep_delay(StatementCache& statements, std::string_view key, std::int64_t ends_at);
+
+// Removes the delays that are over and returns their names (the reaper announces them).
+std::vector<std::string> end_delays(StatementCache& statements);
+
+}  // namespace dlock::store::sqlite

@@ -1,0 +1,106 @@
+// Lock-delay on the SQLite store (C2 "Lock-delay", src/store/sqlite/sqlite_delays.h) beyond the
+// conformance matrix: the paths that remove the row of a grant that ended without a release --
+// a late release, close_session, the reaper -- keep its delay (in `lock_delays`), and a delay
+// is kept across a reopen of the file (migration 005, ADR-0013 clock).
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "dlock/errors.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace dlock::store::sqlite {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr milliseconds kDelay{1500};
+constexpr milliseconds kTtl{1000};  // the default TtlLimits::min_ttl
+constexpr HoldRequest kShared{HoldMode::kShared, 0};
+
+class SqliteLockDelayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("dlock-sqlite-lock-delay-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    reopen();
+    alice_ = store_->open_session("alice", seconds(60), kDelay);
+    bob_ = store_->open_session("bob", seconds(60));
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void reopen() {
+    store_.reset();
+    SqliteStoreOptions options;
+    options.path = (dir_ / "dlock.db").string();
+    store_ = make_sqlite_store(options);
+  }
+  // Alice's grant of `key` for kTtl, and a wait until its TTL has passed (nothing reaps it).
+  LockHandle expired_grant(const std::string& key) {
+    const auto held = store_->try_insert(key, "alice", alice_.session_id, kTtl);
+    EXPECT_TRUE(held.has_value());
+    while (store_->read(key).has_value()) std::this_thread::sleep_for(milliseconds(20));
+    return *held;
+  }
+  // Whether bob is refused `key` in every mode.
+  bool refused(const std::string& key) {
+    return !store_->try_insert(key, "bob", bob_.session_id, seconds(30)) &&
+           !store_->try_insert_holder(key, "bob", bob_.session_id, seconds(30), kShared);
+  }
+
+  std::filesystem::path dir_;
+  BackendPtr store_;
+  SessionInfo alice_, bob_;
+};
+
+// A release after the TTL passed is no clean end: the client may have acted after the expiry.
+TEST_F(SqliteLockDelayTest, ALateReleaseKeepsTheDelay) {
+  const auto held = expired_grant("ns/late");
+  EXPECT_FALSE(store_->delete_if_owner("ns/late", "alice", alice_.session_id, held.fencing_token));
+  EXPECT_TRUE(refused("ns/late")) << "a late release ended the lock-delay";
+}
+
+// close_session releases live grants cleanly, but not one whose TTL had already passed.
+TEST_F(SqliteLockDelayTest, CloseSessionKeepsTheDelayOfAGrantThatHadEnded) {
+  expired_grant("ns/closed");
+  EXPECT_TRUE(store_->close_session(alice_.session_id).empty());
+  EXPECT_TRUE(refused("ns/closed")) << "close_session ended the lock-delay of an expired grant";
+}
+
+// The reaper removes the ended row and keeps its delay; a later reap announces its end.
+TEST_F(SqliteLockDelayTest, TheReaperKeepsTheDelayAndAnnouncesItsEnd) {
+  const auto held = expired_grant("ns/reaped");
+  std::atomic<int> announced{0};
+  auto subscription = store_->watch_releases("ns/reaped", [&] { ++announced; });
+  ASSERT_EQ(store_->reap_expired().expired_locks.size(), 1u);
+  EXPECT_TRUE(refused("ns/reaped")) << "the reaper ended the lock-delay";
+  // client_deadline was taken before the grant's acquired_at: a margin for the gap.
+  std::this_thread::sleep_until(held.client_deadline + kDelay + milliseconds(200));
+  const int before = announced;
+  store_->reap_expired();
+  EXPECT_GT(announced, before) << "the end of the lock-delay was not announced";
+  EXPECT_TRUE(store_->try_insert("ns/reaped", "bob", bob_.session_id, seconds(30)));
+}
+
+// The delay is in the file: a store reopened on it keeps a revoke's delay.
+TEST_F(SqliteLockDelayTest, ARevokesDelayIsKeptAcrossAReopen) {
+  ASSERT_TRUE(store_->try_insert("ns/revoked", "alice", alice_.session_id, seconds(30)));
+  ASSERT_TRUE(store_->revoke("ns/revoked").revoked);
+  reopen();
+  EXPECT_TRUE(refused("ns/revoked")) << "the reopened store forgot the lock-delay";
+  EXPECT_EQ(store_->get_session(alice_.session_id)->lock_delay, kDelay);
+}
+
+}  // namespace
+}  // namespace dlock::store::sqlite
