@@ -30,7 +30,8 @@ void write_holder_sets(std::ostream& md, const std::vector<Measurement>& all,
         "\"shared\"`; `shared-hot` = every client acquires and releases a shared hold on ONE "
         "key (readers coexist: none waits); `permits` = every client acquires and releases one "
         "of N permits of one semaphore, N = the client count (all hold one at once); "
-        "`exclusive-hot` = the `http` hot key (every client waits its turn with `wait_ms`). "
+        "`exclusive-hot` = the `http` hot key (every client waits its turn with `wait_ms`; its "
+        "latency is the wait for a grant, not a pair). "
         "× exclusive: against `exclusive` at the same client count; × excl. hot: grants/s "
         "against `exclusive-hot` at the same client count.\n\n"
      << "| backend | workload | clients | grants/s | p50 ms | p99 ms | × exclusive grants/s | "
@@ -48,14 +49,15 @@ void write_holder_sets(std::ostream& md, const std::vector<Measurement>& all,
         if (m == nullptr) continue;
         const auto* exclusive = find(all, b, "http", "pairs", c);
         const auto* hot = find(all, b, "http", "hot", c);
-        const bool vs_hot = std::string(workload) != "hot";
+        const bool pair_row = std::string(workload) != "hot";  // the hot row: a grant wait
         md << "| " << b << " | " << label << " | " << c << " | " << fixed(m->per_second(), 0)
            << " | " << fixed(m->p50_ms, 3) << " | " << fixed(m->p99_ms, 3) << " | "
            << (exclusive && exclusive->ops ? fixed(m->per_second() / exclusive->per_second()) : "–")
            << " | "
-           << (exclusive && exclusive->p50_ms > 0 ? fixed(m->p50_ms / exclusive->p50_ms) : "–")
+           << (pair_row && exclusive && exclusive->p50_ms > 0 ? fixed(m->p50_ms / exclusive->p50_ms)
+                                                              : "–")
            << " | "
-           << (vs_hot && hot && hot->ops ? fixed(m->per_second() / hot->per_second()) : "–")
+           << (pair_row && hot && hot->ops ? fixed(m->per_second() / hot->per_second()) : "–")
            << " | " << m->errors << " |\n";
       }
     }
