@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "elections.h"
+#include "holder_sets.h"
 #include "http_load.h"
 #include "raw_paths.h"
 #include "report.h"
@@ -105,6 +106,11 @@ void run_backend(const Options& options, const std::string& name, const std::str
     const Dlockd dlockd(options, name, sqlite_path, url);
     return run_election_failover(options, name, dlockd.target(), extras, record);
   }
+  if (options.holders_only) {
+    const Dlockd dlockd(options, name, sqlite_path, url);
+    for (int c : options.clients) holder_sets(dlockd.target(), name, c, duration, true, record);
+    return;
+  }
 
   std::vector<RawSession> sessions;
   {
@@ -181,9 +187,8 @@ void run_backend(const Options& options, const std::string& name, const std::str
   for (int c : options.clients) {
     record(http_pairs(dlockd.target(), name, c, duration));
     record(http_pairs(dlockd.target(), name, c, duration, /*session_bound=*/true));
-    // Holder sets (ADR-0020) beside the exclusive pairs: one name, every grant coexisting.
-    record(http_holders(dlockd.target(), name, c, duration, HolderShape::kShared));
-    record(http_holders(dlockd.target(), name, c, duration, HolderShape::kPermits));
+    // Holder sets (ADR-0020) beside the exclusive pairs: shared grants, permits.
+    holder_sets(dlockd.target(), name, c, duration, /*standalone=*/false, record);
   }
   // The hot key (http below the largest client count: that one follows, with its extras).
   for (int c : options.clients) {
@@ -363,6 +368,9 @@ int run(int argc, char** argv) {
   app.add_option("--election-ttl-ms", options.election_ttl_ms,
                  "The failing leader's session TTL (dlockd's smallest is 1000)");
   app.add_flag("--election-only", options.election_only, "Measure the election failover only");
+  app.add_flag("--holders-only", options.holders_only,
+               "Measure the holder-set row only (shared grants and permits against exclusive "
+               "pairs and the exclusive hot key)");
   app.add_option("--out", options.out, "Directory for report.md and summary.json")->required();
   CLI11_PARSE(app, argc, argv);
   std::sort(options.clients.begin(), options.clients.end());

@@ -129,16 +129,31 @@ Measurement http_pairs(const HttpTarget& target, const std::string& backend, int
       [&](int i) { return key(i) + "/acquire"; }, lease, key);
 }
 
+const char* holder_workload(HolderShape shape) {
+  switch (shape) {
+    case HolderShape::kSharedPairs:
+      return "shared-pairs";
+    case HolderShape::kSharedHot:
+      return "shared-hot";
+    case HolderShape::kPermits:
+      return "permits";
+  }
+  return "?";
+}
+
 Measurement http_holders(const HttpTarget& target, const std::string& backend, int clients,
                          std::chrono::milliseconds duration, HolderShape shape) {
-  const bool shared = shape == HolderShape::kShared;
-  const std::string name =
-      shared ? "/v1/locks/bench-http-shared" : "/v1/semaphores/bench-http-permits";
-  const std::string body = shared ? R"("ttl_ms":30000,"mode":"shared")"
-                                  : R"("ttl_ms":30000,"limit":)" + std::to_string(clients);
+  const bool permits = shape == HolderShape::kPermits;
+  const std::string base =
+      permits ? "/v1/semaphores/bench-http-permits" : "/v1/locks/bench-http-shared";
+  const std::string body = permits ? R"("ttl_ms":30000,"limit":)" + std::to_string(clients)
+                                   : R"("ttl_ms":30000,"mode":"shared")";
+  const auto name = [&](int i) {
+    return shape == HolderShape::kSharedPairs ? base + "-" + std::to_string(i) : base;
+  };
   return http_rounds(
-      target, backend, clients, duration, "http", shared ? "shared" : "permits",
-      [&](int) { return name + "/acquire"; }, body, [&](int) { return name; });
+      target, backend, clients, duration, "http", holder_workload(shape),
+      [&](int i) { return name(i) + "/acquire"; }, body, name);
 }
 
 Measurement http_hot(const std::vector<HttpTarget>& targets, const std::string& backend,

@@ -36,12 +36,16 @@ std::shared_ptr<boost::asio::ssl::context> tls_client_context(const std::string&
 Measurement http_pairs(const HttpTarget& target, const std::string& backend, int clients,
                        std::chrono::milliseconds duration, bool session_bound = false);
 
-// Holder sets (ADR-0020), beside http_pairs at the same client count: every connection acquires
-// and releases ONE name — as a shared holder of lock "bench-http-shared" (workload "shared"), or
-// as one of `clients` permits of semaphore "bench-http-permits" (workload "permits") — so every
-// grant coexists with the others and none waits: what a holder-set grant costs against an
-// exclusive one on a key of its own. Path "http".
-enum class HolderShape { kShared, kPermits };
+// Holder sets (ADR-0020; the row in holder_sets.h), path "http", every grant with a 30 s TTL:
+// - kSharedPairs ("shared-pairs"): connection i acquires and releases lock
+//   "bench-http-shared-<i>" in shared mode: a shared grant on a key of its own, to set against
+//   http_pairs' exclusive one;
+// - kSharedHot ("shared-hot"): every connection is a shared holder of ONE lock,
+//   "bench-http-shared": readers coexist, so none waits (unlike the exclusive hot key);
+// - kPermits ("permits"): every connection acquires and releases one of `clients` permits of
+//   semaphore "bench-http-permits", so all hold one at once and none waits.
+enum class HolderShape { kSharedPairs, kSharedHot, kPermits };
+const char* holder_workload(HolderShape shape);
 Measurement http_holders(const HttpTarget& target, const std::string& backend, int clients,
                          std::chrono::milliseconds duration, HolderShape shape);
 

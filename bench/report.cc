@@ -1,5 +1,8 @@
 #include "report.h"
 
+#include "holder_sets.h"
+#include "report_util.h"
+
 #include <boost/json.hpp>
 #include <cmath>
 #include <cstdio>
@@ -12,31 +15,12 @@ namespace dlock::bench {
 
 namespace {
 
-const Measurement* find(const std::vector<Measurement>& all, const std::string& backend,
-                        const std::string& path, const std::string& workload, int clients) {
-  for (const auto& m : all) {
-    if (m.backend == backend && m.path == path && m.workload == workload && m.clients == clients) {
-      return &m;
-    }
-  }
-  return nullptr;
-}
-
-std::string fixed(double v, int digits = 2) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, v);
-  return buffer;
-}
-
-boost::json::value number_or_null(std::optional<double> v) {
-  if (!v || !std::isfinite(*v)) return nullptr;
-  return std::round(*v * 1000.0) / 1000.0;
-}
-
-std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
-  if (!a || !b || *b == 0) return std::nullopt;
-  return *a / *b;
-}
+using report_detail::find;
+using report_detail::fixed;
+using report_detail::number_or_null;
+using report_detail::P50;
+using report_detail::Rate;
+using report_detail::ratio;
 
 // The "TLS cost" rows (tls_cost.h): HTTPS against plain HTTP, same backend, same run.
 void write_tls_cost(std::ostream& md, const RunInfo& info, const std::vector<Measurement>& all,
@@ -142,9 +126,6 @@ void write_election_failover(std::ostream& md, const std::vector<Measurement>& a
        << " |\n";
   }
 }
-
-using Rate = std::function<std::optional<double>(const char*, const char*, int)>;
-using P50 = std::function<std::optional<double>(const char*, int)>;
 
 // Session-bound locks (path http-sb) against raw, the anchor and TTL locks.
 void add_session_bound_keys(boost::json::object& o, std::map<std::string, std::string>& notes,
@@ -252,28 +233,6 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
       }
     }
   }
-  md << "\n## Holder sets (ADR-0020)\n\n"
-     << "Every client acquires and releases one name through dlockd: as a shared holder of one "
-        "read-write lock (`shared`), or as one of N permits of one semaphore, N = the client "
-        "count (`permits`); every grant coexists with the others, none waits. × exclusive: "
-        "against `http` pairs (an exclusive lock on a key of its own) at the same client "
-        "count.\n\n"
-     << "| backend | workload | clients | grants/s | p50 ms | p99 ms | × exclusive grants/s | "
-        "errors |\n"
-     << "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n";
-  for (const auto& b : backends) {
-    for (const char* workload : {"shared", "permits"}) {
-      for (int c : info.clients) {
-        const auto* m = find(all, b, "http", workload, c);
-        if (m == nullptr) continue;
-        const auto* exclusive = find(all, b, "http", "pairs", c);
-        md << "| " << b << " | " << workload << " | " << c << " | " << fixed(m->per_second(), 0)
-           << " | " << fixed(m->p50_ms, 3) << " | " << fixed(m->p99_ms, 3) << " | "
-           << (exclusive && exclusive->ops ? fixed(m->per_second() / exclusive->per_second()) : "–")
-           << " | " << m->errors << " |\n";
-      }
-    }
-  }
   md << "\n## Hot key (all clients on one key)\n\n"
      << "raw = every client retries the acquire statement in a loop (no queue); anchor = every "
         "client blocks in pg_advisory_lock / etcd v3lock Lock on one name; spi = the store SPI "
@@ -300,6 +259,7 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     }
   }
 
+  write_holder_sets(md, all, backends, info.clients);
   write_tls_cost(md, info, all, backends);
   write_sessions_scale(md, extras, backends);
   write_election_failover(md, all, extras, backends);
@@ -396,6 +356,7 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
       notes["tls_over_plain_throughput_c1"] = "TLS cost not measured (run with --tls)";
     }
     add_session_bound_keys(o, notes, rate, p50, b, cmin, cmax);
+    add_holder_set_keys(o, notes, all, b, cmin, cmax);
     add_sessions_scale_keys(o, notes, x);
     o["keepalives_per_s"] = number_or_null(rate("http", "keepalive", cmax));
     if (const auto* k = find(all, b, "http", "keepalive", cmax); k && k->ops) {

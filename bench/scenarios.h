@@ -48,6 +48,8 @@ struct Options {
   int election_rounds = 5;
   int election_ttl_ms = 1000;
   bool election_only = false;
+  // The holder-set row only (holder_sets.h), with its exclusive references.
+  bool holders_only = false;
 };
 
 void log(const std::string& line);
