@@ -162,6 +162,38 @@ TEST_P(LockStoreConformance, LockDelayCleanEndsHaveNone) {
       << "a name released by close_session was delayed";
 }
 
+// A late release -- the holder woke after its lease ended and lets go -- is no clean end: the
+// delay stays (the very holder lock-delay is for). An exclusive grant and a permit; and
+// close_session of a session whose TTL grants had ended keeps their delays too.
+TEST_P(LockStoreConformance, LockDelayLateReleaseOrCloseKeepsTheDelay) {
+  const auto exclusive = fresh_key("exclusive"), permits = fresh_key("permits"),
+             closed = fresh_key("closed");
+  const auto alice = store_->open_session("alice", seconds(60), kDelay);
+  const auto bob = open("bob");
+  const HoldRequest two{HoldMode::kPermit, 2};
+  const auto held = store_->try_insert(exclusive, "alice", alice.session_id, kMinTtl);
+  const auto permit = store_->try_insert_holder(permits, "alice", alice.session_id, kMinTtl, two);
+  ASSERT_TRUE(store_->try_insert(closed, "alice", alice.session_id, kMinTtl));
+  ASSERT_TRUE(held.has_value());
+  ASSERT_TRUE(permit.has_value());
+  wait_until_expired(exclusive);
+  wait_until_expired(permits);
+  wait_until_expired(closed);
+
+  EXPECT_FALSE(store_->delete_if_owner(exclusive, "alice", alice.session_id, held->fencing_token));
+  EXPECT_FALSE(store_->delete_if_owner(permits, "alice", alice.session_id, permit->fencing_token));
+  store_->close_session(alice.session_id);
+  EXPECT_FALSE(store_->try_insert(exclusive, "bob", bob.session_id, seconds(30)))
+      << "a late release ended the lock-delay of an exclusive grant";
+  EXPECT_FALSE(store_->try_insert_holder(permits, "bob", bob.session_id, seconds(30), two))
+      << "a late release ended the lock-delay of a permit";
+  EXPECT_FALSE(store_->try_insert(closed, "bob", bob.session_id, seconds(30)))
+      << "close_session ended the lock-delay of a grant that had expired";
+  EXPECT_TRUE(granted_at([&] {
+    return store_->try_insert_holder(permits, "bob", bob.session_id, seconds(30), two).has_value();
+  })) << "the permit was never granted again after the delay";
+}
+
 // A grant handed over carries its new session's delay, not the old one's.
 TEST_P(LockStoreConformance, LockDelayOfAHandedOverGrantIsItsNewSessions) {
   const auto key = fresh_key();
