@@ -194,6 +194,22 @@ TEST_P(LockStoreConformance, LockDelayLateReleaseOrCloseKeepsTheDelay) {
   })) << "the permit was never granted again after the delay";
 }
 
+// A close that comes after the session expired (a holder waking from a pause and shutting down)
+// is refused and ends no delay: its grants ended with the session, not by the close.
+TEST_P(LockStoreConformance, LockDelayCloseOfAnExpiredSessionKeepsTheDelay) {
+  const auto key = fresh_key();
+  const auto alice = store_->open_session("alice", kMinTtl, kDelay);
+  const auto bob = open("bob");
+  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, LockLease::session()));
+  wait_until_expired(key);
+  EXPECT_THROW(store_->close_session(alice.session_id), SessionNotFoundError);
+  EXPECT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)))
+      << "closing the expired session ended the lock-delay of its grant";
+  EXPECT_TRUE(granted_at([&] {
+    return store_->try_insert(key, "bob", bob.session_id, seconds(30)).has_value();
+  })) << "the name was never granted again after the delay";
+}
+
 // A grant handed over carries its new session's delay, not the old one's.
 TEST_P(LockStoreConformance, LockDelayOfAHandedOverGrantIsItsNewSessions) {
   const auto key = fresh_key();

@@ -245,8 +245,11 @@ inline constexpr const char* kGetSession =
     "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") ", lock_delay_ms FROM lock_session "
     "WHERE session_id = $1 AND expires_at > now()";
 
+// Only a live session is closed: an expired one stays for the reaper, which first writes the end
+// of its session-bound grants from its expiry (kReapDelays), so their lock-delays run from there.
 inline constexpr const char* kCloseSession =
-    "DELETE FROM lock_session WHERE session_id = $1 RETURNING expires_at > now()";
+    "DELETE FROM lock_session WHERE session_id = $1 AND expires_at > now() "
+    "RETURNING expires_at > now()";
 
 // After kCloseSession (no new grant can follow): a session-bound grant was live if its session
 // was, which kCloseSession reports. A TTL grant that had expired keeps its lock-delay.

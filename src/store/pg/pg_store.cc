@@ -350,6 +350,11 @@ class PgStore final : public Backend {
     // Once the session row is gone the trigger refuses it any new grant, so deleting its locks
     // afterwards (a second statement) cannot miss one.
     const auto closed = connection->execute("close_session", {session_id});
+    if (closed.rows() == 0 || !closed.boolean(0, 0)) {
+      // Missing or already expired: its grants ended with it, not by this close, so they are
+      // left to the reaper, which keeps each one's lock-delay (C2 "Lock-delay").
+      throw SessionNotFoundError("session not found or expired");
+    }
     const auto locks = connection->execute("release_session_locks", {session_id});
     std::vector<LockInfo> released;
     for (int row = 0; row < locks.rows(); ++row) {
@@ -358,9 +363,6 @@ class PgStore final : public Backend {
     const auto holders = connection->execute("release_session_holders", {session_id});
     for (int row = 0; row < holders.rows(); ++row) {
       if (holders.boolean(row, 9)) released.push_back(grant_info_from(holders, row));
-    }
-    if (closed.rows() == 0 || !closed.boolean(0, 0)) {
-      throw SessionNotFoundError("session not found or expired");
     }
     return released;
   }
