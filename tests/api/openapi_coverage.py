@@ -1,0 +1,91 @@
+"""check_openapi.py's bookkeeping: C3's routes parsed from docs/contracts/C3-http.md, the
+(operation, status) pairs the run must exercise, and the waivers for the ones it cannot."""
+import copy
+import re
+
+METHODS = {"get", "put", "post", "delete", "patch", "head", "options"}
+
+# A route row of C3's tables: its first cell is `METHOD /path…` or `/path` (any method).
+ROUTE_CELL = re.compile(r"^`(?:(GET|POST|PUT|DELETE|PATCH) )?(/[^`?\s]*)[^`]*`( \(any method\))?$")
+
+# The (operation, status) pairs no run exercises, each with its reason. A pair the run does
+# exercise must not be listed (the check fails on a stale waiver).
+BACKEND_DOWN = ("503 from a backend that cannot answer: the embedded store shows it only after "
+                "its 5 s busy timeout, one request at a time; the run shows it once (keepalive) "
+                "and error_mapping.cc maps every route's UnavailableError the same way")
+WAIVERS = {
+    ("post", "/v1/sessions", 503): BACKEND_DOWN,
+    ("delete", "/v1/sessions/{session_id}", 503): BACKEND_DOWN,
+    ("post", "/v1/locks/{key}/extend", 503): BACKEND_DOWN,
+    ("delete", "/v1/locks/{key}", 503): BACKEND_DOWN,
+    ("get", "/v1/locks/{key}", 503): BACKEND_DOWN,
+    ("get", "/v1/locks", 503): BACKEND_DOWN,
+    ("post", "/v1/semaphores/{name}/extend", 503): BACKEND_DOWN,
+    ("delete", "/v1/semaphores/{name}", 503): BACKEND_DOWN,
+    ("get", "/v1/semaphores/{name}", 503): BACKEND_DOWN,
+    ("post", "/v1/elections/{name}/proclaim", 503): BACKEND_DOWN,
+    ("post", "/v1/elections/{name}/resign", 503): BACKEND_DOWN,
+    ("post", "/v1/admin/locks/{key}/revoke", 503): BACKEND_DOWN,
+}
+
+
+def shape(path):
+    """A path template with its parameters unnamed: C3 writes {sid} where the document has
+    {session_id}."""
+    return re.sub(r"\{[^}]*\}", "{}", path)
+
+
+def c3_routes(c3_text):
+    """C3's routes as (method, path shape); a route of any method counts as a GET."""
+    routes = set()
+    for line in c3_text.splitlines():
+        if not line.startswith("| `"):
+            continue
+        match = ROUTE_CELL.match(line.split("|")[1].strip())
+        if match:
+            routes.add(((match.group(1) or "GET").lower(), shape(match.group(2))))
+    return routes
+
+
+def route_differences(doc, routes):
+    """Messages for every operation of the document C3 lacks and every C3 route it lacks."""
+    operations = {(m, shape(p)) for p, item in doc["paths"].items() for m in item if m in METHODS}
+    return ([f"document: {m} {p} is not a route of C3" for m, p in sorted(operations - routes)] +
+            [f"document: C3's route {m} {p} is missing" for m, p in sorted(routes - operations)])
+
+
+def documented_pairs(doc):
+    return {(m, p, int(s)) for p, item in doc["paths"].items() for m, op in item.items()
+            if m in METHODS for s in op.get("responses", {})}
+
+
+def coverage_failures(doc, covered, waivers=None):
+    """Messages for each documented pair neither exercised nor waived, and each stale waiver."""
+    waivers = WAIVERS if waivers is None else waivers
+    documented = documented_pairs(doc)
+    messages = [f"{m} {p} {s}: documented, neither exercised nor waived"
+                for m, p, s in sorted(documented - covered - set(waivers))]
+    messages += [f"{m} {p} {s}: waived but exercised; drop the waiver"
+                 for m, p, s in sorted(set(waivers) & covered)]
+    messages += [f"{m} {p} {s}: waived but not documented; drop the waiver"
+                 for m, p, s in sorted(set(waivers) - documented)]
+    return messages
+
+
+def self_test(doc, covered, routes):
+    """Negative controls on copies of the document: a documented status nobody sends, and an
+    operation C3 does not have, must each fail the check. Messages for the controls that pass."""
+    messages = []
+    fake = copy.deepcopy(doc)
+    fake["paths"]["/healthz"]["get"]["responses"]["418"] = {"description": "teapot"}
+    if not any("/healthz 418" in m for m in coverage_failures(fake, covered)):
+        messages.append("self-test: a documented 418 nobody sends did not fail the coverage check")
+    extra = copy.deepcopy(doc)
+    extra["paths"]["/v1/teapot"] = {"get": {"responses": {"200": {"description": "tea"}}}}
+    if not any("/v1/teapot" in m for m in route_differences(extra, routes)):
+        messages.append("self-test: an operation C3 lacks did not fail the route check")
+    fewer = copy.deepcopy(doc)
+    del fewer["paths"]["/metrics"]
+    if not any("/metrics" in m for m in route_differences(fewer, routes)):
+        messages.append("self-test: a C3 route missing from the document did not fail")
+    return messages
