@@ -1,15 +1,21 @@
 #!/usr/bin/python3
 """docs/openapi.yaml kept in step with dlockd (contract C3).
 
-    check_openapi.py OPENAPI_YAML DLOCKD WORK_DIR
+    check_openapi.py OPENAPI_YAML DLOCKD WORK_DIR [ETCD]
 
 1. The document: OpenAPI 3.1, every schema a valid JSON Schema 2020-12, every $ref resolves,
-   every path parameter declared, operationIds unique, exactly the routes of C3.
-2. A real dlockd (embedded store in WORK_DIR, admin API on, a small session cap) gets every
-   route's success and error cases; each answer's status must be the one C3 names and must
-   be documented for that operation, its body must validate against the documented schema
-   (204: no body), and documented required headers (Retry-After) must be present.
-Prints the number of answers validated and the (operation, status) pairs covered.
+   every path parameter declared, operationIds unique, exactly the routes of C3's route tables
+   (docs/contracts/C3-http.md, parsed by openapi_coverage.py).
+2. Real dlockd processes get every route's success and error cases; each answer's status must
+   be the one C3 names and must be documented for that operation, its body must validate
+   against the documented schema (204: no body), and documented required headers (Retry-After)
+   must be present. Three servers: the embedded store (admin API on, small session and waiter
+   caps; this file), one with a tokens file (401, 403, 429 on every /v1 route;
+   openapi_auth.py) and, given ETCD, one on an etcd that stops answering (503 on every /v1
+   route, /readyz 503 while draining; openapi_backend_down.py).
+3. Every documented (operation, status) pair must have been exercised or be waived with a reason
+   (openapi_coverage.py); a self-test shows that check and the route check fail on doctored
+   copies of the document.
 """
 import json
 import os
