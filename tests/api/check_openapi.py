@@ -138,6 +138,7 @@ class Checker:
         self.server = server
         self.validated = 0
         self.covered = set()
+        self.last_headers = {}
 
     def operation(self, method, template):
         return self.doc["paths"][template][method.lower()]
@@ -158,6 +159,7 @@ class Checker:
         connection.request(method, path, payload, headers)
         response = connection.getresponse()
         status, text = response.status, response.read()
+        self.last_headers = response.headers  # for a sequential caller's own checks
         if not keep:
             connection.close()
         where = f"{method} {path} -> {status}"

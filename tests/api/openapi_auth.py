@@ -6,7 +6,7 @@ import hashlib
 import os
 import secrets
 
-from openapi_report import expect
+from openapi_report import expect, fail
 
 # A principal that may read one other namespace only: no role on "default", and no `lock`
 # anywhere (opening a session needs it).
@@ -64,6 +64,8 @@ def exercise_auth(c):
     """Every /v1 route: 401 without a token, 403 for READER, then 429 once throttled."""
     for method, template, path, body in REQUESTS:
         c.send(method, template, path, 401, body, headers={})
+        if c.last_headers.get("WWW-Authenticate") != "Bearer":
+            fail(f"{method} {path} -> 401 without WWW-Authenticate: Bearer (C6)")
         if template not in NO_ROLE:
             expect(c.send(method, template, path, 403, body, headers=bearer(READER))[1],
                    code="permission_denied")
