@@ -78,18 +78,26 @@ def exercise_backend_down(c, server, etcd):
     def live(text):  # REQUESTS name the made-up session s0: a real one reaches the backend
         return text.replace("s0", sid)
 
+    # Connections opened (and used) before the SIGTERM, which stops accepting new ones: one
+    # for /readyz and one per route, so a request read after the signal is still answered.
     idle = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    connections = [http.client.HTTPConnection(server.host, server.port, timeout=30)
+                   for _ in REQUESTS]
     try:
         c.send("GET", "/readyz", "/readyz", 200, connection=idle)
+        for connection in connections:
+            c.send("GET", "/healthz", "/healthz", 200, connection=connection)
         etcd.process.send_signal(signal.SIGSTOP)
         in_flight = [threading.Thread(target=c.send, args=(
             method, template, live(path), 503,
-            body and {k: live(v) if k == "session_id" else v for k, v in body.items()}))
-            for method, template, path, body in REQUESTS]
+            body and {k: live(v) if k == "session_id" else v for k, v in body.items()}),
+            kwargs={"connection": connection})
+            for (method, template, path, body), connection in zip(REQUESTS, connections)]
         for thread in in_flight:
             thread.start()
         # No metric shows a request waiting on the backend: give them a moment to get there
-        # (they wait BACKEND_TIMEOUT, far longer).
+        # (they wait BACKEND_TIMEOUT, far longer). One in flight keeps the drain going; the
+        # others are read on their open connections meanwhile.
         time.sleep(0.5)
         server.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 1.5
@@ -101,5 +109,6 @@ def exercise_backend_down(c, server, etcd):
         for thread in in_flight:
             thread.join(timeout=30)
     finally:
-        idle.close()
+        for connection in [idle] + connections:
+            connection.close()
         etcd.process.send_signal(signal.SIGCONT)
