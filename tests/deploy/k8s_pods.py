@@ -7,7 +7,8 @@ and PersistentVolumeClaims kept per pod name), and host names mapped to loopback
 the way cluster DNS would answer them: a pod's stable name (dlock-etcd-0.dlock-etcd) to its
 address, a headless Service's name to all its pods' addresses (written out as a list, which
 is what the DNS answer holds), 0.0.0.0 to the pod's own address. Probes are the manifest's
-httpGet probes, sent to that address.
+httpGet probes, sent to that address; `scheme: HTTPS` ones over TLS without verifying the
+certificate, as the kubelet does.
 """
 import base64
 import ctypes
@@ -16,6 +17,7 @@ import os
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import time
 
@@ -25,15 +27,21 @@ def die_with_parent():
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def http_get(host, port, path, timeout=2.0):
-    """Status of GET http://host:port/path, or None when it cannot connect."""
+def http_get(host, port, path, timeout=2.0, scheme="HTTP"):
+    """Status of GET http(s)://host:port/path, or None when it cannot connect."""
     try:
-        connection = http.client.HTTPConnection(host, port, timeout=timeout)
+        if scheme == "HTTPS":
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE  # the kubelet's probes do not verify either
+            connection = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
+        else:
+            connection = http.client.HTTPConnection(host, port, timeout=timeout)
         connection.request("GET", path)
         status = connection.getresponse().status
         connection.close()
         return status
-    except OSError:
+    except OSError:  # ssl.SSLError included
         return None
 
 
@@ -114,7 +122,7 @@ class Pod:
         """The manifest's readinessProbe or livenessProbe, once: True when it answers 2xx/3xx."""
         probe = self.container[kind]
         status = http_get(self.address, self.probe_port(probe), probe["httpGet"]["path"],
-                          probe.get("timeoutSeconds", 1))
+                          probe.get("timeoutSeconds", 1), probe["httpGet"].get("scheme", "HTTP"))
         return status is not None and 200 <= status < 400
 
     def _volumes(self):

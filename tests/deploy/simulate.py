@@ -6,9 +6,13 @@ allow, with a history check at the end.
     simulate.py RENDERED_PROD.yaml DLOCKD WORKDIR
 
 1. Three etcd members and two dlockd, each with exactly the command line and environment its
-   container gets (tests/deploy/k8s_pods.py: pod names mapped to 127.77.x.y).
+   container gets (tests/deploy/k8s_pods.py: pod names mapped to 127.77.x.y). The Secrets'
+   placeholders are filled at test time: dlockd-tls with a CA and a server certificate for the
+   Service's names made by openssl, dlockd-tokens with one principal.
 2. Six clients, each with its own session, acquire / extend / release on three keys through
-   the Service: any pod whose readiness probe (the manifest's, at its period) last passed.
+   the Service: any pod whose readiness probe (the manifest's, at its period) last passed,
+   over HTTPS verified against the Secret's ca.crt for the name dlockd.<namespace>.svc (the
+   pod's address differs, the certificate names the Service), with a bearer token.
 3. kill -9 of the etcd leader and of one dlockd, as far as their PodDisruptionBudgets allow;
    the StatefulSet brings the member back (same name, same volume) after a pause, the
    Deployment a new dlockd pod.
@@ -23,6 +27,9 @@ import hashlib
 import json
 import os
 import random
+import socket
+import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -44,10 +51,48 @@ def say(text):
     print(f"[{time.monotonic() - t0:6.2f}s] {text}", flush=True)
 
 
+def make_tls_secret(workdir, namespace):
+    """The dlockd-tls Secret's files: a throw-away CA and a server certificate it signed for the
+    dlockd Service's DNS names (what docs/deploy.md asks of a real one)."""
+    tls_dir = os.path.join(os.path.abspath(workdir), "tls")
+    os.makedirs(tls_dir, exist_ok=True)
+    names = ["dlockd", f"dlockd.{namespace}", f"dlockd.{namespace}.svc",
+             f"dlockd.{namespace}.svc.cluster.local"]
+    with open(os.path.join(tls_dir, "server.ext"), "w") as f:
+        f.write("subjectAltName=" + ",".join(f"DNS:{n}" for n in names) + "\n"
+                "extendedKeyUsage=serverAuth\n")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    for argv in (["req", "-x509", *ec, "-days", "2", "-subj", "/CN=dlock simulation CA",
+                  "-keyout", "ca.key", "-out", "ca.crt"],
+                 ["req", *ec, "-subj", "/CN=dlockd", "-keyout", "tls.key", "-out", "tls.csr"],
+                 ["x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                  "-CAcreateserial", "-days", "2", "-extfile", "server.ext", "-out", "tls.crt"]):
+        subprocess.run(["openssl", *argv], cwd=tls_dir, check=True, capture_output=True)
+    files = {}
+    for name in ("tls.crt", "tls.key", "ca.crt"):
+        with open(os.path.join(tls_dir, name)) as f:
+            files[name] = f.read()
+    return files, names[2]
+
+
+class PodConnection(http.client.HTTPSConnection):
+    """HTTPS to one pod's address, verifying the certificate for the Service's name."""
+
+    def __init__(self, address, port, server_name, context, timeout):
+        super().__init__(server_name, port, timeout=timeout, context=context)
+        self.address = address
+
+    def connect(self):
+        sock = socket.create_connection((self.address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+
+
 class Service:
     """The dlockd Service: endpoints are the pods whose readiness probe last passed."""
 
-    def __init__(self):
+    def __init__(self, server_name, context):
+        self.server_name = server_name  # the name the certificate must hold
+        self.context = context  # verifies against the dlockd-tls Secret's ca.crt
         self.pods = []
         self.ready = set()
         self.lock = threading.Lock()
@@ -122,7 +167,8 @@ class Client:
                 continue
             sent = False
             try:
-                connection = http.client.HTTPConnection(pod.address, 7070, timeout=10)
+                connection = PodConnection(pod.address, 7070, self.service.server_name,
+                                           self.service.context, timeout=10)
                 headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
                 connection.request(method, path, json.dumps(body) if body else None, headers)
                 sent = True
@@ -221,6 +267,24 @@ def check_the_checker():
         assert check_history(history), f"checker misses {history}"
 
 
+def check_exposure(pod, service):
+    """What a pod answers to a plain HTTP request, to /v1 over HTTPS without a token, and to
+    /metrics without a token (C6: only /healthz, /readyz, /metrics are open)."""
+    seen = {}
+    try:
+        connection = http.client.HTTPConnection(pod.address, 7070, timeout=5)
+        connection.request("GET", "/healthz")
+        seen["plain"] = connection.getresponse().status
+    except (OSError, http.client.HTTPException) as error:
+        seen["plain"] = f"refused ({type(error).__name__})"
+    for what, path in (("no_token", "/v1/locks/ledger"), ("metrics", "/metrics")):
+        connection = PodConnection(pod.address, 7070, service.server_name, service.context, 5)
+        connection.request("GET", path)
+        seen[what] = connection.getresponse().status
+        connection.close()
+    return seen
+
+
 def etcd_leader(pods):
     """The pod of the current etcd leader (maintenance status over etcd's JSON gateway)."""
     for pod in pods:
@@ -242,8 +306,10 @@ def main():
     with open(rendered) as f:
         docs = [d for d in yaml.safe_load_all(f) if d]
     token_line = f"simulation {hashlib.sha256(TOKEN.encode()).hexdigest()} lock:*\n"
+    namespace = next(d for d in docs if d["kind"] == "Deployment")["metadata"]["namespace"]
+    tls_files, server_name = make_tls_secret(workdir, namespace)
     cluster = Cluster(docs, {"etcd": "etcd", "/usr/sbin/dlockd": dlockd},
-                      {"dlockd-tokens": {"tokens": token_line}})
+                      {"dlockd-tokens": {"tokens": token_line}, "dlockd-tls": tls_files})
     etcd_set = cluster.find("StatefulSet", "dlock-etcd")
     deployment = cluster.find("Deployment", "dlockd")
     etcd_pdb = cluster.find("PodDisruptionBudget", "dlock-etcd")["spec"]
@@ -262,7 +328,8 @@ def main():
         pod.wait_ready(30)
     say(f"{len(etcd_pods)} etcd members ready (readinessProbe {etcd_pods[0].container['readinessProbe']['httpGet']['path']})")
 
-    service = Service()
+    context = ssl.create_default_context(cadata=tls_files["ca.crt"])
+    service = Service(server_name, context)
     next_pod = [0]
 
     def new_dlockd():
@@ -280,6 +347,9 @@ def main():
     while len(service.ready) < len(dlockd_pods):
         time.sleep(0.05)
     say(f"{len(dlockd_pods)} dlockd ready")
+    exposure = check_exposure(dlockd_pods[0], service)
+    say(f"{dlockd_pods[0].name}: plain HTTP {exposure['plain']}, HTTPS /v1 without a token "
+        f"{exposure['no_token']}, /metrics without a token {exposure['metrics']}")
     service.min_ready_after_start = len(service.ready)
     threading.Thread(target=service.monitor, daemon=True).start()
 
@@ -344,6 +414,8 @@ def main():
     service.stop.set()
 
     failures = [f for c in clients for f in c.failures] + check_history(history)
+    if isinstance(exposure["plain"], int) or exposure["no_token"] != 401 or exposure["metrics"] != 200:
+        failures.append(f"dlockd exposure: {exposure} (want plain refused, 401, 200)")
     if not quorum:
         failures.append("the two remaining etcd members did not report healthy within 10 s")
     if grants_member_down == 0:

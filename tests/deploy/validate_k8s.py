@@ -9,17 +9,30 @@ dropped, seccomp RuntimeDefault; an image pinned by tag (not latest) or digest. 
 (workload, Service, PodDisruptionBudget, NetworkPolicy) matches the pods it is meant for, and
 every ConfigMap/Secret a pod names is in the render. dlock-etcd: headless Service, parallel
 start, anti-affinity, PVCs, a member list of exactly its replicas, a PDB that keeps a quorum;
-dlockd: >= 2 replicas, a rolling update that never has fewer ready pods, a grace period longer
-than preStop + the 10 s drain, etcd endpoints = the members, NetworkPolicies as documented.
+and probes on etcd's /health; dlockd: >= 2 replicas, a rolling update that never has fewer
+ready pods, a grace period longer than preStop + the drain (read from src/server/daemon.cc, as
+packaging/check-deb does), etcd endpoints = the members, NetworkPolicies as documented, and
+HTTPS with a tokens file (ADR-0017, C6): DLOCK_TLS_CERT_FILE/KEY_FILE in a mounted
+kubernetes.io/tls Secret, HTTPS probes, no DLOCK_SERVER_INSECURE.
 Prints one line per failed check and exits 1 if any failed.
 """
+import os
 import re
 import sys
 
 import yaml
 
-DRAIN_SECONDS = 10  # src/server/daemon.cc: in-flight requests are given 10 s after SIGTERM
+DAEMON_CC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../src/server/daemon.cc")
 failures = []
+
+
+def drain_seconds():
+    """The drain dlockd gives in-flight requests after SIGTERM, as src/server/daemon.cc sets it."""
+    with open(DAEMON_CC) as f:
+        found = re.findall(r"deadline_ = .*std::chrono::seconds\((\d+)\)", f.read())
+    if len(found) != 1:
+        raise SystemExit(f"validate_k8s: cannot read the drain from {DAEMON_CC} ({found})")
+    return int(found[0])
 
 
 def check(condition, message):
@@ -153,6 +166,9 @@ def etcd_checks(docs, overlay):
     check(anti.get("requiredDuringSchedulingIgnoredDuringExecution"),
           "dlock-etcd: no required pod anti-affinity")
     container = spec["template"]["spec"]["containers"][0]
+    for probe in ("readinessProbe", "livenessProbe"):
+        check(container.get(probe, {}).get("httpGet", {}).get("path") == "/health",
+              f"dlock-etcd: {probe} is not GET /health")
     env = {e["name"]: e.get("value") for e in container.get("env", [])}
     members = [m.split("=")[0] for m in env.get("INITIAL_CLUSTER", "").split(",") if m]
     check(members == [f"dlock-etcd-{i}" for i in range(replicas)],
@@ -185,7 +201,7 @@ def dlockd_checks(docs, members):
               f"dlockd: {probe} is not GET {path}")
     pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command")
     if check(pre_stop and pre_stop[0].endswith("sleep"), "dlockd: no preStop sleep"):
-        check(pod.get("terminationGracePeriodSeconds", 30) > int(pre_stop[1]) + DRAIN_SECONDS,
+        check(pod.get("terminationGracePeriodSeconds", 30) > int(pre_stop[1]) + drain_seconds(),
               "dlockd: terminationGracePeriodSeconds not longer than preStop + drain")
     data = config["data"]
     check(data.get("DLOCK_LOCK_BACKEND") == "etcd", "dlockd-config: backend is not etcd")
@@ -194,6 +210,7 @@ def dlockd_checks(docs, members):
     check(data.get("DLOCK_ETCD_ENDPOINTS") == "http://dlock-etcd:2379",
           "dlockd-config: etcd endpoints are not the headless Service dlock-etcd")
     check(len(members) >= 1, "dlock-etcd: no members")
+    tls_checks(docs, pod, container, data)
     check(one(docs, "PodDisruptionBudget", "dlockd") is not None, "dlockd: no PDB")
     policy = one(docs, "NetworkPolicy", "dlockd")
     if policy:
@@ -217,6 +234,38 @@ def dlockd_checks(docs, members):
                   f"NetworkPolicy/dlock-etcd: rule without ports or ports {ports}")
 
 
+def mounted_secret(docs, pod, container, path):
+    """The Secret (object) mounted in `container` at the directory holding `path`, or None."""
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    for mount in container.get("volumeMounts", []):
+        if os.path.dirname(path or "") == mount["mountPath"].rstrip("/"):
+            name = volumes.get(mount["name"], {}).get("secret", {}).get("secretName")
+            found = [d for d in by_kind(docs, "Secret") if d["metadata"]["name"] == name]
+            return found[0] if found else None
+    return None
+
+
+def tls_checks(docs, pod, container, data):
+    """dlockd serves HTTPS with bearer tokens, both from mounted Secrets (ADR-0017, C6)."""
+    check(str(data.get("DLOCK_SERVER_INSECURE", "false")).lower() != "true",
+          "dlockd-config: DLOCK_SERVER_INSECURE is set (plain HTTP or no tokens allowed)")
+    cert, key = data.get("DLOCK_TLS_CERT_FILE"), data.get("DLOCK_TLS_KEY_FILE")
+    if check(cert and key, "dlockd: no TLS (DLOCK_TLS_CERT_FILE and DLOCK_TLS_KEY_FILE)"):
+        secret = mounted_secret(docs, pod, container, cert)
+        if check(secret is not None and secret is mounted_secret(docs, pod, container, key),
+                 "dlockd: the TLS certificate and key are not in one mounted Secret"):
+            check(secret.get("type") == "kubernetes.io/tls",
+                  f"Secret/{secret['metadata']['name']}: type is not kubernetes.io/tls")
+            check(os.path.basename(cert) == "tls.crt" and os.path.basename(key) == "tls.key",
+                  "dlockd: TLS files are not the Secret's tls.crt and tls.key")
+    tokens = data.get("DLOCK_AUTH_TOKENS_FILE")
+    check(tokens and mounted_secret(docs, pod, container, tokens) is not None,
+          "dlockd: no tokens file from a mounted Secret (DLOCK_AUTH_TOKENS_FILE)")
+    for probe in ("readinessProbe", "livenessProbe"):
+        check(container.get(probe, {}).get("httpGet", {}).get("scheme") == "HTTPS",
+              f"dlockd: {probe} is not HTTPS")
+
+
 def validate(docs, overlay):
     check(len(docs) > 0, "nothing rendered")
     check_pods(docs)
@@ -228,6 +277,11 @@ def validate(docs, overlay):
 def container_of(docs, kind, name):
     return next(d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name)[
         "spec"]["template"]["spec"]["containers"][0]
+
+
+def config(docs):
+    return next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"][
+        "name"] == "dlockd-config")["data"]
 
 
 # Each breaks one promise; the validator must notice every one (--self-test).
@@ -258,6 +312,17 @@ MUTANTS = {
     "open etcd": lambda d: next(x for x in d if x["kind"] == "NetworkPolicy" and x["metadata"][
         "name"] == "dlock-etcd")["spec"]["ingress"][0]["from"][0].update(
         podSelector={"matchLabels": {}}),
+    "TLS removed": lambda d: [config(d).pop(k) for k in ("DLOCK_TLS_CERT_FILE",
+                                                          "DLOCK_TLS_KEY_FILE")],
+    "TLS files not mounted": lambda d: container_of(d, "Deployment", "dlockd")[
+        "volumeMounts"].pop(next(i for i, m in enumerate(container_of(
+            d, "Deployment", "dlockd")["volumeMounts"]) if m["name"] == "tls")),
+    "insecure allowed": lambda d: config(d).update(DLOCK_SERVER_INSECURE="true"),
+    "no tokens file": lambda d: config(d).pop("DLOCK_AUTH_TOKENS_FILE"),
+    "plain HTTP probe": lambda d: container_of(d, "Deployment", "dlockd")["livenessProbe"][
+        "httpGet"].pop("scheme"),
+    "etcd probe path": lambda d: container_of(d, "StatefulSet", "dlock-etcd")[
+        "readinessProbe"]["httpGet"].update(path="/metrics"),
     "member list short": lambda d: container_of(d, "StatefulSet", "dlock-etcd")["env"].append(
         {"name": "INITIAL_CLUSTER", "value": "dlock-etcd-0=http://dlock-etcd-0.dlock-etcd:2380"}),
 }
