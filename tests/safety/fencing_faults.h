@@ -80,6 +80,8 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
 #endif
     name_ = GetParam() + "/" + name.substr(0, name.find('_'));
     dlockd_ = std::make_unique<testing::DlockdProcess>(config);
+    // Authentication is on: a request without a token is refused (C6).
+    ASSERT_EQ(testing::http_call(dlockd_->address(), "GET", "/v1/locks").status, 401);
   }
 
   void TearDown() override {
