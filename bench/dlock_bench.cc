@@ -395,8 +395,14 @@ int run(int argc, char** argv) {
   info.started_at = now_utc();
   for (int i = 0; i < argc; ++i) info.command += (i ? " " : "") + std::string(argv[i]);
 
+  std::string token;
+  try {
+    token = resolve_bearer_token(token_file);
+  } catch (const std::exception& e) {
+    log(e.what());
+    return 2;
+  }
   const std::string work_dir = testing::make_temp_dir("dlock-bench");
-  std::string token = resolve_bearer_token(token_file);
   if (auth) {
     if (token.empty()) token = auth::random_token();
     options.auth_tokens_file = work_dir + "/tokens";
