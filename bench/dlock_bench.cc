@@ -17,6 +17,9 @@
 #include <sstream>
 #include <thread>
 
+#include "auth/crypto.h"
+#include "auth/permissions.h"
+#include "auth/tokens_file.h"
 #include "elections.h"
 #include "holder_sets.h"
 #include "http_load.h"
@@ -371,6 +374,14 @@ int run(int argc, char** argv) {
   app.add_flag("--holders-only", options.holders_only,
                "Measure the holder-set row only (shared grants and permits against exclusive "
                "pairs and the exclusive hot key)");
+  std::string token_file;
+  bool auth = false;
+  app.add_option("--token-file", token_file,
+                 "File whose first line is the bearer token sent to dlockd (else DLOCK_TOKEN, "
+                 "else the file DLOCK_TOKEN_FILE names)");
+  app.add_flag("--auth", auth,
+               "Start every dlockd with a tokens file naming the bench (lock:*) and its token "
+               "(the one given, else a fresh one): the HTTP paths pay for authentication (C6)");
   app.add_option("--out", options.out, "Directory for report.md and summary.json")->required();
   CLI11_PARSE(app, argc, argv);
   std::sort(options.clients.begin(), options.clients.end());
@@ -384,7 +395,22 @@ int run(int argc, char** argv) {
   info.started_at = now_utc();
   for (int i = 0; i < argc; ++i) info.command += (i ? " " : "") + std::string(argv[i]);
 
+  std::string token;
+  try {
+    token = resolve_bearer_token(token_file);
+  } catch (const std::exception& e) {
+    log(e.what());
+    return 2;
+  }
   const std::string work_dir = testing::make_temp_dir("dlock-bench");
+  if (auth) {
+    if (token.empty()) token = auth::random_token();
+    options.auth_tokens_file = work_dir + "/tokens";
+    std::ofstream(options.auth_tokens_file)
+        << auth::tokens_file_line("bench", token, auth::parse_permissions("lock:*")) << "\n";
+    log("authentication on: every dlockd has the tokens file " + options.auth_tokens_file);
+  }
+  set_bearer_token(token);
   std::vector<Measurement> all;
   std::map<std::string, BackendExtras> extras;
   std::vector<std::string> measured;

@@ -9,8 +9,10 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -28,9 +30,41 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-std::string bearer_token_from_env() {
-  const char* token = std::getenv("DLOCK_TOKEN");
-  return token != nullptr ? token : "";
+namespace {
+
+std::string first_line_of(const std::string& path, const std::string& what) {
+  std::ifstream file(path);
+  std::string line;
+  if (!file || !std::getline(file, line)) {
+    throw std::runtime_error(what + ": cannot read a token from '" + path + "'");
+  }
+  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+  if (line.empty()) throw std::runtime_error(what + ": '" + path + "' starts with an empty line");
+  return line;
+}
+
+std::optional<std::string>& configured_bearer() {
+  static std::optional<std::string> token;
+  return token;
+}
+
+}  // namespace
+
+std::string resolve_bearer_token(const std::string& token_file) {
+  if (!token_file.empty()) return first_line_of(token_file, "--token-file");
+  if (const char* token = std::getenv("DLOCK_TOKEN"); token != nullptr && *token != '\0') {
+    return token;
+  }
+  if (const char* path = std::getenv("DLOCK_TOKEN_FILE"); path != nullptr && *path != '\0') {
+    return first_line_of(path, "DLOCK_TOKEN_FILE");
+  }
+  return "";
+}
+
+void set_bearer_token(std::string token) { configured_bearer() = std::move(token); }
+
+std::string bearer_token() {
+  return configured_bearer() ? *configured_bearer() : resolve_bearer_token("");
 }
 
 std::shared_ptr<asio::ssl::context> tls_client_context(const std::string& ca_file) {

@@ -14,14 +14,22 @@
 
 namespace dlock::bench {
 
-// DLOCK_TOKEN, or "" when unset: the bench against a dlockd with a tokens file (contract C6).
-std::string bearer_token_from_env();
+// The bench's bearer token (contract C6), looked up as the client library does
+// (docs/client.md): the first line of `token_file` when given (--token-file), else DLOCK_TOKEN,
+// else the first line of the file DLOCK_TOKEN_FILE names; "" when none is set. Throws
+// std::runtime_error when a named file cannot be read or is empty (never showing the token).
+std::string resolve_bearer_token(const std::string& token_file);
+
+// The token every HttpTarget carries by default: the one set_bearer_token() gave (before any
+// target is made), else resolve_bearer_token("").
+void set_bearer_token(std::string token);
+std::string bearer_token();
 
 struct HttpTarget {
   std::string host = "127.0.0.1";
   unsigned short port = 0;
   // Sent as `Authorization: Bearer <token>` on every request when not empty.
-  std::string token = bearer_token_from_env();
+  std::string token = bearer_token();
   // HTTPS when set (dlockd with --tls-cert-file): every connection does its TLS handshake,
   // verifying the server's chain against this context's CA, before the clock starts.
   std::shared_ptr<boost::asio::ssl::context> tls;

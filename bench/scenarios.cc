@@ -32,10 +32,26 @@ testing::DlockdOptions dlockd_options(const Options& options, const std::string&
   // would be refused.
   result.extra_args = {"--server-max-connections",
                        std::to_string(std::max(10000, options.waiters) + 1000)};
+  if (!options.auth_tokens_file.empty()) {
+    // The bench is one principal: the per-principal caps (10 000 each by default) would cap
+    // the fill, waiters and sessions-scale rows below the global limits they already raise.
+    result.extra_args.insert(
+        result.extra_args.end(),
+        {"--auth-tokens-file", options.auth_tokens_file, "--auth-max-sessions-per-principal",
+         "100000000", "--auth-max-waiters-per-principal", "100000000"});
+  }
   if (backend == "sqlite") result.sqlite_path = sqlite_path;
   if (backend == "pg") result.pg_url = url;
   if (backend == "etcd") result.etcd_endpoints = url;
   return result;
+}
+
+void require_authentication(const std::string& address) {
+  const int status = testing::http_call(address, "GET", "/v1/locks").status;
+  if (status != 401) {
+    throw std::runtime_error("--auth: dlockd at " + address + " answered " +
+                             std::to_string(status) + " to a request without a token, not 401");
+  }
 }
 
 double etcd_proposals(const std::string& endpoints) {

@@ -50,12 +50,19 @@ struct Options {
   bool election_only = false;
   // The holder-set row only (holder_sets.h), with its exclusive references.
   bool holders_only = false;
+  // --auth: every dlockd of the run gets this tokens file (contract C6), written by the bench
+  // for its own principal; empty: no authentication.
+  std::string auth_tokens_file;
 };
 
 void log(const std::string& line);
 
 testing::DlockdOptions dlockd_options(const Options& options, const std::string& backend,
                                       const std::string& sqlite_path, const std::string& url);
+
+// With --auth: throws std::runtime_error unless the dlockd at `address` answers a request
+// without a token 401 -- its tokens file is in force, so the run measures authenticated paths.
+void require_authentication(const std::string& address);
 
 // Path 3's dlockd (tests/support/dlockd_process.h) and its HTTP target.
 class Dlockd {
@@ -67,6 +74,7 @@ class Dlockd {
     const auto colon = address.rfind(':');
     target_.host = address.substr(0, colon);
     target_.port = static_cast<unsigned short>(std::stoi(address.substr(colon + 1)));
+    if (!options.auth_tokens_file.empty()) require_authentication(address);
   }
   const HttpTarget& target() const { return target_; }
   pid_t pid() const { return process_.pid(); }

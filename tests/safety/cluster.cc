@@ -35,6 +35,8 @@ ExecutorProcess::ExecutorProcess(const std::string& dir, ExecutorOptions options
   if (options_.elect) process.argv.push_back("--elect");
   if (options_.read) process.argv.push_back("--read");
   process.argv.insert(process.argv.begin(), options_.wrapper.begin(), options_.wrapper.end());
+  if (!options_.token_file.empty())
+    process.env.push_back("DLOCK_TOKEN_FILE=" + options_.token_file);
   process.log_path = log_path_;
   process_ = std::make_unique<testing::Subprocess>(process);
 }

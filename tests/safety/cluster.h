@@ -37,6 +37,9 @@ struct ExecutorOptions {
   bool read = false;   // --read: read each batch once under a shared grant (a reader)
   int give_up_s = 90;
   std::vector<std::string> wrapper;  // e.g. "ip netns exec NS": run inside a network namespace
+  // A dlockd with a tokens file (C6): the file holding the executor's bearer token, handed over
+  // as DLOCK_TOKEN_FILE (the client library reads it), never as a flag. Empty: no token.
+  std::string token_file;
 };
 
 // One payout-executor process; its JSON log is a file in `dir`.

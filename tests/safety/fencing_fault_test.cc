@@ -111,14 +111,14 @@ TEST_P(FencingFaults, E_CrashOfPostgresAndRestart) {
 // leave the new holder alone. Control: the same calls before expiry succeed.
 TEST_P(FencingFaults, C_LateExtendAndReleaseFromExpiredHolderAreRefused) {
   History history;
-  Recorder recorder(history, dlockd_->address());
+  Recorder recorder(history, dlockd_->address(), {}, bearer_);
   std::vector<std::string> violations;
   for (int cycle = 0; cycle < cycles(2, 60); ++cycle) {
     const std::string key = "late-" + std::to_string(cycle);
     // Odd cycles: the old holder's whole session expired; even: only its lock did.
     const bool session_dies = cycle % 2 == 1;
-    const auto old_session = open_session(dlockd_->address(), session_dies ? 1000 : 60000);
-    const auto new_session = open_session(dlockd_->address(), 60000);
+    const auto old_session = open_session(dlockd_->address(), session_dies ? 1000 : 60000, bearer_);
+    const auto new_session = open_session(dlockd_->address(), 60000, bearer_);
     const auto first = recorder.acquire("client-old", old_session, key, 1000, 0);
     ASSERT_EQ(first.status, 200) << first.body;
     const auto old_token = token_of(first);
@@ -142,7 +142,7 @@ TEST_P(FencingFaults, C_LateExtendAndReleaseFromExpiredHolderAreRefused) {
             << late->body;
       }
     }
-    const auto read = testing::http_call(dlockd_->address(), "GET", "/v1/locks/" + key);
+    const auto read = api("GET", "/v1/locks/" + key);
     if (read.status != 200 || token_of(read) != new_token ||
         read.json.at("session_id").as_string() != new_session) {
       violations.push_back("the new holder was disturbed: " + read.body);
@@ -159,13 +159,13 @@ TEST_P(FencingFaults, C_LateExtendAndReleaseFromExpiredHolderAreRefused) {
 // Control: a waiter whose session lives is granted on the same hand-over.
 TEST_P(FencingFaults, D_WaiterWhoseSessionDiesIsNotGranted) {
   History history;
-  Recorder recorder(history, dlockd_->address());
+  Recorder recorder(history, dlockd_->address(), {}, bearer_);
   std::vector<std::string> violations;
   for (int cycle = 0; cycle < cycles(1, 60); ++cycle) {
     for (const bool kill_waiter : {false, true}) {
       const std::string key = "waiter-" + std::to_string(cycle) + (kill_waiter ? "-dead" : "-live");
-      const auto holder = open_session(dlockd_->address(), 60000);
-      const auto waiter = open_session(dlockd_->address(), 60000);
+      const auto holder = open_session(dlockd_->address(), 60000, bearer_);
+      const auto waiter = open_session(dlockd_->address(), 60000, bearer_);
       const auto held = recorder.acquire("client-holder", holder, key, 30000, 0);
       ASSERT_EQ(held.status, 200) << held.body;
       testing::HttpResult waited;
@@ -180,13 +180,12 @@ TEST_P(FencingFaults, D_WaiterWhoseSessionDiesIsNotGranted) {
           seconds(10));
       EXPECT_TRUE(queued) << "the waiter never queued";
       if (kill_waiter) {
-        EXPECT_EQ(testing::http_call(dlockd_->address(), "DELETE", "/v1/sessions/" + waiter).status,
-                  204);
+        EXPECT_EQ(api("DELETE", "/v1/sessions/" + waiter).status, 204);
         history.note_fault("waiter session closed while waiting");
       }
       EXPECT_EQ(recorder.release("client-holder", holder, key, token_of(held)).status, 204);
       waiting.join();
-      const auto read = testing::http_call(dlockd_->address(), "GET", "/v1/locks/" + key);
+      const auto read = api("GET", "/v1/locks/" + key);
       if (kill_waiter) {
         if (waited.status == 200) violations.push_back("dead waiter granted: " + waited.body);
         if (read.status == 200) violations.push_back("dead waiter holds the key: " + read.body);
@@ -208,11 +207,11 @@ TEST_P(FencingFaults, D_WaiterWhoseSessionDiesIsNotGranted) {
 // waiter got the key seconds early: ADR-0011.)
 TEST_P(FencingFaults, M_ExtendBeyondTheFirstTtlIsKeptAsAnswered) {
   History history;
-  Recorder recorder(history, dlockd_->address());
+  Recorder recorder(history, dlockd_->address(), {}, bearer_);
   for (int cycle = 0; cycle < cycles(1, 10); ++cycle) {
     const std::string key = "longer-" + std::to_string(cycle);
-    const auto holder = open_session(dlockd_->address(), 60000);
-    const auto waiter = open_session(dlockd_->address(), 60000);
+    const auto holder = open_session(dlockd_->address(), 60000, bearer_);
+    const auto waiter = open_session(dlockd_->address(), 60000, bearer_);
     const auto held = recorder.acquire("client-holder", holder, key, 1000, 0);
     ASSERT_EQ(held.status, 200) << held.body;
     const auto extended = recorder.extend("client-holder", holder, key, token_of(held), 4000);

@@ -3,7 +3,9 @@
 // The fixture of the fencing fault scenarios (docs/fencing.md "Proof under faults"), shared by
 // the test files of the fencing_fault_test binary: fencing_fault_test.cc (scenarios a-f, l, m)
 // and rw_fault_test.cc (n, read-write locks). One PostgreSQL for the whole binary, a fresh
-// resource database and dlockd per scenario, the executors as real processes.
+// resource database and dlockd per scenario, the executors as real processes. Every dlockd runs
+// with a tokens file (contract C6): the executors and the recorder authenticate as the principal
+// `payouts` with `lock:default`, as a deployment would.
 
 #include <gtest/gtest.h>
 
@@ -11,15 +13,20 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "auth/crypto.h"
+#include "auth/permissions.h"
+#include "auth/tokens_file.h"
 #include "safety/checker.h"
 #include "safety/cluster.h"
 #include "safety/history.h"
+#include "safety/recorder.h"
 #include "support/dlockd_process.h"
 #include "support/postgres_server.h"
 #ifdef DLOCK_WITH_ETCD
@@ -56,7 +63,9 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
     const std::string resource_db = "pay_" + suffix;
     postgres().ensure_database(resource_db);
     resource_url_ = postgres().url(resource_db);
+    dir_ = testing::make_temp_dir("dlock-safety-logs");
     auto config = restartable_dlockd(GetParam());
+    enable_auth(config);
     if (GetParam() == "pg") {
       postgres().ensure_database("locks_" + suffix);
       config.pg_url = postgres().url("locks_" + suffix);
@@ -69,9 +78,10 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
       config.etcd_endpoints = etcd_->endpoints();
     }
 #endif
-    dir_ = testing::make_temp_dir("dlock-safety-logs");
     name_ = GetParam() + "/" + name.substr(0, name.find('_'));
     dlockd_ = std::make_unique<testing::DlockdProcess>(config);
+    // Authentication is on: a request without a token is refused (C6).
+    ASSERT_EQ(testing::http_call(dlockd_->address(), "GET", "/v1/locks").status, 401);
   }
 
   void TearDown() override {
@@ -80,6 +90,25 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
       std::filesystem::remove_all(dir_);
     else
       std::cout << "logs kept in " << dir_ << "\n";
+  }
+
+  // A tokens file naming one principal, `payouts` with `lock:default` (what the executors
+  // need), and the file holding its token for the executors (DLOCK_TOKEN_FILE, mode 0600).
+  void enable_auth(testing::DlockdOptions& config) {
+    bearer_ = auth::random_token();
+    std::ofstream(dir_ + "/tokens")
+        << auth::tokens_file_line("payouts", bearer_, auth::parse_permissions("lock:default"))
+        << "\n";
+    token_file_ = dir_ + "/payouts.token";
+    std::ofstream(token_file_) << bearer_ << "\n";
+    std::filesystem::permissions(
+        token_file_, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    config.extra_args.insert(config.extra_args.end(), {"--auth-tokens-file", dir_ + "/tokens"});
+  }
+
+  // A call to the scenario's dlockd as the principal `payouts`.
+  testing::HttpResult api(const std::string& method, const std::string& target) {
+    return testing::http_call(dlockd_->address(), method, target, "", bearer_headers(bearer_));
   }
 
   std::unique_ptr<ExecutorProcess> executor(const std::string& name, const std::string& batches,
@@ -99,6 +128,7 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
     options.hold_extra_ms = hold_ms;
     options.fencing = fencing;
     options.give_up_s = long_mode() ? 1800 : 90;
+    options.token_file = token_file_;
     return options;
   }
 
@@ -176,6 +206,8 @@ class FencingFaults : public ::testing::TestWithParam<std::string> {
 
   std::string resource_url_;
   std::string dir_;
+  std::string bearer_;      // the bearer token of the principal `payouts`
+  std::string token_file_;  // the file holding it
   std::string name_;
 #ifdef DLOCK_WITH_ETCD
   std::unique_ptr<testing::EtcdCluster> etcd_;  // declared first: outlives dlockd_

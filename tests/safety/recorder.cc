@@ -18,10 +18,16 @@ void note_answer(Operation& op, const testing::HttpResult& result) {
   }
 }
 
-std::string open_session(const std::string& address, int ttl_ms) {
+std::map<std::string, std::string> bearer_headers(const std::string& bearer) {
+  if (bearer.empty()) return {};
+  return {{"Authorization", "Bearer " + bearer}};
+}
+
+std::string open_session(const std::string& address, int ttl_ms, const std::string& bearer) {
   const auto result =
       testing::http_call(address, "POST", "/v1/sessions",
-                         json::serialize(json::object{{"owner", "safety"}, {"ttl_ms", ttl_ms}}));
+                         json::serialize(json::object{{"owner", "safety"}, {"ttl_ms", ttl_ms}}),
+                         bearer_headers(bearer));
   if (result.status != 201) throw std::runtime_error("open session: " + result.body);
   return std::string(result.json.at("session_id").as_string());
 }
@@ -30,11 +36,13 @@ std::uint64_t token_of(const testing::HttpResult& result) {
   return result.json.at("fencing_token").to_number<std::uint64_t>();
 }
 
-Recorder::Recorder(History& history, std::string address, Send send)
+Recorder::Recorder(History& history, std::string address, Send send, std::string bearer)
     : history_(history), address_(std::move(address)), send_(std::move(send)) {
   if (!send_) {
-    send_ = [](const std::string& to, const std::string& method, const std::string& target,
-               const std::string& body) { return testing::http_call(to, method, target, body); };
+    send_ = [headers = bearer_headers(bearer)](const std::string& to, const std::string& method,
+                                               const std::string& target, const std::string& body) {
+      return testing::http_call(to, method, target, body, headers);
+    };
   }
 }
 

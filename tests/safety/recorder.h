@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -18,8 +19,12 @@ namespace dlock::safety {
 // The token and the promised deadline (its send time plus the answered ttl_ms) of an answer.
 void note_answer(Operation& op, const testing::HttpResult& result);
 
-// POST /v1/sessions as owner "safety"; returns the session id, throws unless 201.
-std::string open_session(const std::string& address, int ttl_ms);
+// The headers of a request carrying `bearer` (C6: `Authorization: Bearer`); none when empty.
+std::map<std::string, std::string> bearer_headers(const std::string& bearer);
+
+// POST /v1/sessions as owner "safety" (with `bearer`, when the dlockd has a tokens file);
+// returns the session id, throws unless 201.
+std::string open_session(const std::string& address, int ttl_ms, const std::string& bearer = "");
 
 // The fencing_token of a 200 answer.
 std::uint64_t token_of(const testing::HttpResult& result);
@@ -32,8 +37,11 @@ class Recorder {
       std::function<testing::HttpResult(const std::string& address, const std::string& method,
                                         const std::string& target, const std::string& body)>;
 
-  // `address`: the dlockd of the calls that name none. `send`: testing::http_call by default.
-  explicit Recorder(History& history, std::string address = "", Send send = {});
+  // `address`: the dlockd of the calls that name none. `send`: by default testing::http_call,
+  // carrying `bearer` on every call when it is not empty (a dlockd with a tokens file, C6); a
+  // given `send` adds its own headers.
+  explicit Recorder(History& history, std::string address = "", Send send = {},
+                    std::string bearer = "");
 
   testing::HttpResult call_at(const std::string& address, const std::string& process,
                               const std::string& session, const std::string& key,
