@@ -66,7 +66,7 @@ AuthResult Authenticator::authenticate(std::string_view authorization,
   if (wait.count() > 0) return deny(AuthOutcome::kThrottled, remote_address, wait);
   if (authorization.empty()) return deny(AuthOutcome::kMissing, remote_address);
   const std::string_view token = bearer_token_of(authorization);
-  if (token.empty()) {
+  if (token.size() < kMinBearerTokenChars) {
     throttle_.record_failure(remote_address);
     return deny(AuthOutcome::kMalformed, remote_address);
   }

@@ -9,7 +9,8 @@
 // Outcomes and what the API answers (the wiring lives in src/server):
 //   kOk         the principal; the route then checks Principal::allows (403 permission_denied)
 //   kMissing    no Authorization header                  -> 401 unauthenticated
-//   kMalformed  not "Bearer <token68>"                    -> 401 unauthenticated
+//   kMalformed  not "Bearer <token68>", or a token shorter -> 401 unauthenticated
+//               than kMinBearerTokenChars (never looked up)
 //   kUnknown    no principal has this token               -> 401 unauthenticated
 //   kThrottled  too many failures from this address       -> 429 too_many_requests with
 //               Retry-After (retry_after), the token not looked at
@@ -17,6 +18,7 @@
 // the address's FailureThrottle bucket; every failure is counted through AuthObserver.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,6 +30,11 @@
 #include "auth/token_table.h"
 
 namespace dlock::auth {
+
+// The shortest bearer token looked up (C6): `dlock token new` makes 47 characters, and a
+// shorter one is no token dlockd could have issued, so it is refused as kMalformed before any
+// hash is computed. The same floor as admin.token (kMinAdminTokenChars).
+inline constexpr std::size_t kMinBearerTokenChars = 32;
 
 enum class AuthOutcome { kOk, kMissing, kMalformed, kUnknown, kThrottled };
 

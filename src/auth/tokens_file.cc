@@ -25,8 +25,9 @@ std::vector<std::string_view> fields_of(std::string_view line) {
 }  // namespace
 
 TokensFileError::TokensFileError(std::string path, std::size_t line, const std::string& reason)
-    : std::runtime_error(path + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": " +
-                         reason),
+    : InvalidArgumentError(
+          "auth.tokens.file",
+          path + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": " + reason),
       path_(std::move(path)),
       line_(line),
       reason_(reason) {}

@@ -6,18 +6,19 @@
 // `-` is a certificate-only principal (mTLS: a client certificate's CN names it).
 
 #include <cstddef>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "auth/token_table.h"
+#include "dlock/errors.h"
 
 namespace dlock::auth {
 
 // A tokens file that cannot be used. what() is "<path>:<line>: <what is wrong>" (line 0: the
 // file as a whole); it never contains a hash or a token. The server reports it as it reports
-// a ConfigError (ADR-0003: configuration errors stop start-up; on SIGHUP the old table stays).
-class TokensFileError : public std::runtime_error {
+// a ConfigError (ADR-0003: an InvalidArgumentError whose field is "auth.tokens.file";
+// configuration errors stop start-up; on SIGHUP the old table stays).
+class TokensFileError : public InvalidArgumentError {
  public:
   TokensFileError(std::string path, std::size_t line, const std::string& reason);
   const std::string& path() const noexcept { return path_; }

@@ -6,6 +6,7 @@
 
 #include "auth/admin_token.h"
 #include "auth/tokens_file.h"
+#include "dlock/errors.h"
 #include "server/api.h"
 #include "server/error_mapping.h"
 #include "server/telemetry.h"
@@ -18,8 +19,14 @@ namespace http = boost::beast::http;
 constexpr std::size_t kLogBurst = 10;  // denial log lines a second, as the Authenticator's
 constexpr auto kLogInterval = std::chrono::seconds(1);
 
+// Every route that calls ApiAuth::authorize() names its key (lock, semaphore or election) in
+// its one path parameter; /v1/locks (list) and /v1/sessions have none there.
+std::string_view key_of(const RequestContext& context) {
+  return context.params.empty() ? std::string_view() : std::string_view(context.params.front());
+}
+
 Response unauthenticated(const std::string& message) {
-  auto response = error_response(401, "unauthenticated", message);
+  auto response = error_response(401, to_string(ErrorCode::kUnauthenticated), message);
   response.set(http::field::www_authenticate, "Bearer");
   return response;
 }
@@ -67,7 +74,7 @@ ApiAuth::Identity ApiAuth::authenticate(const Request& request, const std::strin
       authenticator_->authenticate(request[http::field::authorization], remote_address);
   if (result) return {result.principal, std::nullopt};
   if (result.outcome == auth::AuthOutcome::kThrottled) {
-    auto response = error_response(429, "too_many_requests",
+    auto response = error_response(429, to_string(ErrorCode::kResourceExhausted),
                                    "too many failed authentications from this address");
     const auto seconds = (result.retry_after.count() + 999) / 1000;
     response.set(http::field::retry_after, std::to_string(seconds < 1 ? 1 : seconds));
@@ -84,43 +91,76 @@ std::optional<Response> ApiAuth::authorize(const RequestContext& context, auth::
   if (!authenticator_) return std::nullopt;
   if (!context.principal) return unauthenticated("Authorization: Bearer <token> required");
   if (context.principal->allows(role, ns)) return std::nullopt;
-  return refuse(context, "principal " + context.principal->name + " may not " +
-                             auth::to_string(role) + " in namespace " + std::string(ns));
+  return refuse(context, ns, key_of(context),
+                "principal " + context.principal->name + " may not " + auth::to_string(role) +
+                    " in namespace " + std::string(ns));
 }
 
 std::optional<Response> ApiAuth::authorize_session(const RequestContext& context) {
   if (!authenticator_) return std::nullopt;
   if (!context.principal) return unauthenticated("Authorization: Bearer <token> required");
   if (context.principal->has_role_somewhere(auth::Role::kLock)) return std::nullopt;
-  return refuse(context, "principal " + context.principal->name +
-                             " may not open sessions (needs lock on some namespace)");
+  return refuse(context, "", "",
+                "principal " + context.principal->name +
+                    " may not open sessions (needs lock on some namespace)");
 }
 
-Response ApiAuth::refuse(const RequestContext& context, const std::string& message) {
-  telemetry_.on_auth_denied("permission_denied");
-  bool log = false;
-  std::uint64_t suppressed = 0;
-  {
-    std::lock_guard lock(log_mutex_);
-    const auto now = std::chrono::steady_clock::now();
-    if (now - log_window_start_ >= kLogInterval) {
-      log_window_start_ = now;
-      logged_in_window_ = 0;
-    }
-    if (logged_in_window_ < kLogBurst) {
-      ++logged_in_window_;
-      log = true;
-      suppressed = std::exchange(suppressed_, 0);
-    } else {
-      ++suppressed_;
-    }
+bool ApiAuth::may_log_denial(std::uint64_t& suppressed) {
+  std::lock_guard lock(log_mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - log_window_start_ >= kLogInterval) {
+    log_window_start_ = now;
+    logged_in_window_ = 0;
   }
-  if (log) {
-    audit("denied", context.principal->name, context.query("ns").value_or(""), "", std::nullopt,
-          context.remote_address, "permission_denied");
+  if (logged_in_window_ < kLogBurst) {
+    ++logged_in_window_;
+    suppressed = std::exchange(suppressed_, 0);
+    return true;
+  }
+  ++suppressed_;
+  return false;
+}
+
+Response ApiAuth::refuse(const RequestContext& context, std::string_view ns, std::string_view key,
+                         const std::string& message) {
+  const char* reason = to_string(ErrorCode::kPermissionDenied);
+  telemetry_.on_auth_denied(reason);
+  std::uint64_t suppressed = 0;
+  if (may_log_denial(suppressed)) {
+    audit("denied", context.principal->name, ns, key, std::nullopt, context.remote_address, reason);
     if (suppressed > 0) log_event("info", "denials_suppressed", {{"count", suppressed}});
   }
-  return error_response(403, "permission_denied", message);
+  return error_response(403, reason, message);
+}
+
+SessionOwnerRefusal ApiAuth::session_owner_refusal(const RequestContext& context) {
+  SessionOwnerRefusal refusal;
+  refusal.auth = this;
+  refusal.principal = context.principal ? context.principal->name : "";
+  // The session routes' one path parameter is the session ID, never logged (C6).
+  const auto path = context.url.encoded_path();
+  if (!std::string_view(path.data(), path.size()).starts_with("/v1/sessions/")) {
+    refusal.key = std::string(key_of(context));
+  }
+  refusal.remote = context.remote_address;
+  return refusal;
+}
+
+void ApiAuth::refuse_session_owner(const SessionOwnerRefusal& refusal) noexcept {
+  try {
+    telemetry_.on_auth_denied(kSessionOwnerReason);
+    std::uint64_t suppressed = 0;
+    if (may_log_denial(suppressed)) {
+      audit("denied", refusal.principal, "", refusal.key, std::nullopt, refusal.remote,
+            kSessionOwnerReason);
+      if (suppressed > 0) log_event("info", "denials_suppressed", {{"count", suppressed}});
+    }
+  } catch (...) {
+  }
+}
+
+void SessionOwnerRefusal::operator()() const noexcept {
+  if (auth != nullptr) auth->refuse_session_owner(*this);
 }
 
 void ApiAuth::denied(auth::AuthOutcome reason) noexcept {

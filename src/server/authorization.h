@@ -11,6 +11,7 @@
 // shows clients the owner part only.
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,8 +25,24 @@
 
 namespace dlock::server {
 
+class ApiAuth;
 class Telemetry;
 struct RequestContext;
+
+// The `reason` of a request for another principal's session (C6): answered as a missing session
+// (404, not revealing that it exists), but audited ("denied") and counted in
+// dlock_auth_denied_total like the other denials.
+inline constexpr const char* kSessionOwnerReason = "session_owner";
+
+// Who asked for another principal's session, copied from the request: the stored-owner check
+// runs in a store callback, after the request's context is gone. Calling it audits and counts.
+struct SessionOwnerRefusal {
+  ApiAuth* auth = nullptr;
+  std::string principal;
+  std::string key;  // on a lock, semaphore or election route; never the session ID
+  std::string remote;
+  void operator()() const noexcept;
+};
 
 class ApiAuth final : public auth::AuthObserver {
  public:
@@ -58,12 +75,20 @@ class ApiAuth final : public auth::AuthObserver {
   // Opening a session: `lock` on some namespace.
   std::optional<Response> authorize_session(const RequestContext& context);
 
+  // The SessionOwnerRefusal of `context`'s request; refuse_session_owner() reports it.
+  SessionOwnerRefusal session_owner_refusal(const RequestContext& context);
+  void refuse_session_owner(const SessionOwnerRefusal& refusal) noexcept;
+
   void denied(auth::AuthOutcome reason) noexcept override;
   void log_denied(auth::AuthOutcome reason, std::string_view remote_address,
                   std::uint64_t suppressed) noexcept override;
 
  private:
-  Response refuse(const RequestContext& context, const std::string& message);
+  // 403 permission_denied, counted and audited with the namespace and key asked for.
+  Response refuse(const RequestContext& context, std::string_view ns, std::string_view key,
+                  const std::string& message);
+  // The log-line budget of denials; `suppressed`: how many were not logged since the last line.
+  bool may_log_denial(std::uint64_t& suppressed);
 
   const ServerConfig& config_;
   Telemetry& telemetry_;

@@ -260,9 +260,14 @@ void finish_auth(ServerConfig& config) {
   if (!config.admin_token.empty()) auth::check_admin_token(config.admin_token);
   if (!is_loopback_listen(config.listen) && !config.insecure &&
       !(config.auth_enabled() && config.tls_enabled())) {
+    const std::string missing = !config.auth_enabled() && !config.tls_enabled()
+                                    ? "auth.tokens.file and TLS"
+                                : config.auth_enabled() ? "TLS"
+                                                        : "auth.tokens.file";
     throw ConfigError("server.listen: " + config.listen +
                       " is not a loopback address: refusing to serve it without both "
-                      "auth.tokens.file and TLS (server.insecure = true to do it anyway)");
+                      "auth.tokens.file and TLS (missing " +
+                      missing + "; server.insecure = true to do it anyway)");
   }
 }
 

@@ -1,15 +1,20 @@
 // dlockd's identity settings end to end (contract C6, C5; sqlite: none of this depends on the
 // backend): the safe default for non-loopback addresses, admin.token strength and
 // admin.token.file, a tokens file that does not parse, SIGHUP reloads that keep sessions and
-// locks, and the per-principal quotas for sessions and waiting acquires.
+// locks, the per-principal quotas for sessions and waiting acquires, and the fields of the
+// audit events.
 
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
 #include <thread>
 
 #include "auth/crypto.h"
@@ -17,6 +22,7 @@
 #include "auth/tokens_file.h"
 #include "support/dlockd_process.h"
 #include "support/subprocess.h"
+#include "support/test_certs.h"
 
 namespace dlock {
 namespace {
@@ -26,6 +32,12 @@ using testing::DlockdOptions;
 using testing::DlockdProcess;
 using testing::HttpResult;
 namespace json = boost::json;
+
+// A string field of a log line, "<none>" when it is absent or not a string.
+std::string text_of(const json::object& event, const char* field) {
+  const auto* value = event.if_contains(field);
+  return value != nullptr && value->is_string() ? std::string(value->as_string()) : "<none>";
+}
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path);
@@ -91,10 +103,13 @@ TEST_F(AuthzConfig, NonLoopbackListenNeedsTokensAndTlsOrServerInsecure) {
   EXPECT_EQ(status, 64) << output;
   EXPECT_NE(output.find("not a loopback address"), std::string::npos) << output;
   EXPECT_NE(output.find("server.insecure"), std::string::npos) << output;
-  // A tokens file alone is not enough (no TLS yet).
+  EXPECT_NE(output.find("missing auth.tokens.file and TLS"), std::string::npos) << output;
+  // A tokens file alone is not enough: TLS is named as missing.
   write_tokens({{"alice", auth::random_token(), "lock:*"}});
-  EXPECT_EQ(refused({"--server-listen", "0.0.0.0:0", "--auth-tokens-file", dir_ + "/tokens"}).first,
-            64);
+  const auto [without_tls, why] =
+      refused({"--server-listen", "0.0.0.0:0", "--auth-tokens-file", dir_ + "/tokens"});
+  EXPECT_EQ(without_tls, 64) << why;
+  EXPECT_NE(why.find("missing TLS"), std::string::npos) << why;
   // Explicitly insecure: serves.
   DlockdOptions options;
   options.dir = dir_;
@@ -103,6 +118,36 @@ TEST_F(AuthzConfig, NonLoopbackListenNeedsTokensAndTlsOrServerInsecure) {
   EXPECT_EQ(
       testing::http_call("127.0.0.1:" + insecure.address().substr(8), "GET", "/healthz").status,
       200);
+}
+
+// C6's safe default met: a tokens file and TLS serve 0.0.0.0 without server.insecure; TLS
+// without a tokens file is refused, the error naming what is missing.
+TEST_F(AuthzConfig, NonLoopbackListenWithTokensAndTlsStartsWithoutServerInsecure) {
+  const auto ca = testing::make_test_ca(dir_, "ca");
+  const auto cert = testing::make_server_cert(ca, dir_, "server");
+  const std::vector<std::string> tls = {"--tls-cert-file", cert.cert_file, "--tls-key-file",
+                                        cert.key_file};
+  auto args = tls;
+  args.insert(args.begin(), {"--server-listen", "0.0.0.0:0"});
+  const auto [status, output] = refused(args);
+  EXPECT_EQ(status, 64) << output;
+  EXPECT_NE(output.find("missing auth.tokens.file"), std::string::npos) << output;
+  EXPECT_EQ(output.find("missing TLS"), std::string::npos) << output;
+
+  write_tokens({{"alice", auth::random_token(), "lock:*"}});
+  DlockdOptions options;
+  options.dir = dir_;
+  options.listen_host = "0.0.0.0";
+  options.insecure_off_loopback = false;
+  options.extra_args = {"--auth-tokens-file", dir_ + "/tokens"};
+  options.extra_args.insert(options.extra_args.end(), tls.begin(), tls.end());
+  DlockdProcess served(options);  // throws with the log when it does not get ready
+  EXPECT_TRUE(served.process().running());
+  // The launcher did not add --server-insecure: without the tokens file the same start fails.
+  options.extra_args = tls;
+  options.dir = dir_ + "/no-tokens";
+  std::filesystem::create_directories(options.dir);
+  EXPECT_THROW(DlockdProcess{options}, std::runtime_error);
 }
 
 TEST_F(AuthzConfig, WeakAdminTokenAndAdminTokenFileChecks) {
@@ -188,6 +233,91 @@ TEST_F(AuthzConfig, PerPrincipalQuotasForSessionsAndWaiters) {
   EXPECT_EQ(
       call(alice, "POST", "/v1/locks/w/acquire", {{"session_id", first}, {"wait_ms", 100}}).status,
       409);
+}
+
+// The audit events of C6 end to end: grant, release, revoke and both kinds of denial name the
+// principal, the namespace, the key, the fencing token (when there is one) and the remote
+// address, and never a session ID; the denials and reloads are counted in /metrics.
+TEST_F(AuthzConfig, AuditEventsCarryWhoWhatAndWhereButNoSessionId) {
+  const auto alice = auth::random_token();
+  const auto bob = auth::random_token();
+  const auto carol = auth::random_token();
+  const auto ops = auth::random_token();
+  write_tokens({{"alice", alice, "lock:a"},
+                {"bob", bob, "read:a"},
+                {"carol", carol, "lock:*"},
+                {"ops", ops, "admin:*"}});
+  start();
+  const auto session = open_session(alice);
+  ASSERT_FALSE(session.empty());
+  const json::object on_session{{"session_id", session}};
+  const auto granted = call(alice, "POST", "/v1/locks/audited/acquire?ns=a", on_session);
+  ASSERT_EQ(granted.status, 200) << granted.body;
+  const auto token = granted.json.at("fencing_token").to_number<std::uint64_t>();
+  ASSERT_EQ(call(alice, "DELETE",
+                 "/v1/locks/audited?ns=a&session_id=" + session +
+                     "&fencing_token=" + std::to_string(token))
+                .status,
+            204);
+  const auto held = call(alice, "POST", "/v1/locks/revoked/acquire?ns=a", on_session);
+  ASSERT_EQ(held.status, 200) << held.body;
+  const auto revoked_token = held.json.at("fencing_token").to_number<std::uint64_t>();
+  ASSERT_EQ(call(ops, "POST", "/v1/admin/locks/revoked/revoke?ns=a").status, 200);
+  // bob may only read: 403. carol may lock but not with alice's session: 404 (C6 does not
+  // reveal that it exists), twice -- on a lock route and on a session route.
+  EXPECT_EQ(call(bob, "POST", "/v1/locks/forbidden/acquire?ns=a", on_session).status, 403);
+  EXPECT_EQ(call(carol, "POST", "/v1/locks/stolen/acquire?ns=a", on_session).status, 404);
+  EXPECT_EQ(call(carol, "POST", "/v1/sessions/" + session + "/keepalive").status, 404);
+  server_->process().signal(SIGHUP);
+  std::string metrics;
+  ASSERT_TRUE(testing::wait_for(
+      [&] {
+        metrics = testing::http_call(server_->address(), "GET", "/metrics").body;
+        return metrics.find("dlock_auth_reloads_total{result=\"ok\"} 1") != std::string::npos;
+      },
+      milliseconds(5000)))
+      << metrics;
+  EXPECT_NE(metrics.find("dlock_auth_denied_total{reason=\"permission_denied\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("dlock_auth_denied_total{reason=\"session_owner\"} 2"), std::string::npos)
+      << metrics;
+
+  const auto log = read_all(server_->log_path());
+  EXPECT_EQ(log.find(session), std::string::npos) << "a raw session id in the log: " << log;
+  std::map<std::string, std::vector<json::object>> audits;  // by action
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    boost::system::error_code error;
+    auto value = json::parse(line, error);
+    if (error || !value.is_object() || text_of(value.as_object(), "event") != "audit") continue;
+    auto& event = value.as_object();
+    EXPECT_FALSE(event.contains("session_id")) << line;
+    EXPECT_EQ(text_of(event, "remote"), "127.0.0.1") << line;
+    audits[text_of(event, "action")].push_back(event);
+  }
+  const auto expect = [&](const std::string& action, const std::string& principal,
+                          const std::string& ns, const std::string& key,
+                          std::optional<std::uint64_t> fencing_token, const std::string& reason) {
+    const auto& events = audits[action];
+    const auto found = std::find_if(events.begin(), events.end(), [&](const json::object& event) {
+      return text_of(event, "principal") == principal && text_of(event, "key") == key &&
+             text_of(event, "ns") == ns &&
+             (reason.empty() ? !event.contains("reason") : text_of(event, "reason") == reason) &&
+             (fencing_token
+                  ? event.contains("fencing_token") &&
+                        event.at("fencing_token").to_number<std::uint64_t>() == *fencing_token
+                  : !event.contains("fencing_token"));
+    });
+    EXPECT_NE(found, events.end()) << action << " " << principal << " " << key << "\n" << log;
+  };
+  expect("grant", "alice", "a", "audited", token, "");
+  expect("release", "alice", "a", "audited", token, "");
+  expect("revoke", "ops", "a", "revoked", revoked_token, "");
+  expect("denied", "bob", "a", "forbidden", std::nullopt, "permission_denied");
+  // A session_owner denial names the key of a lock route; never the session (a session route).
+  expect("denied", "carol", "", "stolen", std::nullopt, "session_owner");
+  expect("denied", "carol", "", "", std::nullopt, "session_owner");
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ void DlockdProcess::start() {
   if (!options_.fixed_port)
     process.argv.insert(process.argv.end(), {"--server-ready-file", ready_file});
   // A test network namespace's address is not loopback: say so explicitly (C6 safe default).
-  if (options_.listen_host.rfind("127.", 0) != 0)
+  if (options_.insecure_off_loopback && options_.listen_host.rfind("127.", 0) != 0)
     process.argv.insert(process.argv.end(), {"--server-insecure", "true"});
   if (!options_.sqlite_path.empty())
     process.argv.insert(process.argv.end(), {"--sqlite-path", options_.sqlite_path});

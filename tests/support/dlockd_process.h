@@ -26,6 +26,9 @@ struct DlockdOptions {
   // ready = listening. fixed_port: a free port chosen once and kept across kill9() / start(), so
   // that clients (e.g. payout executors) keep their --server; ready = /readyz answers 200.
   std::string listen_host = "127.0.0.1";
+  // A listen_host outside 127/8 gets --server-insecure true unless this is false (the tests of
+  // C6's safe default for non-loopback addresses).
+  bool insecure_off_loopback = true;
   bool fixed_port = false;
   // A command prefix, e.g. "ip netns exec NS" (tests/support/netns.h), and extra environment
   // ("NAME=value", e.g. a preloaded fault library).

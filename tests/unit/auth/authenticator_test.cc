@@ -113,6 +113,26 @@ TEST_F(AuthenticatorTest, OutcomesForEachKindOfRequest) {
   EXPECT_STREQ(to_string(AuthOutcome::kThrottled), "throttled");
 }
 
+TEST_F(AuthenticatorTest, ATokenShorterThanTheMinimumIsMalformedEvenWhenListed) {
+  const std::string at_minimum(kMinBearerTokenChars, 'm');
+  const std::string one_short(kMinBearerTokenChars - 1, 's');
+  Authenticator authenticator(
+      parse_tokens(line("long", at_minimum, "read:*") + line("short", one_short, "read:*"), "t"),
+      {}, options(), &observer_);
+  ASSERT_TRUE(authenticator.authenticate("Bearer " + at_minimum, "10.0.0.2"));
+  // Refused before any lookup: the listed hash of the short token does not make it valid.
+  EXPECT_EQ(authenticator.authenticate("Bearer " + one_short, "10.0.0.2").outcome,
+            AuthOutcome::kMalformed);
+  EXPECT_EQ(observer_.denied_[AuthOutcome::kMalformed], 1);
+  // A guess like any malformed header: it drains the address's bucket (burst 3).
+  authenticator.authenticate("Bearer " + one_short, "10.0.0.2");
+  authenticator.authenticate("Bearer " + one_short, "10.0.0.2");
+  EXPECT_EQ(authenticator.authenticate("Bearer " + at_minimum, "10.0.0.2").outcome,
+            AuthOutcome::kThrottled);
+  // What `dlock token new` makes is long enough.
+  EXPECT_GE(random_token().size(), kMinBearerTokenChars);
+}
+
 TEST_F(AuthenticatorTest, ReloadSwapsInTheNewFileAndKeepsTheOldOneOnAnError) {
   const std::string path = write("tokens", line("alice", kAliceToken, "read:*"));
   Authenticator authenticator(load_tokens_file(path), {}, options(), &observer_);
@@ -163,7 +183,7 @@ TEST_F(AuthenticatorTest, AdminPrincipalIsBuiltInAndSurvivesReloads) {
 TEST_F(AuthenticatorTest, FailuresFromOneAddressAreThrottledThenForgiven) {
   Authenticator authenticator(parse_tokens(line("alice", kAliceToken, "read:*"), "t"), {},
                               options(), &observer_);
-  const std::string bad = "Bearer guess";
+  const std::string bad = "Bearer guess-of-a-token-long-enough-to-be-looked-up";
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(authenticator.authenticate(bad, "10.0.0.9").outcome, AuthOutcome::kUnknown) << i;
   }

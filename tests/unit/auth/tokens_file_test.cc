@@ -108,6 +108,14 @@ TEST(TokensFileTest, LoadNamesAMissingFile) {
     EXPECT_EQ(error.line(), 0u);
     EXPECT_EQ(std::string(error.what()), "/nonexistent/tokens: cannot open the tokens file");
   }
+  // A configuration error of ADR-0003: caught as an InvalidArgumentError naming its setting.
+  try {
+    load_tokens_file("/nonexistent/tokens");
+    FAIL();
+  } catch (const InvalidArgumentError& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(error.field(), "auth.tokens.file");
+  }
 }
 
 TEST(TokensFileTest, LineForATokenParsesBackToIt) {
