@@ -171,7 +171,7 @@ void Api::health(const RequestContext&, const Reply& reply) {
 }
 
 void Api::ready(const RequestContext& context, const Reply& reply) {
-  if (!ready_) return reply(error_response(503, "unavailable", "not ready"));
+  if (!ready_) return reply(error_response(503, to_string(ErrorCode::kUnavailable), "not ready"));
   health(context, reply);
 }
 

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -252,7 +253,8 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
 
   // A request this server will not read on: answered, then the connection is closed.
   void refuse(unsigned status, const std::string& message) {
-    auto response = error_response(status, "invalid_argument", message, "request");
+    auto response =
+        error_response(status, to_string(ErrorCode::kInvalidArgument), message, "request");
     response.keep_alive(false);
     write(std::move(response), false);
   }
@@ -262,7 +264,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     const bool keep_alive = request.keep_alive();
     const bool head = request.method() == http::verb::head;
     if (request.target() == "/readyz" && shared_->wedged()) {
-      auto response = error_response(503, "unavailable",
+      auto response = error_response(503, to_string(ErrorCode::kUnavailable),
                                      "wedged: requests in flight and none answered for " +
                                          std::to_string(shared_->stall_timeout.count()) + " ms");
       response.keep_alive(keep_alive);
@@ -419,13 +421,18 @@ ServerConfig with_body_limit(std::size_t max_body_bytes) {
 // only closed: a plain-text answer would mean nothing to a TLS client, and a handshake is the
 // work being shed.
 void turn_away(tcp::socket socket, bool tls) {
-  static constexpr char kBusy[] =
-      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-      "Connection: close\r\nContent-Length: 69\r\n\r\n"
-      R"({"error":{"code":"unavailable","message":"too many open connections"}})";
+  // Built once, the wire code from the one table (src/api/errors.cc).
+  static const std::string kBusy = [] {
+    const std::string body = std::string(R"({"error":{"code":")") +
+                             to_string(ErrorCode::kUnavailable) +
+                             R"(","message":"too many open connections"}})";
+    return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+           "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  }();
   boost::system::error_code ignored;
   socket.non_blocking(true, ignored);
-  if (!tls) socket.send(asio::buffer(kBusy, sizeof(kBusy) - 1), 0, ignored);
+  if (!tls) socket.send(asio::buffer(kBusy), 0, ignored);
   socket.shutdown(tcp::socket::shutdown_both, ignored);
   socket.close(ignored);
 }

@@ -1,9 +1,8 @@
 #pragma once
 
 // The store key of a lock is "<ns>/<key>" (contract C3, "Namespaces"): the namespace, one '/', then
-// the key as the API shows it. The namespace never holds a '/' (src/server/input_checks.cc), so the
-// first
-// '/' ends it; the key may hold more. The one place that joins and splits it.
+// the key as the API shows it. The namespace never holds a '/' (src/server/input_checks.cc), so
+// the first '/' ends it; the key may hold more. The one place that joins and splits it.
 
 #include <optional>
 #include <string>

@@ -3,6 +3,8 @@
 // exclusive grant. The same fixture and backends as lock_store_conformance_test.cc, which
 // instantiates the suite. The races at the end are the cases that catch the READ COMMITTED
 // hazards ADR-0020 names: they repeat until they either interleave or prove the bound.
+// Over ~500 lines: shared and permit holders are one SPI family (try_insert_holder), and the two
+// races at the end share one HolderMonitor; split, the halves would repeat the helpers.
 
 #include <gtest/gtest.h>
 

@@ -4,17 +4,17 @@
 // one dlockd per SQLite file, and a stdout that blocks or is closed. Each time a well-behaved
 // client keeps getting answers.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <boost/json/parse.hpp>
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -29,8 +29,6 @@
 #include "support/dlockd_process.h"
 #include "support/raw_socket.h"
 #include "support/subprocess.h"
-
-extern char** environ;
 
 namespace dlock::testing {
 namespace {
@@ -292,58 +290,43 @@ TEST(FilesAndProcesses, ASecondDlockdOnTheSameSqliteFileRefusesToStart) {
   EXPECT_TRUE(lock_round_trip(first.address(), "first"));
 }
 
-// dlockd with its stdout on a pipe: unread (`close_reader` false) or whose reader is gone.
+// dlockd (the shared launcher) with its stdout on a pipe: unread (`close_reader` false) or whose
+// reader is gone. Both ends are O_CLOEXEC, so the child holds only its stdout.
 class PipedDlockd {
  public:
-  explicit PipedDlockd(bool close_reader) : dir_(make_temp_dir("dlockd-pipe")) {
-    int fds[2];
-    if (::pipe(fds) != 0) throw std::runtime_error("pipe");
-    const std::string ready = dir_ + "/ready";
-    std::vector<std::string> args = {DLOCK_DLOCKD_PATH,
-                                     "--server-listen",
-                                     "127.0.0.1:0",
-                                     "--server-ready-file",
-                                     ready,
-                                     "--sqlite-path",
-                                     dir_ + "/dlock.db",
-                                     "--log-level",
-                                     "debug"};
-    std::vector<char*> argv;
-    for (auto& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(fds[1]);
-    if (rc != 0) throw std::runtime_error("posix_spawn dlockd");
-    reader_ = fds[0];
-    if (!wait_for([&] { return std::filesystem::exists(ready); }, 30s)) {
-      throw std::runtime_error("dlockd did not start");
-    }
-    std::ifstream(ready) >> address_;
-    if (close_reader) {
-      ::close(reader_);
-      reader_ = -1;
-    }
+  explicit PipedDlockd(bool close_reader)
+      : pipe_(make_pipe()), dlockd_(options_writing_to(pipe_[1])) {
+    close_end(1);  // the child has its own copy
+    if (close_reader) close_end(0);
   }
+  PipedDlockd(const PipedDlockd&) = delete;
+  PipedDlockd& operator=(const PipedDlockd&) = delete;
   ~PipedDlockd() {
-    if (running()) ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    if (reader_ >= 0) ::close(reader_);
-    std::filesystem::remove_all(dir_);
+    close_end(0);
+    close_end(1);
   }
-  bool running() { return ::waitpid(pid_, nullptr, WNOHANG) == 0; }
-  void kill() { ::kill(pid_, SIGKILL); }
-  const std::string& address() const { return address_; }
+  bool running() { return dlockd_.process().running(); }
+  void kill() { dlockd_.kill9(); }
+  const std::string& address() const { return dlockd_.address(); }
 
  private:
-  std::string dir_;
-  pid_t pid_ = -1;
-  int reader_ = -1;
-  std::string address_;
+  static std::array<int, 2> make_pipe() {
+    std::array<int, 2> fds{-1, -1};
+    if (::pipe2(fds.data(), O_CLOEXEC) != 0) throw std::runtime_error("pipe2");
+    return fds;
+  }
+  static DlockdOptions options_writing_to(int fd) {
+    DlockdOptions options;
+    options.stdout_fd = fd;
+    return options;
+  }
+  void close_end(int end) {
+    if (pipe_[end] >= 0) ::close(pipe_[end]);
+    pipe_[end] = -1;
+  }
+
+  std::array<int, 2> pipe_;
+  DlockdProcess dlockd_;
 };
 
 TEST(LoggingNeverBlocks, AStdoutNobodyReadsDoesNotStallLockOperations) {

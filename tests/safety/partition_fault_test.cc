@@ -4,6 +4,8 @@
 // only between this machine's own addresses. Each scenario records a history that the common
 // checker (checker.h) must find clean; a partition adds its own rule: no grant, and no answer but
 // 503, from a dlockd that cannot reach its backend's majority while the partition lasts.
+// Over ~500 lines: the namespaces, processes and checker of one topology, shared by its three
+// scenarios, which read best beside the set-up they depend on.
 //
 // DLOCK_SAFETY_LONG=1 repeats every partition cycle many times.
 

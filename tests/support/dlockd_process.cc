@@ -66,6 +66,7 @@ void DlockdProcess::start() {
   process.argv.insert(process.argv.end(), options_.extra_args.begin(), options_.extra_args.end());
   process.env = options_.env;
   process.log_path = log_path_;
+  process.stdout_fd = options_.stdout_fd;
   process_ = std::make_unique<Subprocess>(process);
   bool ready = false;
   if (options_.fixed_port) {

@@ -35,6 +35,9 @@ struct DlockdOptions {
   std::vector<std::string> wrapper;
   std::vector<std::string> env;
   std::string log_level = "debug";
+  // When >= 0, dlockd's stdout (its JSON log) goes to this descriptor, not to dlockd.log
+  // (SubprocessOptions::stdout_fd).
+  int stdout_fd = -1;
   std::string binary = DLOCK_DLOCKD_PATH;
   // Holds dlockd.log (and the default sqlite file). Empty: a fresh temporary directory, removed
   // on destruction; given: left in place.

@@ -1,3 +1,7 @@
+// The in-memory store of the unit tests (fake_store.h). Over ~500 lines: one definition per SPI
+// operation (locks, holder sets, elections, sessions, reaping), each a few lines; split by area
+// it would only scatter one small state machine over several files.
+
 #include "support/fake_store.h"
 
 #include <algorithm>

@@ -51,6 +51,7 @@ Subprocess::Subprocess(SubprocessOptions options) {
         close(fd);
       }
     }
+    if (options.stdout_fd >= 0) dup2(options.stdout_fd, STDOUT_FILENO);
     if (options.gid && setgid(*options.gid) != 0) _exit(126);
     if (options.uid && setuid(*options.uid) != 0) _exit(126);
     execve(argv[0], argv.data(), envp.data());

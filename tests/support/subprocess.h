@@ -19,6 +19,9 @@ struct SubprocessOptions {
   std::optional<gid_t> gid;
   // stdout and stderr of the child are appended here; empty = inherit.
   std::string log_path;
+  // When >= 0, the child's stdout is this descriptor instead (e.g. a pipe's write end; stderr
+  // still goes to log_path). Open it O_CLOEXEC so the child keeps no other copy of the pipe.
+  int stdout_fd = -1;
   // Extra "NAME=value" entries added to the environment.
   std::vector<std::string> env;
 };

@@ -92,14 +92,14 @@ std::string format_lock_key(std::string_view key) {
 
 std::optional<std::string> parse_lock_key(std::string_view etcd_key) {
   if (!etcd_key.starts_with(kRootPrefix)) return std::nullopt;
-  const std::string_view rest = etcd_key.substr(kRootPrefix.size());
-  // The namespace holds no '/', so the first "/lock/" ends it.
-  const auto segment = rest.find(kLockSegment);
-  if (segment == std::string_view::npos || segment == 0) return std::nullopt;
-  if (rest.substr(0, segment).find('/') != std::string_view::npos) return std::nullopt;
-  const std::string_view name = rest.substr(segment + kLockSegment.size());
+  // "<ns>/lock/<name>": the namespace holds no '/', so store_key's split ends it at the first one.
+  const auto parts = store_key::split(etcd_key.substr(kRootPrefix.size()));
+  if (!parts || parts->ns.empty()) return std::nullopt;
+  const std::string_view lock_segment = kLockSegment.substr(1);  // "lock/", after the split's '/'
+  if (!parts->key.starts_with(lock_segment)) return std::nullopt;
+  const std::string_view name = parts->key.substr(lock_segment.size());
   if (name.empty()) return std::nullopt;
-  return store_key::join(rest.substr(0, segment), name);
+  return store_key::join(parts->ns, name);
 }
 
 bool is_session_id(std::string_view session_id) {
@@ -159,12 +159,10 @@ std::string prefix_range_end(std::string_view prefix) {
 }
 
 std::string scan_prefix_for(std::string_view prefix) {
-  const auto slash = prefix.find('/');
-  if (slash == std::string_view::npos || slash == 0) {
-    return std::string(kRootPrefix) + std::string(prefix);
-  }
-  return std::string(kRootPrefix) + std::string(prefix.substr(0, slash)) +
-         std::string(kLockSegment) + std::string(prefix.substr(slash + 1));
+  const auto parts = store_key::split(prefix);
+  if (!parts || parts->ns.empty()) return std::string(kRootPrefix) + std::string(prefix);
+  return std::string(kRootPrefix) + std::string(parts->ns) + std::string(kLockSegment) +
+         std::string(parts->key);
 }
 
 KeyRange holder_range(std::string_view key) { return prefix_range(holder_base(key)); }

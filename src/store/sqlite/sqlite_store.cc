@@ -1,3 +1,8 @@
+// The SQLite store (ADR-0005, ADR-0008, ADR-0013). Just over ~500 lines: the one SqliteStore class
+// that maps each SPI operation to its statement under one write mutex; its helpers already live
+// apart (sqlite_db, sqlite_rows, sqlite_holders, sqlite_delays, the statements in
+// sqlite_statements.h), and what is left reads best as one class.
+
 #include "store/sqlite/sqlite_store.h"
 
 #include <algorithm>
