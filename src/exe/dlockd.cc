@@ -50,6 +50,10 @@ int raise_etcd_revision(const server::ServerConfig& config, std::int64_t target)
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a closed stdout or peer is an error to handle, not a death
+  if (argc == 2 && std::string(argv[1]) == "--version") {
+    std::printf("dlockd %s\n", DLOCK_VERSION);  // the build's version (src/exe/CMakeLists.txt)
+    return 0;
+  }
   server::ServerConfig config;
   try {
     const auto parsed = server::load_config(std::vector<std::string>(argv + 1, argv + argc));

@@ -1,12 +1,17 @@
 // Failover between two real dlockd on one PostgreSQL, and on one etcd (docs/client.md,
 // "Failover"): a client
 // configured with both holds a lock with auto-extend and a session with keepalives; each
-// dlockd in turn is stopped (SIGTERM, as for an upgrade) and started again. The client keeps
-// its session, its lock and its fencing token throughout, because both live in the backend.
+// dlockd in turn is stopped (SIGTERM, as for an upgrade) and started again as a newer build
+// (dlockd_next: the same server under another version string, src/exe/CMakeLists.txt). The
+// client keeps its session, its lock and its fencing token throughout, because both live in the
+// backend.
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "dlock/client.h"
@@ -26,6 +31,48 @@ DlockdOptions backend_dlockd(const std::string& backend) {
   return options;
 }
 
+// What `BINARY --version` prints.
+std::string version_of(const std::string& binary) {
+  const std::string out = make_temp_dir("dlockd-version") + "/out";
+  SubprocessOptions command;
+  command.argv = {binary, "--version"};
+  command.log_path = out;
+  EXPECT_EQ(run_command(command, std::chrono::seconds(10)), 0) << binary;
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::filesystem::remove_all(std::filesystem::path(out).parent_path());
+  return text.str();
+}
+
+// The installed dlockd, as a package manager keeps it: one path, replaced by an upgrade.
+class InstalledDlockd {
+ public:
+  InstalledDlockd() : dir_(make_temp_dir("dlockd-installed")), path_(dir_ + "/dlockd") {
+    std::filesystem::create_symlink(DLOCK_DLOCKD_PATH, path_);
+  }
+  ~InstalledDlockd() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  const std::string& path() const { return path_; }
+  // Replaces the binary at path() by the newer build, atomically (rename), as dpkg does.
+  void upgrade() {
+    const std::string next = dir_ + "/dlockd.new";
+    std::filesystem::create_symlink(DLOCK_DLOCKD_NEXT_PATH, next);
+    std::filesystem::rename(next, path_);
+  }
+
+ private:
+  std::string dir_;
+  std::string path_;
+};
+
+// The binary a running dlockd was started from.
+std::string running_binary(const DlockdProcess& dlockd) {
+  return std::filesystem::read_symlink("/proc/" + std::to_string(dlockd.pid()) + "/exe");
+}
+
 // SIGTERM and wait for the exit: a graceful stop, as a service manager does it.
 void stop(DlockdProcess& dlockd) {
   dlockd.process().signal(SIGTERM);
@@ -34,9 +81,16 @@ void stop(DlockdProcess& dlockd) {
 
 class ClientFailover : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ClientFailover, LockAndTokenSurviveEachServerStoppingInTurn) {
-  DlockdProcess first(backend_dlockd(GetParam()));
-  DlockdProcess second(backend_dlockd(GetParam()));
+TEST_P(ClientFailover, LockAndTokenSurviveEachServerRestartingAsANewerBuild) {
+  const std::string old_version = version_of(DLOCK_DLOCKD_PATH);
+  const std::string new_version = version_of(DLOCK_DLOCKD_NEXT_PATH);
+  ASSERT_NE(old_version, new_version) << "dlockd_next is not a different build";
+  InstalledDlockd installed;
+  DlockdOptions dlockd_options = backend_dlockd(GetParam());
+  dlockd_options.binary = installed.path();
+  DlockdProcess first(dlockd_options);
+  DlockdProcess second(dlockd_options);
+  ASSERT_EQ(version_of(running_binary(first)), old_version);
   client::ClientOptions options;
   options.servers = {first.url(), second.url()};
   options.request_timeout = milliseconds(2000);
@@ -72,12 +126,16 @@ TEST_P(ClientFailover, LockAndTokenSurviveEachServerStoppingInTurn) {
     EXPECT_EQ(seen.json.at("fencing_token").to_number<std::uint64_t>(), token);
   };
 
+  installed.upgrade();  // the package is upgraded; each server restarts into the new build
   stop(first);
   hold(second);
   first.start();
+  EXPECT_EQ(version_of(running_binary(first)), new_version);
   stop(second);
   hold(first);
   second.start();
+  EXPECT_EQ(version_of(running_binary(second)), new_version);
+  hold(second);
 
   lock->release();
   session.close();
