@@ -356,7 +356,7 @@ ParsedCommandLine load_config(const std::vector<std::string>& args) {
 std::string help_text() {
   std::ostringstream out;
   out << "dlockd - the dlock lock server: sessions, locks with fencing tokens, HTTP/JSON API\n\n"
-         "USAGE\n  dlockd [--config FILE] [--KEY VALUE]...\n\n"
+         "USAGE\n  dlockd [--config FILE] [--KEY VALUE]...\n  dlockd --version\n\n"
          "Every setting below can come from, later winning: the --config FILE (lines\n"
          "'key = value', '#' comments), the environment variable shown, or the flag.\n"
          "Durations are written 500ms, 30s, 5m or 1h. An unknown key or a bad value stops\n"
