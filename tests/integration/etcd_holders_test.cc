@@ -15,6 +15,7 @@
 #include "dlock/lock_store.h"
 #include "store/etcd/etcd_store.h"
 #include "support/etcd_server.h"
+#include "support/etcd_store_fixture.h"
 #include "support/subprocess.h"
 
 namespace dlock {
@@ -25,35 +26,15 @@ using std::chrono::seconds;
 
 constexpr HoldRequest kShared{HoldMode::kShared, 0};
 
-class EtcdHoldersTest : public ::testing::Test {
+class EtcdHoldersTest : public testing::EtcdStoreFixture {
  protected:
-  static void SetUpTestSuite() { etcd_ = new testing::EtcdCluster(1); }
-  static void TearDownTestSuite() {
-    delete etcd_;
-    etcd_ = nullptr;
-  }
-
-  void SetUp() override {
-    if (!etcd_->running(0)) etcd_->start(0);
-    store_ =
-        store::etcd::make_etcd_store({etcd_->endpoints(), milliseconds(2000), TtlLimits{}, {}});
-  }
-
-  std::string fresh_key(const std::string& label) {
-    static std::atomic<int> counter{0};
-    return "etcd-holders/" + label + "-" + std::to_string(counter++);
-  }
+  EtcdHoldersTest() : EtcdStoreFixture("etcd-holders") {}
 
   std::optional<LockHandle> hold(const std::string& key, const SessionInfo& session,
                                  HoldRequest request, LockLease lease = seconds(30)) {
     return store_->try_insert_holder(key, session.owner_id, session.session_id, lease, request);
   }
-
-  static testing::EtcdCluster* etcd_;
-  BackendPtr store_;
 };
-
-testing::EtcdCluster* EtcdHoldersTest::etcd_ = nullptr;
 
 // The session-bound exclusive acquire is a Txn of its own (etcd_session_bound.cc): it carries
 // the holder-range compare too.

@@ -18,6 +18,7 @@
 #include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_store.h"
 #include "support/etcd_server.h"
+#include "support/etcd_store_fixture.h"
 #include "support/subprocess.h"
 
 namespace dlock {
@@ -27,34 +28,10 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using store::etcd::format_lock_key;
 
-class EtcdStoreTest : public ::testing::Test {
+class EtcdStoreTest : public testing::EtcdStoreFixture {
  protected:
-  static void SetUpTestSuite() { etcd_ = new testing::EtcdCluster(1); }
-  static void TearDownTestSuite() {
-    delete etcd_;
-    etcd_ = nullptr;
-  }
-
-  void SetUp() override {
-    if (!etcd_->running(0)) etcd_->start(0);
-    store_ = make_store();
-  }
-
-  BackendPtr make_store(std::function<void(std::string_view)> after_grant = {}) {
-    return store::etcd::make_etcd_store(
-        {etcd_->endpoints(), milliseconds(2000), TtlLimits{}, std::move(after_grant)});
-  }
-
-  std::string fresh_key(const std::string& label) {
-    static std::atomic<int> counter{0};
-    return "etcd-test/" + label + "-" + std::to_string(counter++);
-  }
-
-  static testing::EtcdCluster* etcd_;
-  BackendPtr store_;
+  EtcdStoreTest() : EtcdStoreFixture("etcd-test") {}
 };
-
-testing::EtcdCluster* EtcdStoreTest::etcd_ = nullptr;
 
 // One grant per key (ADR-0006, one Txn guarded by CreateRevision == 0). Many rounds, because a
 // read-then-write acquire loses only some races.

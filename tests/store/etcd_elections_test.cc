@@ -16,6 +16,7 @@
 #include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_store.h"
 #include "support/etcd_server.h"
+#include "support/etcd_store_fixture.h"
 #include "support/subprocess.h"
 
 namespace dlock {
@@ -24,29 +25,10 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-class EtcdElectionsTest : public ::testing::Test {
+class EtcdElectionsTest : public testing::EtcdStoreFixture {
  protected:
-  static void SetUpTestSuite() { etcd_ = new testing::EtcdCluster(1); }
-  static void TearDownTestSuite() {
-    delete etcd_;
-    etcd_ = nullptr;
-  }
-
-  void SetUp() override {
-    store_ =
-        store::etcd::make_etcd_store({etcd_->endpoints(), milliseconds(2000), TtlLimits{}, {}});
-  }
-
-  std::string fresh_key(const std::string& label) {
-    static std::atomic<int> counter{0};
-    return "etcd-elections/" + label + "-" + std::to_string(counter++);
-  }
-
-  static testing::EtcdCluster* etcd_;
-  BackendPtr store_;
+  EtcdElectionsTest() : EtcdStoreFixture("etcd-elections") {}
 };
-
-testing::EtcdCluster* EtcdElectionsTest::etcd_ = nullptr;
 
 // The Put of a proclaim keeps the key's lease (ignore_lease) and create revision, moves its mod
 // revision, and the token stays the grant's.

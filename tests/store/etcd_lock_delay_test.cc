@@ -16,6 +16,7 @@
 #include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_store.h"
 #include "support/etcd_server.h"
+#include "support/etcd_store_fixture.h"
 
 namespace dlock {
 namespace {
@@ -23,35 +24,16 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-class EtcdLockDelayTest : public ::testing::Test {
+class EtcdLockDelayTest : public testing::EtcdStoreFixture {
  protected:
-  static void SetUpTestSuite() { etcd_ = new testing::EtcdCluster(1); }
-  static void TearDownTestSuite() {
-    delete etcd_;
-    etcd_ = nullptr;
-  }
-
-  void SetUp() override {
-    store_ =
-        store::etcd::make_etcd_store({etcd_->endpoints(), milliseconds(2000), TtlLimits{}, {}});
-  }
-
-  std::string fresh_key(const std::string& label) {
-    static std::atomic<int> counter{0};
-    return "etcd-lock-delay/" + label + "-" + std::to_string(counter++);
-  }
+  EtcdLockDelayTest() : EtcdStoreFixture("etcd-lock-delay") {}
 
   // Whether the lock-delay marker of `key`'s exclusive grant exists.
   bool marked(const std::string& key) {
     const auto lock_key = store::etcd::format_lock_key(key);
     return etcd_->raw().get(store::etcd::marker_key(key, lock_key)).has_value();
   }
-
-  static testing::EtcdCluster* etcd_;
-  BackendPtr store_;
 };
-
-testing::EtcdCluster* EtcdLockDelayTest::etcd_ = nullptr;
 
 TEST_F(EtcdLockDelayTest, NoLockDelayWritesNoMarker) {
   const auto key = fresh_key("none"), shared = fresh_key("shared");

@@ -12,6 +12,7 @@
 
 #include "dlock/errors.h"
 #include "store/sqlite/sqlite_store.h"
+#include "support/sqlite_store_fixture.h"
 
 namespace dlock::store::sqlite {
 namespace {
@@ -20,32 +21,14 @@ using std::chrono::seconds;
 
 constexpr HoldRequest kShared{HoldMode::kShared, 0};
 
-class SqliteHoldersTest : public ::testing::Test {
+class SqliteHoldersTest : public testing::SqliteStoreFixture {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("dlock-sqlite-holders-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    reopen();
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void reopen() {
-    store_.reset();
-    SqliteStoreOptions options;
-    options.path = (dir_ / "dlock.db").string();
-    store_ = make_sqlite_store(options);
-  }
+  SqliteHoldersTest() : SqliteStoreFixture("dlock-sqlite-holders") {}
+
   std::optional<LockHandle> hold(const SessionInfo& session, HoldRequest request,
                                  LockLease lease = seconds(30)) {
     return store_->try_insert_holder("ns/k", session.owner_id, session.session_id, lease, request);
   }
-
-  std::filesystem::path dir_;
-  BackendPtr store_;
 };
 
 // A dead session asking for a key that readers hold is told its session is gone (as for a key an

@@ -14,6 +14,7 @@
 
 #include "dlock/errors.h"
 #include "store/sqlite/sqlite_store.h"
+#include "support/sqlite_store_fixture.h"
 
 namespace dlock::store::sqlite {
 namespace {
@@ -25,26 +26,14 @@ constexpr milliseconds kDelay{1500};
 constexpr milliseconds kTtl{1000};  // the default TtlLimits::min_ttl
 constexpr HoldRequest kShared{HoldMode::kShared, 0};
 
-class SqliteLockDelayTest : public ::testing::Test {
+class SqliteLockDelayTest : public testing::SqliteStoreFixture {
  protected:
+  SqliteLockDelayTest() : SqliteStoreFixture("dlock-sqlite-lock-delay") {}
+
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("dlock-sqlite-lock-delay-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    reopen();
+    SqliteStoreFixture::SetUp();
     alice_ = store_->open_session("alice", seconds(60), kDelay);
     bob_ = store_->open_session("bob", seconds(60));
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void reopen() {
-    store_.reset();
-    SqliteStoreOptions options;
-    options.path = (dir_ / "dlock.db").string();
-    store_ = make_sqlite_store(options);
   }
   // Alice's grant of `key` for kTtl, and a wait until its TTL has passed (nothing reaps it).
   LockHandle expired_grant(const std::string& key) {
@@ -59,8 +48,6 @@ class SqliteLockDelayTest : public ::testing::Test {
            !store_->try_insert_holder(key, "bob", bob_.session_id, seconds(30), kShared);
   }
 
-  std::filesystem::path dir_;
-  BackendPtr store_;
   SessionInfo alice_, bob_;
 };
 
