@@ -1,5 +1,6 @@
 #include "http_load.h"
 
+#include "client/client_core.h"
 #include "http_connection.h"
 
 #include <boost/asio/connect.hpp>
@@ -9,10 +10,8 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -32,17 +31,6 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-std::string first_line_of(const std::string& path, const std::string& what) {
-  std::ifstream file(path);
-  std::string line;
-  if (!file || !std::getline(file, line)) {
-    throw std::runtime_error(what + ": cannot read a token from '" + path + "'");
-  }
-  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-  if (line.empty()) throw std::runtime_error(what + ": '" + path + "' starts with an empty line");
-  return line;
-}
-
 std::optional<std::string>& configured_bearer() {
   static std::optional<std::string> token;
   return token;
@@ -51,14 +39,9 @@ std::optional<std::string>& configured_bearer() {
 }  // namespace
 
 std::string resolve_bearer_token(const std::string& token_file) {
-  if (!token_file.empty()) return first_line_of(token_file, "--token-file");
-  if (const char* token = std::getenv("DLOCK_TOKEN"); token != nullptr && *token != '\0') {
-    return token;
-  }
-  if (const char* path = std::getenv("DLOCK_TOKEN_FILE"); path != nullptr && *path != '\0') {
-    return first_line_of(path, "DLOCK_TOKEN_FILE");
-  }
-  return "";
+  client::ClientOptions options;
+  options.token_file = token_file;
+  return client::detail::resolve_token(options);
 }
 
 void set_bearer_token(std::string token) { configured_bearer() = std::move(token); }

@@ -14,10 +14,11 @@
 
 namespace dlock::bench {
 
-// The bench's bearer token (contract C6), looked up as the client library does
-// (docs/client.md): the first line of `token_file` when given (--token-file), else DLOCK_TOKEN,
-// else the first line of the file DLOCK_TOKEN_FILE names; "" when none is set. Throws
-// std::runtime_error when a named file cannot be read or is empty (never showing the token).
+// The bench's bearer token (contract C6), looked up by the client library's own
+// client::detail::resolve_token (docs/client.md): the first line of `token_file` when given
+// (--token-file), else DLOCK_TOKEN, else the first line of the file DLOCK_TOKEN_FILE names; ""
+// when none is set. Throws InvalidArgumentError when a named file cannot be read or is empty, or
+// the token is not a bearer token (never showing the token).
 std::string resolve_bearer_token(const std::string& token_file);
 
 // The token every HttpTarget carries by default: the one set_bearer_token() gave (before any

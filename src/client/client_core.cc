@@ -96,7 +96,8 @@ std::string read_token_file(const std::string& path, const std::string& name) {
   return line;
 }
 
-// token, else token_file, else DLOCK_TOKEN, else DLOCK_TOKEN_FILE (contract C6).
+}  // namespace
+
 std::string resolve_token(const ClientOptions& options) {
   if (!options.token.empty()) {
     check_bearer_token(options.token, "token");
@@ -112,6 +113,8 @@ std::string resolve_token(const ClientOptions& options) {
   }
   return {};
 }
+
+namespace {
 
 std::vector<std::string> resolve_servers(const ClientOptions& options) {
   if (!options.servers.empty()) return options.servers;

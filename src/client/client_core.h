@@ -22,6 +22,12 @@
 
 namespace dlock::client::detail {
 
+// The bearer token a client sends (contract C6): options.token, else the first line of
+// options.token_file, else DLOCK_TOKEN, else the first line of the file DLOCK_TOKEN_FILE names;
+// "" when none is set. Throws InvalidArgumentError naming the source when a file cannot be read,
+// is empty, or a token is not a bearer token (the message never shows the token).
+std::string resolve_token(const ClientOptions& options);
+
 struct CallContext {
   // The call, retries included, gives up at this steady time.
   SteadyClock::time_point deadline;
