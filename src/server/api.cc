@@ -84,9 +84,11 @@ bool matches(std::string_view pattern, const std::vector<std::string>& path,
   }
 }
 
-// Another principal's session is answered as a missing one (ADR-0016), audited and counted (C6).
+// Another principal's session is answered as a missing one (ADR-0016), audited and counted (C6)
+// by `refused`, which is called only then.
+template <typename Refused>
 void check_session_owner(std::string_view stored_owner, std::string_view principal,
-                         const std::string& session_id, const SessionOwnerRefusal& refused) {
+                         const std::string& session_id, const Refused& refused) {
   if (principal_of_owner(stored_owner) != principal) {
     refused();
     throw SessionNotFoundError("session " + session_id + " not found or expired");
@@ -190,11 +192,13 @@ void Api::with_own_session(const RequestContext& context, const std::string& ses
   if (!context.principal) return act();
   // A cached owner (the common case: the session was opened or used here before) is checked on
   // this thread; throwing here is answered as from the callback below.
-  auto refused = auth_.session_owner_refusal(context);
   if (const auto owner = service_.cached_session_owner(session_id)) {
+    const auto refused = [&] { auth_.session_owner_refusal(context)(); };
     check_session_owner(*owner, context.principal->name, session_id, refused);
     return act();
   }
+  // The store's answer comes after the request's context is gone: who asked is copied now.
+  auto refused = auth_.session_owner_refusal(context);
   service_.session_owner(session_id,
                          [reply, session_id, act = std::move(act), refused = std::move(refused),
                           principal = context.principal->name](core::Outcome<std::string> owner) {
