@@ -216,7 +216,8 @@ EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel,
       call_timeout_(call_timeout),
       kv_(etcdserverpb::KV::NewStub(channel_)),
       lease_(etcdserverpb::Lease::NewStub(channel_)),
-      keep_alive_(std::make_unique<KeepAliveStream>(channel_, *lease_)) {}
+      keep_alive_(std::make_unique<KeepAliveStream>(channel_, *lease_)),
+      writes_(std::make_unique<TxnBatcher>(*kv_, call_timeout_)) {}
 
 // Every unary call has one shape: a context with the client's deadline, the call, and a failed
 // status turned into the dlock error for `what`.
@@ -234,6 +235,11 @@ Response EtcdClient::call(grpc::Status (Stub::*method)(grpc::ClientContext*, con
 }
 
 etcdserverpb::TxnResponse EtcdClient::txn(const etcdserverpb::TxnRequest& request, CallKind kind) {
+  if (kind == CallKind::kWrite) {
+    BatchedTxn done = writes_->run(request);
+    if (!done.status.ok()) throw_for_status(done.status, "txn", kind);
+    return std::move(done.response);
+  }
   return call(&etcdserverpb::KV::Stub::Txn, *kv_, request, "txn", kind);
 }
 

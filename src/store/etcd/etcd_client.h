@@ -15,6 +15,7 @@
 
 #include "store/etcd/etcd_keep_alive.h"
 #include "store/etcd/etcd_status.h"
+#include "store/etcd/etcd_txn_batch.h"
 #include "store/etcd/proto/rpc.grpc.pb.h"
 
 namespace dlock::store::etcd {
@@ -48,6 +49,8 @@ class EtcdClient {
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
 
+  // A write Txn goes through the client's TxnBatcher (etcd_txn_batch.h): concurrent writes share
+  // one Txn, each with its own outcome. A read Txn is sent as itself.
   etcdserverpb::TxnResponse txn(const etcdserverpb::TxnRequest& request, CallKind kind);
   etcdserverpb::RangeResponse range(const etcdserverpb::RangeRequest& request);
   etcdserverpb::PutResponse put(const etcdserverpb::PutRequest& request);
@@ -63,6 +66,7 @@ class EtcdClient {
 
   // The shared keep-alive stream itself, for a keep-alive sent now and awaited later.
   KeepAliveStream& keep_alive_stream() { return *keep_alive_; }
+  const TxnBatcher& write_batcher() const { return *writes_; }
   std::shared_ptr<grpc::Channel> shared_channel() const { return channel_; }
   std::chrono::milliseconds call_timeout() const { return call_timeout_; }
 
@@ -77,6 +81,7 @@ class EtcdClient {
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;
   std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
   std::unique_ptr<KeepAliveStream> keep_alive_;  // after lease_: destroyed before it
+  std::unique_ptr<TxnBatcher> writes_;           // after kv_: destroyed before it
 };
 
 // The current value of each of `etcd_keys` that exists, read in as few Txns as etcd allows
