@@ -212,12 +212,12 @@ std::vector<TxnBatcher::Waiter*> TxnBatcher::take_batch() {
 BatchedTxn TxnBatcher::run(const etcdserverpb::TxnRequest& request) {
   BatchedTxn txn;
   txn.request = &request;
-  Waiter self{&txn, TxnFootprint(request)};
+  Waiter self{&txn, TxnFootprint(request), false, {}};
   std::unique_lock lock(mutex_);
   queue_.push_back(&self);
   while (!self.done) {
     if (in_flight_ >= max_in_flight_ || queue_.empty()) {
-      finished_.wait(lock);
+      self.wake.wait(lock);
       continue;
     }
     // Lead the next batch (which may not hold this write, if an earlier one conflicts with it).
@@ -236,8 +236,13 @@ BatchedTxn TxnBatcher::run(const etcdserverpb::TxnRequest& request) {
     }
     lock.lock();
     --in_flight_;
-    for (Waiter* waiter : batch) waiter->done = true;
-    finished_.notify_all();
+    for (Waiter* waiter : batch) {
+      waiter->done = true;
+      if (waiter != &self) waiter->wake.notify_one();
+    }
+    // The writes that queued meanwhile: the first of them leads the next batch (unless this
+    // thread, not done yet, goes round and leads it itself).
+    if (self.done && !queue_.empty()) queue_.front()->wake.notify_one();
   }
   txn.request = nullptr;
   return txn;

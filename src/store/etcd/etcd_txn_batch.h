@@ -99,6 +99,7 @@ class TxnBatcher {
     BatchedTxn* txn;
     TxnFootprint footprint;
     bool done = false;
+    std::condition_variable wake;  // done, or a batch may be led: woken alone, never in a herd
   };
   // Indices into `queue` of the next batch: the first, then every later one that conflicts
   // neither with the batch nor with one passed over (writes to one key keep their order).
@@ -111,7 +112,6 @@ class TxnBatcher {
   const std::size_t max_batch_;
   const std::size_t max_in_flight_;
   std::mutex mutex_;
-  std::condition_variable finished_;
   std::deque<Waiter*> queue_;
   std::size_t in_flight_ = 0;
   std::atomic<std::uint64_t> batches_sent_{0};
