@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <fstream>
+#include <map>
 
 namespace dlock::safety {
 namespace {
@@ -86,6 +87,26 @@ int count_events(const std::string& path, const std::string& event, const std::s
       ++count;
   });
   return count;
+}
+
+std::vector<std::string> reissued_tokens(const std::vector<Operation>& operations,
+                                         bool batched_revisions) {
+  std::map<std::uint64_t, std::vector<const Operation*>> by_token;
+  std::vector<std::string> found;
+  for (const auto& op : operations) {
+    if (op.kind != "acquire" || op.outcome != Outcome::kOk) continue;
+    auto& earlier = by_token[op.token];
+    for (const Operation* other : earlier) {
+      const bool overlapped = other->start_ns <= op.end_ns && op.start_ns <= other->end_ns;
+      if (other->key == op.key || !batched_revisions || !overlapped) {
+        found.push_back("token " + std::to_string(op.token) + " granted twice: to " +
+                        other->process + " " + other->key + " and to " + op.process + " " +
+                        op.key + (overlapped ? "" : " (the calls did not overlap)"));
+      }
+    }
+    earlier.push_back(&op);
+  }
+  return found;
 }
 
 }  // namespace dlock::safety

@@ -58,6 +58,16 @@ class History {
   std::vector<std::string> faults_;
 };
 
+// The successful acquires of `operations` whose token an earlier successful acquire already
+// had, one line each: always when both are grants of one key; for grants of different keys
+// unless `batched_revisions` and the two calls overlapped in time. etcd applies concurrent writes
+// of different keys in one batched Txn at one revision, which is then both grants' token
+// (docs/adr/0023-etcd-batched-txns.md); a token given to calls that did not overlap is a token
+// handed out twice (a rewound revision or counter). pg and sqlite draw every token from one
+// counter: there, no token repeats at all.
+std::vector<std::string> reissued_tokens(const std::vector<Operation>& operations,
+                                         bool batched_revisions);
+
 // Counts JSON lines of an executor log whose "event" is `event` (and, if given, "outcome").
 int count_events(const std::string& path, const std::string& event,
                  const std::string& outcome = "");
