@@ -100,8 +100,8 @@ std::vector<std::string> reissued_tokens(const std::vector<Operation>& operation
       const bool overlapped = other->start_ns <= op.end_ns && op.start_ns <= other->end_ns;
       if (other->key == op.key || !batched_revisions || !overlapped) {
         found.push_back("token " + std::to_string(op.token) + " granted twice: to " +
-                        other->process + " " + other->key + " and to " + op.process + " " +
-                        op.key + (overlapped ? "" : " (the calls did not overlap)"));
+                        other->process + " " + other->key + " and to " + op.process + " " + op.key +
+                        (overlapped ? "" : " (the calls did not overlap)"));
       }
     }
     earlier.push_back(&op);
