@@ -153,7 +153,7 @@ class EtcdTxnBatchTest : public ::testing::Test {
     return "txn-batch/" + label + "-" + std::to_string(n++);
   }
   void send(const std::vector<BatchedTxn*>& txns) {
-    etcd::send_batch(*kv_, std::chrono::milliseconds(2000), txns);
+    etcd::send_batch(*kv_, std::chrono::system_clock::now() + std::chrono::seconds(2), txns);
   }
 
   static inline testing::EtcdCluster* etcd_ = nullptr;

@@ -32,11 +32,11 @@ bool may_be_one_txns_failure(const grpc::Status& status) {
   }
 }
 
-grpc::Status send_one(etcdserverpb::KV::Stub& kv, std::chrono::milliseconds call_timeout,
+grpc::Status send_one(etcdserverpb::KV::Stub& kv, std::chrono::system_clock::time_point deadline,
                       const etcdserverpb::TxnRequest& request,
                       etcdserverpb::TxnResponse& response) {
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + call_timeout);
+  context.set_deadline(deadline);
   return kv.Txn(&context, request, &response);
 }
 
@@ -96,16 +96,16 @@ void TxnFootprint::merge(const TxnFootprint& other) {
   batchable_ = batchable_ && other.batchable_;
 }
 
-void send_batch(etcdserverpb::KV::Stub& kv, std::chrono::milliseconds call_timeout,
+void send_batch(etcdserverpb::KV::Stub& kv, std::chrono::system_clock::time_point deadline,
                 const std::vector<BatchedTxn*>& txns) {
   if (txns.size() == 1) {
-    txns[0]->status = send_one(kv, call_timeout, *txns[0]->request, txns[0]->response);
+    txns[0]->status = send_one(kv, deadline, *txns[0]->request, txns[0]->response);
     return;
   }
   etcdserverpb::TxnRequest batch;  // no compare: the success branch runs, every nested Txn in it
   for (const auto* txn : txns) *batch.add_success()->mutable_request_txn() = *txn->request;
   etcdserverpb::TxnResponse answer;
-  const grpc::Status status = send_one(kv, call_timeout, batch, answer);
+  const grpc::Status status = send_one(kv, deadline, batch, answer);
   if (status.ok() && answer.responses_size() != static_cast<int>(txns.size())) {
     // Not etcd's answer to this request: nothing can be said about any Txn of it.
     for (auto* txn : txns) {
@@ -127,7 +127,7 @@ void send_batch(etcdserverpb::KV::Stub& kv, std::chrono::milliseconds call_timeo
   }
   for (auto* txn : txns) {
     txn->status = may_be_one_txns_failure(status)
-                      ? send_one(kv, call_timeout, *txn->request, txn->response)
+                      ? send_one(kv, deadline, *txn->request, txn->response)
                       : status;
   }
 }
@@ -212,7 +212,8 @@ std::vector<TxnBatcher::Waiter*> TxnBatcher::take_batch() {
 BatchedTxn TxnBatcher::run(const etcdserverpb::TxnRequest& request) {
   BatchedTxn txn;
   txn.request = &request;
-  Waiter self{&txn, TxnFootprint(request), false, {}};
+  Waiter self{
+      &txn, TxnFootprint(request), std::chrono::system_clock::now() + call_timeout_, false, {}};
   std::unique_lock lock(mutex_);
   queue_.push_back(&self);
   while (!self.done) {
@@ -222,6 +223,9 @@ BatchedTxn TxnBatcher::run(const etcdserverpb::TxnRequest& request) {
     }
     // Lead the next batch (which may not hold this write, if an earlier one conflicts with it).
     const std::vector<Waiter*> batch = take_batch();
+    // The batch's deadline is its earliest writer's: none waits for etcd beyond its own.
+    auto deadline = batch.front()->deadline;
+    for (const Waiter* waiter : batch) deadline = std::min(deadline, waiter->deadline);
     ++in_flight_;
     lock.unlock();
     batches_sent_.fetch_add(1, std::memory_order_relaxed);
@@ -230,7 +234,7 @@ BatchedTxn TxnBatcher::run(const etcdserverpb::TxnRequest& request) {
     txns.reserve(batch.size());
     for (Waiter* waiter : batch) txns.push_back(waiter->txn);
     try {
-      send_batch(kv_, call_timeout_, txns);
+      send_batch(kv_, deadline, txns);
     } catch (const std::exception& e) {  // never leave the batch's writers waiting
       for (BatchedTxn* t : txns) t->status = grpc::Status(grpc::StatusCode::INTERNAL, e.what());
     }

@@ -69,13 +69,15 @@ struct BatchedTxn {
 // not found, a refused request: nothing was written) runs each Txn again alone; any other
 // failure (unavailable, deadline, no leader: the batch may or may not have been applied) is
 // every Txn's outcome.
-void send_batch(etcdserverpb::KV::Stub& kv, std::chrono::milliseconds call_timeout,
+void send_batch(etcdserverpb::KV::Stub& kv, std::chrono::system_clock::time_point deadline,
                 const std::vector<BatchedTxn*>& txns);
 
 // The queue in front of send_batch: a write that finds fewer than `max_in_flight` batches at
 // etcd goes at once, with every queued write that does not conflict with it (FIFO, at most
 // `max_batch`); the others wait and go in a later batch (no timer). A batch of one costs one
-// mutex more than the plain call.
+// mutex more than the plain call. Each write's deadline is its call timeout from when it was
+// queued, and a batch is sent with its earliest writer's: no write waits for etcd beyond its own
+// deadline (a write queued behind a batch has a later deadline than every write in it).
 class TxnBatcher {
  public:
   TxnBatcher(etcdserverpb::KV::Stub& kv, std::chrono::milliseconds call_timeout,
@@ -98,6 +100,7 @@ class TxnBatcher {
   struct Waiter {
     BatchedTxn* txn;
     TxnFootprint footprint;
+    std::chrono::system_clock::time_point deadline;  // queued at + the call timeout
     bool done = false;
     std::condition_variable wake;  // done, or a batch may be led: woken alone, never in a herd
   };
