@@ -332,7 +332,8 @@ void run_backend(const Options& options, const std::string& name, const std::str
   } else {
     extras.notes["rss_mib_with_blocked_waiters"] = "not measured in this mode (--waiters 0)";
   }
-  run_sessions_scale(options, name, url, work_dir, extras, record);
+  run_sessions_scale(options, name, url, work_dir, dlockd.target(), fill.session_ids, extras,
+                     record);
   extras.notes["idle_cpu_percent"] =
       "dlockd CPU over --idle-ms idle-holding the filled sessions and locks, measured before "
       "the keepalive run (keepalives_per_s: the filled sessions renewed round robin over "
@@ -363,9 +364,13 @@ int run(int argc, char** argv) {
   app.add_option("--scale-ttl-ms", options.scale_ttl_ms, "Their TTL");
   app.add_option("--scale-keepalive-ms", options.scale_keepalive_ms, "Their keepalive interval");
   app.add_option("--scale-window-ms", options.scale_window_ms,
-                 "How long the lock workload runs once they are all open");
+                 "How long the lock workload runs once the open phase is over");
   app.add_option("--scale-clients", options.scale_clients,
                  "Clients of that lock workload (uncontended pairs)");
+  app.add_option("--scale-open-limit-ms", options.scale_open_limit_ms,
+                 "Bound on the open phase: past it no session is opened, and the window runs "
+                 "with those that are (0: 2.4 ms per session, at least 20 s); the whole row is "
+                 "bounded by it + --scale-window-ms + 30 s");
   app.add_option("--election-rounds", options.election_rounds,
                  "Election failover rounds (0: not measured); each costs at least the TTL");
   app.add_option("--election-ttl-ms", options.election_ttl_ms,

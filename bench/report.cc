@@ -51,42 +51,75 @@ void write_tls_cost(std::ostream& md, const RunInfo& info, const std::vector<Mea
   }
 }
 
-// The sessions-scale row (sessions_scale.h) as a report.md table.
+// The sessions-scale row (sessions_scale.h) as a report.md table; a row that did not open every
+// session it was asked for says so under the table (its `lost` counts opened sessions only).
 void write_sessions_scale(std::ostream& md, const std::map<std::string, BackendExtras>& extras,
                           const std::vector<std::string>& backends) {
   bool any = false;
+  std::string shortfalls;
   for (const auto& b : backends) {
     const auto it = extras.find(b);
     if (it == extras.end() || !it->second.sessions_scale) continue;
     const SessionsScaleFigures& f = *it->second.sessions_scale;
     if (!any) {
       md << "\n## Sessions at scale\n\n"
-         << "N sessions opened through one dlockd (concurrently, over 32 connections) and kept "
+         << "N sessions opened through one dlockd (concurrently, over 32 connections, for at "
+            "most the open bound) and kept "
             "alive by the bench as their clients would, over N / 1000 (32 to 256) more "
             "connections (each renewed one keepalive interval after its last renewal was sent), "
-            "while uncontended pairs run for the window. "
+            "while uncontended pairs run for the window. The fill row's sessions and locks are "
+            "closed first. Opened = sessions opened of those asked for (✗: the row did not "
+            "reach its target). "
             "Lost = a keepalive answered 404 (the session had expired). CPU over the window "
             "(utime+stime from /proc; backend = the PostgreSQL or etcd server's processes), "
             "RSS at its end.\n\n"
-         << "| backend | sessions | TTL s | keepalive every s | open s | lost | keepalives/s | "
+         << "| backend | opened of sessions | not opened | TTL s | keepalive every s | open s | "
+            "lost | keepalives/s | "
             "keepalive p50 ms | p99 ms | most behind ms | keepalive errors | reconnects | "
             "pairs/s (clients) | "
             "dlockd CPU % | backend CPU % | dlockd RSS MiB |\n"
          << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-            "---: | ---: | ---: | ---: |\n";
+            "---: | ---: | ---: | ---: | ---: |\n";
       any = true;
     }
     const auto opt = [](std::optional<double> v, int digits) {
       return v ? fixed(*v, digits) : std::string("–");
     };
-    md << "| " << b << " | " << f.opened << " of " << f.sessions << " | " << fixed(f.ttl_s, 0)
-       << " | " << fixed(f.keepalive_every_s, 0) << " | " << fixed(f.open_seconds, 1) << " | "
-       << f.lost << " | " << opt(f.keepalives_per_s, 0) << " | " << opt(f.keepalive_p50_ms, 3)
-       << " | " << opt(f.keepalive_p99_ms, 3) << " | " << fixed(f.max_behind_ms, 0) << " | "
+    const bool short_of_target = f.opened < f.sessions;
+    md << "| " << b << " | " << f.opened << " of " << f.sessions << (short_of_target ? " ✗" : "")
+       << " | " << f.sessions - f.opened << " | " << fixed(f.ttl_s, 0) << " | "
+       << fixed(f.keepalive_every_s, 0) << " | " << fixed(f.open_seconds, 1)
+       << (f.open_limit_hit ? " (bound)" : "") << " | " << f.lost << " | "
+       << opt(f.keepalives_per_s, 0) << " | " << opt(f.keepalive_p50_ms, 3) << " | "
+       << opt(f.keepalive_p99_ms, 3) << " | " << fixed(f.max_behind_ms, 0) << " | "
        << f.keepalive_errors << " | " << f.reconnects << " | " << opt(f.pairs_per_s, 0) << " ("
        << f.pairs_clients << ") | " << opt(f.dlockd_cpu_percent, 0) << " | "
        << opt(f.backend_cpu_percent, 0) << " | " << opt(f.rss_mib, 1) << " |\n";
+    if (f.open_limit_hit) {
+      shortfalls += "- **" + b + "**: open phase stopped after " + fixed(f.open_seconds, 0) +
+                    " s (bound " + fixed(f.open_limit_s, 0) + " s) with " +
+                    std::to_string(f.opened_at_window) + " of " + std::to_string(f.sessions) +
+                    " sessions open (" + std::to_string(f.opened) +
+                    " once the opens in flight had answered); the window ran with those, and "
+                    "`lost` counts only sessions that were opened.\n";
+    } else if (short_of_target) {
+      shortfalls += "- **" + b + "**: " + std::to_string(f.sessions - f.opened) + " of " +
+                    std::to_string(f.sessions) + " sessions were never opened (" +
+                    std::to_string(f.open_errors) + " open errors).\n";
+    }
+    if (f.row_stopped) {
+      shortfalls += "- **" + b +
+                    "**: the row did not end within its bound (open bound + "
+                    "window + a margin); its dlockd was killed and the row shows what the bench "
+                    "had by then.\n";
+    }
+    if (f.fill_sessions > 0 && f.fill_closed < f.fill_sessions) {
+      shortfalls += "- **" + b + "**: only " + std::to_string(f.fill_closed) + " of the fill " +
+                    "row's " + std::to_string(f.fill_sessions) +
+                    " sessions were closed before the row; the rest stayed in the backend.\n";
+    }
   }
+  if (!shortfalls.empty()) md << "\n" << shortfalls;
 }
 
 // Election failover (elections.h): latencies from the leader's session expiry, not ratios.
@@ -170,6 +203,12 @@ void add_sessions_scale_keys(boost::json::object& o, std::map<std::string, std::
   };
   o["sessions_scale_sessions"] = count(&SessionsScaleFigures::sessions);
   o["sessions_scale_opened"] = count(&SessionsScaleFigures::opened);
+  o["sessions_scale_not_opened"] = f ? boost::json::value(f->sessions - f->opened) : nullptr;
+  o["sessions_scale_opened_at_window"] = count(&SessionsScaleFigures::opened_at_window);
+  o["sessions_scale_open_limit_s"] = f ? number_or_null(f->open_limit_s) : nullptr;
+  o["sessions_scale_open_limit_hit"] = f ? boost::json::value(f->open_limit_hit) : nullptr;
+  o["sessions_scale_row_stopped"] = f ? boost::json::value(f->row_stopped) : nullptr;
+  o["sessions_scale_fill_sessions_closed"] = count(&SessionsScaleFigures::fill_closed);
   o["sessions_scale_lost"] = count(&SessionsScaleFigures::lost);
   o["sessions_scale_keepalive_errors"] = count(&SessionsScaleFigures::keepalive_errors);
   o["sessions_scale_reconnects"] = count(&SessionsScaleFigures::reconnects);

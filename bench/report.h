@@ -22,6 +22,15 @@ struct SessionsScaleFigures {
   std::optional<double> dlockd_cpu_percent, backend_cpu_percent, rss_mib;
   std::optional<double> pairs_per_s;  // the lock workload during the window
   int pairs_clients = 0;
+  // The open phase's bound (--scale-open-limit-ms): hit = the window ran with fewer sessions
+  // than asked for (`opened_at_window` of `sessions`, `opened` once the opens in flight had
+  // answered). row_stopped: the row overran its whole bound and dlockd was killed.
+  double open_limit_s = 0;
+  bool open_limit_hit = false, row_stopped = false;
+  std::uint64_t opened_at_window = 0;
+  // The fill row's sessions (and their locks) closed before the row (http_close_sessions).
+  std::uint64_t fill_sessions = 0, fill_closed = 0;
+  double fill_close_seconds = 0;
 };
 
 // Figures that are not one Measurement (per backend).

@@ -243,66 +243,45 @@ double cpu_between(const std::map<pid_t, double>& before, const std::map<pid_t, 
 
 }  // namespace
 
-void run_sessions_scale(const Options& options, const std::string& name, const std::string& url,
-                        const std::string& work_dir, BackendExtras& extras,
-                        const std::function<void(Measurement)>& record) {
-  if (options.scale_sessions == 0) {
-    extras.notes["sessions_scale_lost"] = "not measured in this run (--scale-sessions 0)";
-    return;
-  }
-  // server.max.sessions (100 000 by default) must leave room for the lock workload's sessions.
-  Dlockd dlockd(options, name, work_dir + "/" + name + "-scale.db", url,
-                {"--server-max-sessions", std::to_string(options.scale_sessions + 1000)});
-  SessionsScaleOptions scale;
-  scale.sessions = options.scale_sessions;
-  scale.ttl = milliseconds(options.scale_ttl_ms);
-  scale.keepalive_every = milliseconds(options.scale_keepalive_ms);
-  scale.progress = [name](const std::string& line) { log(name + " " + line); };
-  std::atomic<bool> all_open{false}, driver_done{false}, stop{false};
-  scale.all_open = [&all_open] { all_open = true; };
-  log(name + " sessions-scale: opening " + std::to_string(scale.sessions) + " sessions (TTL " +
-      std::to_string(options.scale_ttl_ms) + " ms, keepalive every " +
-      std::to_string(options.scale_keepalive_ms) + " ms) over " +
-      std::to_string(scale.connections) + " connections");
-  SessionsScaleResult result;
-  std::thread driver([&] {
-    try {
-      result = http_sessions_scale(dlockd.target(), scale, stop);
-    } catch (const std::exception& e) {
-      log(name + " sessions-scale driver failed: " + e.what());
-    }
-    driver_done = true;
-  });
-  while (!all_open && !driver_done) std::this_thread::sleep_for(milliseconds(50));
-  SessionsScaleFigures figures;
-  std::exception_ptr failure;
-  if (all_open) {
-    try {
-      const auto backend_before = backend_cpu(name, url);
-      const double dlockd_before = cpu_seconds(dlockd.pid());
-      const auto t0 = Clock::now();
-      Measurement pairs = http_pairs(dlockd.target(), name, options.scale_clients,
-                                     milliseconds(options.scale_window_ms));
-      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-      figures.dlockd_cpu_percent = 100.0 * (cpu_seconds(dlockd.pid()) - dlockd_before) / elapsed;
-      if (name != "sqlite") {
-        figures.backend_cpu_percent =
-            100.0 * cpu_between(backend_before, backend_cpu(name, url)) / elapsed;
-      }
-      figures.rss_mib = rss_mib(dlockd.pid());
-      figures.pairs_per_s = pairs.per_second();
-      figures.pairs_clients = options.scale_clients;
-      pairs.workload = "pairs-scale";
-      record(std::move(pairs));
-    } catch (...) {
-      failure = std::current_exception();  // the driver is stopped and joined first
-    }
-  }
-  stop = true;
-  driver.join();
-  if (failure) std::rethrow_exception(failure);
+milliseconds scale_open_limit(const Options& options) {
+  if (options.scale_open_limit_ms > 0) return milliseconds(options.scale_open_limit_ms);
+  const auto proportional = static_cast<milliseconds::rep>(options.scale_sessions * 12 / 5);
+  return std::max(milliseconds(20000), milliseconds(proportional));
+}
+
+namespace {
+
+// Before the row: the fill row's sessions, closed through the dlockd that opened them, take its
+// locks (and the waiters row's holder) with them, so the row's backend does not carry them
+// (on etcd, a lease per lock and index entries every dlockd's reaper scans each second).
+void close_fill_sessions(const std::string& name, const HttpTarget& target,
+                         const std::vector<std::string>& ids, milliseconds limit,
+                         std::uint64_t locks, SessionsScaleFigures& figures,
+                         std::map<std::string, std::string>& notes) {
+  figures.fill_sessions = ids.size();
+  if (ids.empty()) return;
+  const auto closed = http_close_sessions(target, ids, 32, limit);
+  figures.fill_closed = closed.closed;
+  figures.fill_close_seconds = closed.seconds;
+  const std::string what = std::to_string(closed.closed) + " of the fill row's " +
+                           std::to_string(ids.size()) + " sessions (holding " +
+                           std::to_string(locks) + " locks) closed in " +
+                           std::to_string(static_cast<int>(closed.seconds + 0.5)) + " s, " +
+                           std::to_string(closed.errors) + " errors";
+  log(name + " sessions-scale: " + what);
+  notes["sessions_scale_fill_closed"] =
+      what + (closed.stopped ? "; stopped at the open bound: the rest stayed in the backend"
+                             : "; the row ran without them");
+}
+
+// The driver's result into the row's figures, run.log and the notes that explain a shortfall.
+void report_sessions_scale(const Options& options, const std::string& name,
+                           const SessionsScaleOptions& scale, const SessionsScaleResult& result,
+                           SessionsScaleFigures& figures, BackendExtras& extras) {
   figures.sessions = scale.sessions;
   figures.opened = result.opened;
+  figures.opened_at_window = result.opened_at_window;
+  figures.open_limit_hit = result.open_limit_hit;
   figures.open_errors = result.open_errors;
   figures.lost = result.lost;
   figures.keepalives = result.keepalives;
@@ -321,20 +300,150 @@ void run_sessions_scale(const Options& options, const std::string& name, const s
           static_cast<double>(result.keepalive_ms.size()) / result.window_seconds;
     }
   }
-  log(name + " sessions-scale: " + std::to_string(result.opened) + " opened in " +
-      std::to_string(result.open_seconds) + " s, " + std::to_string(result.lost) + " lost, " +
-      std::to_string(result.keepalives) + " keepalives (" +
-      std::to_string(result.keepalive_errors) + " errors, " + std::to_string(result.reconnects) +
-      " reconnects), p99 " + std::to_string(figures.keepalive_p99_ms.value_or(-1)) +
-      " ms, most behind schedule " + std::to_string(result.max_behind_ms) + " ms, dlockd CPU " +
+  log(name + " sessions-scale: " + std::to_string(result.opened) + " of " +
+      std::to_string(scale.sessions) + " opened in " + std::to_string(result.open_seconds) + " s" +
+      (result.open_limit_hit ? " (open phase stopped at its bound)" : "") + ", " +
+      std::to_string(result.lost) + " lost, " + std::to_string(result.keepalives) +
+      " keepalives (" + std::to_string(result.keepalive_errors) + " errors, " +
+      std::to_string(result.reconnects) + " reconnects), p99 " +
+      std::to_string(figures.keepalive_p99_ms.value_or(-1)) + " ms, most behind schedule " +
+      std::to_string(result.max_behind_ms) + " ms, dlockd CPU " +
       std::to_string(figures.dlockd_cpu_percent.value_or(-1)) + " %, backend CPU " +
       std::to_string(figures.backend_cpu_percent.value_or(-1)) + " %, RSS " +
       std::to_string(figures.rss_mib.value_or(-1)) + " MiB");
+  if (result.open_limit_hit) {
+    extras.notes["sessions_scale_opened"] =
+        "open phase stopped after " + std::to_string(static_cast<int>(result.open_seconds)) +
+        " s (--scale-open-limit-ms) with " + std::to_string(result.opened_at_window) + " of " +
+        std::to_string(scale.sessions) + " sessions open (" + std::to_string(result.opened) +
+        " once the opens in flight had answered); the window ran with those, and "
+        "sessions_scale_lost counts only sessions that were opened: the row did not reach its "
+        "target";
+  } else if (result.opened < scale.sessions) {
+    extras.notes["sessions_scale_opened"] =
+        std::to_string(scale.sessions - result.opened) + " of " + std::to_string(scale.sessions) +
+        " sessions were never opened (" + std::to_string(result.open_errors) +
+        " open errors): the row did not reach its target";
+  }
+  if (result.keepalive_ms.empty()) {
+    extras.notes["sessions_scale_keepalive_p99_ms"] =
+        "no keepalive was answered during the window (none fell due in it, or none was answered)";
+  }
+  if (figures.row_stopped) {
+    extras.notes["sessions_scale_row_stopped"] =
+        "the row did not end within the open bound + the window + " +
+        std::to_string(kScaleRowMargin.count()) +
+        " s: its dlockd was killed, and the figures are what the bench had by then (no CPU "
+        "figures; lost counts the 404s received before)";
+  }
   if (name == "sqlite") {
     extras.notes["sessions_scale_backend_cpu_percent"] =
         "sqlite runs inside dlockd: its CPU is in sessions_scale_dlockd_cpu_percent";
   }
   extras.sessions_scale = figures;
+}
+
+}  // namespace
+
+void run_sessions_scale(const Options& options, const std::string& name, const std::string& url,
+                        const std::string& work_dir, const HttpTarget& fill_target,
+                        const std::vector<std::string>& fill_sessions, BackendExtras& extras,
+                        const std::function<void(Measurement)>& record) {
+  if (options.scale_sessions == 0) {
+    extras.notes["sessions_scale_lost"] = "not measured in this run (--scale-sessions 0)";
+    return;
+  }
+  const milliseconds open_limit = scale_open_limit(options);
+  const milliseconds window(options.scale_window_ms);
+  SessionsScaleFigures figures;
+  figures.open_limit_s = static_cast<double>(open_limit.count()) / 1000.0;
+  close_fill_sessions(name, fill_target, fill_sessions, open_limit, extras.rss_locks, figures,
+                      extras.notes);
+  // server.max.sessions (100 000 by default) must leave room for the lock workload's sessions.
+  Dlockd dlockd(options, name, work_dir + "/" + name + "-scale.db", url,
+                {"--server-max-sessions", std::to_string(options.scale_sessions + 1000)});
+  SessionsScaleOptions scale;
+  scale.sessions = options.scale_sessions;
+  scale.ttl = milliseconds(options.scale_ttl_ms);
+  scale.keepalive_every = milliseconds(options.scale_keepalive_ms);
+  scale.open_limit = open_limit;
+  scale.progress = [name](const std::string& line) { log(name + " " + line); };
+  std::atomic<bool> all_open{false}, driver_done{false}, stop{false};
+  scale.all_open = [&all_open] { all_open = true; };
+  log(name + " sessions-scale: opening " + std::to_string(scale.sessions) + " sessions (TTL " +
+      std::to_string(options.scale_ttl_ms) + " ms, keepalive every " +
+      std::to_string(options.scale_keepalive_ms) + " ms) over " +
+      std::to_string(scale.connections) + " connections, for " +
+      std::to_string(open_limit.count() / 1000) + " s at most");
+  SessionsScaleResult result;
+  const auto row_start = Clock::now();
+  // The whole row's bound: past it, dlockd is killed, which fails every request in flight.
+  const auto row_deadline = row_start + open_limit + window + kScaleRowMargin;
+  std::thread driver([&] {
+    try {
+      result = http_sessions_scale(dlockd.target(), scale, stop);
+    } catch (const std::exception& e) {
+      log(name + " sessions-scale driver failed: " + e.what());
+    }
+    driver_done = true;
+  });
+  // The driver ends the open phase at open_limit by itself; this wait is bounded all the same.
+  while (!all_open && !driver_done && Clock::now() < row_start + open_limit + kScaleRowMargin) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  std::exception_ptr failure;
+  if (all_open) {
+    try {
+      const auto backend_before = backend_cpu(name, url);
+      const double dlockd_before = cpu_seconds(dlockd.pid());
+      const auto t0 = Clock::now();
+      auto pairs_run = std::async(std::launch::async, [&] {
+        return http_pairs(dlockd.target(), name, options.scale_clients, window);
+      });
+      if (pairs_run.wait_until(row_deadline) == std::future_status::ready) {
+        Measurement pairs = pairs_run.get();
+        const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+        figures.dlockd_cpu_percent = 100.0 * (cpu_seconds(dlockd.pid()) - dlockd_before) / elapsed;
+        if (name != "sqlite") {
+          figures.backend_cpu_percent =
+              100.0 * cpu_between(backend_before, backend_cpu(name, url)) / elapsed;
+        }
+        figures.rss_mib = rss_mib(dlockd.pid());
+        figures.pairs_per_s = pairs.per_second();
+        figures.pairs_clients = options.scale_clients;
+        pairs.workload = "pairs-scale";
+        record(std::move(pairs));
+      } else {
+        log(name +
+            " sessions-scale: the lock workload had not ended at the row's bound: "
+            "killing its dlockd");
+        figures.rss_mib = rss_mib(dlockd.pid());
+        figures.row_stopped = true;
+        dlockd.kill9();
+        try {
+          pairs_run.get();  // its requests failed with dlockd
+        } catch (const std::exception&) {
+        }
+      }
+    } catch (...) {
+      failure = std::current_exception();  // the driver is stopped and joined first
+    }
+  }
+  stop = true;
+  // The driver drains for 2 s; one held longer (a renewer reconnecting to a dlockd that does
+  // not accept) is released by killing dlockd.
+  const auto drain_deadline = std::max(row_deadline, Clock::now() + std::chrono::seconds(5));
+  while (!driver_done && Clock::now() < drain_deadline) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  if (!driver_done) {
+    log(name + " sessions-scale: the driver had not ended at the row's bound: killing its dlockd");
+    figures.row_stopped = true;
+    dlockd.kill9();
+  }
+  driver.join();
+  report_sessions_scale(options, name, scale, result, figures, extras);
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace dlock::bench

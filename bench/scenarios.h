@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -44,6 +45,9 @@ struct Options {
   int scale_keepalive_ms = 10000;
   int scale_window_ms = 12000;
   int scale_clients = 16;
+  // The bound on the row's open phase (0: 2.4 ms per session, at least 20 s: 240 s at 100 000);
+  // the whole row is bounded by it + scale_window_ms + kScaleRowMargin.
+  int scale_open_limit_ms = 0;
   // Election failover (elections.h): rounds (0: not measured) and the leader session's TTL.
   int election_rounds = 5;
   int election_ttl_ms = 1000;
@@ -78,6 +82,8 @@ class Dlockd {
   }
   const HttpTarget& target() const { return target_; }
   pid_t pid() const { return process_.pid(); }
+  // SIGKILL: every request in flight to it fails at once (a bench row that must end).
+  void kill9() { process_.kill9(); }
 
  private:
   static testing::DlockdOptions with_args(testing::DlockdOptions options,
@@ -118,11 +124,19 @@ Measurement spi_hot(Backend& backend, const std::string& name,
 // dlockd's dlock_backend_acquire_attempts_total (every try_insert and hand-over it sent).
 std::optional<double> dlockd_attempts(const HttpTarget& target);
 
-// The sessions-scale row on a dlockd of its own (sqlite: on a file of its own): fills
+// The open phase's bound of the sessions-scale row (Options::scale_open_limit_ms, resolved).
+std::chrono::milliseconds scale_open_limit(const Options& options);
+// What the row may take beyond its open bound and window (the drain: the driver's 2 s, the lock
+// workload's requests in flight) before dlockd is killed and the row reports what it has.
+inline constexpr std::chrono::seconds kScaleRowMargin{30};
+
+// The sessions-scale row on a dlockd of its own (sqlite: on a file of its own): first closes
+// `fill_sessions` (the fill row's, on `fill_target`: their locks go with them), then fills
 // extras.sessions_scale and records the lock workload run meanwhile (path "http", workload
 // "pairs-scale"). `url`: the pg URL or the etcd endpoints.
 void run_sessions_scale(const Options& options, const std::string& name, const std::string& url,
-                        const std::string& work_dir, BackendExtras& extras,
+                        const std::string& work_dir, const HttpTarget& fill_target,
+                        const std::vector<std::string>& fill_sessions, BackendExtras& extras,
                         const std::function<void(Measurement)>& record);
 
 }  // namespace dlock::bench

@@ -26,7 +26,8 @@ struct Due {
 // One io_context: `openers` open the sessions as fast as dlockd answers; `renewers` take the
 // session whose keepalive is due soonest (a min-heap on due time) as soon as it is due, so a
 // session opened early is renewed on time even while later ones are still being opened. A
-// ticker (every 2 ms) hands due sessions to idle renewers and prints progress.
+// ticker (every 2 ms) hands due sessions to idle renewers, prints progress and ends the open
+// phase at its bound (open_limit) even when no open is being answered any more.
 class ScaleDriver {
  public:
   static int renewer_count(const SessionsScaleOptions& options) {
@@ -59,7 +60,7 @@ class ScaleDriver {
 
  private:
   void open_next(Connection* c) {
-    if (next_open_ >= options_.sessions || stop_) return;
+    if (!opening_ || next_open_ >= options_.sessions || stop_) return;
     const std::size_t n = next_open_++;
     const auto sent = Clock::now();
     c->send(http::verb::post, "/v1/sessions",
@@ -74,12 +75,17 @@ class ScaleDriver {
                 ++result_.open_errors;
                 http_detail::report_unexpected("open session", status, body);
               }
-              if (result_.opened + result_.open_errors == options_.sessions) all_opened();
+              if (opening_ && result_.opened + result_.open_errors == options_.sessions) {
+                all_opened();
+              }
               if (status >= 0) open_next(c);
             });
   }
 
+  // The open phase is over (every session answered, or open_limit): the window starts.
   void all_opened() {
+    opening_ = false;
+    result_.opened_at_window = result_.opened;
     result_.open_seconds = std::chrono::duration<double>(Clock::now() - start_).count();
     window_start_ = Clock::now();
     if (options_.all_open) options_.all_open();
@@ -151,6 +157,15 @@ class ScaleDriver {
     }
     dispatch();
     const auto now = Clock::now();
+    if (opening_ && options_.open_limit.count() > 0 && now - start_ >= options_.open_limit) {
+      result_.open_limit_hit = true;
+      if (options_.progress) {
+        options_.progress("sessions-scale: open phase stopped at its bound with " +
+                          std::to_string(result_.opened) + "/" + std::to_string(options_.sessions) +
+                          " open");
+      }
+      all_opened();
+    }
     if (options_.progress && now - last_progress_ >= std::chrono::seconds(5)) {
       last_progress_ = now;
       options_.progress("sessions-scale: " + std::to_string(result_.opened) + "/" +
@@ -179,6 +194,7 @@ class ScaleDriver {
   std::priority_queue<Due, std::vector<Due>, std::greater<>> due_;
   asio::steady_timer ticker_;
   std::size_t next_open_ = 0;
+  bool opening_ = true;  // until all_opened()
   Clock::time_point start_, last_progress_, window_start_;
   SessionsScaleResult result_;
 };
@@ -190,6 +206,51 @@ SessionsScaleResult http_sessions_scale(const HttpTarget& target,
                                         const std::atomic<bool>& stop) {
   ScaleDriver driver(target, options, stop);
   return driver.run();
+}
+
+CloseSessionsResult http_close_sessions(const HttpTarget& target,
+                                        const std::vector<std::string>& session_ids,
+                                        int connections, std::chrono::milliseconds limit) {
+  CloseSessionsResult result;
+  if (session_ids.empty()) return result;
+  asio::io_context io;
+  auto open = open_connections(io, {target}, connections);
+  const auto start = Clock::now();
+  const auto deadline = start + limit;
+  std::size_t next = 0, in_flight = 0;
+  // Abandons what is still unanswered 10 s after the limit (a dlockd that stopped answering).
+  asio::steady_timer abandon(io, deadline + std::chrono::seconds(10));
+  abandon.async_wait([&io](boost::system::error_code ec) {
+    if (!ec) io.stop();
+  });
+  std::function<void(Connection*)> close_next = [&](Connection* c) {
+    if (next >= session_ids.size() || Clock::now() >= deadline) {
+      if (next < session_ids.size()) result.stopped = true;
+      if (in_flight == 0) abandon.cancel();
+      return;
+    }
+    ++in_flight;
+    c->send(http::verb::delete_, "/v1/sessions/" + session_ids[next++], "",
+            [&, c](int status, const std::string& body) {
+              --in_flight;
+              if (status == 204) {
+                ++result.closed;
+              } else {
+                ++result.errors;
+                http_detail::report_unexpected("close session", status, body);
+              }
+              if (status < 0) {
+                if (in_flight == 0) abandon.cancel();
+                return;
+              }
+              close_next(c);
+            });
+  };
+  for (auto& c : open) close_next(c.get());
+  io.run();
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (result.closed + result.errors < session_ids.size()) result.stopped = true;
+  return result;
 }
 
 }  // namespace dlock::bench
