@@ -66,12 +66,19 @@ void LockService::open_session(std::string owner_id, milliseconds ttl, Callback<
                                std::string principal, milliseconds lock_delay) {
   run<SessionInfo>(std::move(done), [this, owner_id = std::move(owner_id), ttl,
                                      principal = std::move(principal), lock_delay] {
-    const auto capacity = sessions_.check_capacity(principal, WallClock::now());
+    // The check and a held place in one step: concurrent opens cannot all pass the caps.
+    const auto capacity = sessions_.reserve(principal, WallClock::now());
     if (capacity.pruned > 0) observer_.on_sessions(-static_cast<std::int64_t>(capacity.pruned));
     if (!capacity.refusal.empty()) throw ResourceExhaustedError(capacity.refusal);
-    auto session = backend_.open_session(owner_id, ttl, lock_delay);
+    SessionInfo session;
+    try {
+      session = backend_.open_session(owner_id, ttl, lock_delay);
+    } catch (...) {
+      sessions_.release_reservation(principal);
+      throw;
+    }
     sessions_.remember_owner(session.session_id, session.owner_id);
-    if (sessions_.add(session.session_id, principal, session.expires_at)) {
+    if (sessions_.add(session.session_id, principal, session.expires_at, true)) {
       observer_.on_sessions(+1);
     }
     return session;

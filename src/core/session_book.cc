@@ -28,10 +28,40 @@ void SessionBook::remember_owner(const std::string& session_id, const std::strin
 SessionBook::Capacity SessionBook::check_capacity(std::string_view principal,
                                                   WallClock::time_point now) {
   std::lock_guard lock(mutex_);
+  return capacity(principal, now);
+}
+
+SessionBook::Capacity SessionBook::reserve(std::string_view principal, WallClock::time_point now) {
+  std::lock_guard lock(mutex_);
+  Capacity room = capacity(principal, now);
+  if (room.refusal.empty()) {
+    ++reserved_;
+    ++reserved_per_principal_[std::string(principal)];
+  }
+  return room;
+}
+
+void SessionBook::release_reservation(std::string_view principal) {
+  std::lock_guard lock(mutex_);
+  unreserve(principal);
+}
+
+void SessionBook::unreserve(std::string_view principal) {
+  const auto found = reserved_per_principal_.find(std::string(principal));
+  if (found == reserved_per_principal_.end()) return;
+  --reserved_;
+  if (--found->second == 0) reserved_per_principal_.erase(found);
+}
+
+SessionBook::Capacity SessionBook::capacity(std::string_view principal, WallClock::time_point now) {
+  // Places held by reserve() count like sessions: their opens are under way.
   const auto principal_count = [&]() -> std::size_t {
     const auto found = per_principal_.find(std::string(principal));
-    return found == per_principal_.end() ? 0 : found->second;
+    const auto held = reserved_per_principal_.find(std::string(principal));
+    return (found == per_principal_.end() ? 0 : found->second) +
+           (held == reserved_per_principal_.end() ? 0 : held->second);
   };
+  const auto total = [&] { return local_.size() + reserved_; };
   const auto per_principal_full = [&] {
     return limits_.max_sessions_per_principal > 0 &&
            principal_count() >= limits_.max_sessions_per_principal;
@@ -39,10 +69,10 @@ SessionBook::Capacity SessionBook::check_capacity(std::string_view principal,
   Capacity capacity;
   // Sessions that expired without this server hearing of it would otherwise count against the
   // cap for ever. Only at a cap, and each expired session once: the check stays O(1).
-  if (local_.size() >= limits_.max_sessions || per_principal_full()) {
+  if (total() >= limits_.max_sessions || per_principal_full()) {
     capacity.pruned = prune(now - kExpiryGrace);
   }
-  if (local_.size() >= limits_.max_sessions) {
+  if (total() >= limits_.max_sessions) {
     capacity.refusal =
         "too many open sessions (limit " + std::to_string(limits_.max_sessions) + ")";
   } else if (per_principal_full()) {
@@ -53,8 +83,9 @@ SessionBook::Capacity SessionBook::check_capacity(std::string_view principal,
 }
 
 bool SessionBook::add(const std::string& session_id, std::string_view principal,
-                      WallClock::time_point expires_at) {
+                      WallClock::time_point expires_at, bool reserved) {
   std::lock_guard lock(mutex_);
+  if (reserved) unreserve(principal);
   if (const auto found = local_.find(session_id); found != local_.end()) {
     by_expiry_.erase(found->second.by_expiry);
     found->second.by_expiry = by_expiry_.emplace(expires_at, session_id);

@@ -46,10 +46,17 @@ class SessionBook {
   // Whether a session for `principal` ("" when there is none) fits under the caps, after
   // pruning, only when at a cap, the sessions that expired before `now` less a grace period.
   Capacity check_capacity(std::string_view principal, WallClock::time_point now);
+  // check_capacity and, when there is room, one place held for `principal` in the same step,
+  // so that concurrent opens cannot all pass the check before any is added (a held place counts
+  // against both caps). The place is then taken by add(…, true) or given back by
+  // release_reservation.
+  Capacity reserve(std::string_view principal, WallClock::time_point now);
+  void release_reservation(std::string_view principal);
   // Records a session opened through this server; false if it was already recorded (then only
   // its expiry is updated).
+  // With `reserved`, the session takes the place reserve() held for `principal`.
   bool add(const std::string& session_id, std::string_view principal,
-           WallClock::time_point expires_at);
+           WallClock::time_point expires_at, bool reserved = false);
   // A successful keepalive: the session lives at least until `expires_at`.
   void renew(const std::string& session_id, WallClock::time_point expires_at);
   // The session ended: forgets its owner; true if it was opened through this server.
@@ -69,8 +76,10 @@ class SessionBook {
     ExpiryIndex::iterator by_expiry;
   };
 
-  std::size_t prune(WallClock::time_point horizon);                      // under mutex_
-  void erase(std::unordered_map<std::string, Local>::iterator session);  // under mutex_
+  Capacity capacity(std::string_view principal, WallClock::time_point now);  // under mutex_
+  void unreserve(std::string_view principal);                                // under mutex_
+  std::size_t prune(WallClock::time_point horizon);                          // under mutex_
+  void erase(std::unordered_map<std::string, Local>::iterator session);      // under mutex_
 
   const SessionLimits limits_;
   mutable std::mutex mutex_;
@@ -78,6 +87,8 @@ class SessionBook {
   std::unordered_map<std::string, Local> local_;         // sessions opened here
   ExpiryIndex by_expiry_;                                // local_'s sessions by last known expiry
   std::unordered_map<std::string, std::size_t> per_principal_;  // counts of local_, no zeros
+  std::size_t reserved_ = 0;  // places held by reserve(), not yet added or released
+  std::unordered_map<std::string, std::size_t> reserved_per_principal_;  // no zeros
 };
 
 // Per-principal counts of something held for a while (waiting acquires, contract C6): O(1),

@@ -187,6 +187,29 @@ TEST_F(LockServiceSessionCapTest, SessionsThatExpiredUnseenStopCountingAgainstTh
       << "the expired sessions were never pruned";
 }
 
+// Opens run on several workers at once: the cap check and the place it found are one step, so
+// an open racing another for the last place is refused, not admitted beside it.
+TEST_F(LockServiceSessionCapTest, ConcurrentOpensCannotAllPassTheCapBeforeAnyIsAdded) {
+  open("a");
+  faults_.inject("open_session", Fault::kStall, 2);
+  Pending<SessionInfo> b;
+  Pending<SessionInfo> c;
+  service_->open_session("b", kLongTtl, b.callback());
+  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  service_->open_session("c", kLongTtl, c.callback());
+  EXPECT_EQ(error_code(c.get().error), ErrorCode::kResourceExhausted)
+      << "b's open under way holds the last place";
+  faults_.release_hung();
+  EXPECT_FALSE(b.get().error);
+}
+
+TEST_F(LockServiceSessionCapTest, AFailedOpenGivesItsPlaceBack) {
+  open("a");
+  faults_.inject("open_session", Fault::kUnavailable, 1);
+  EXPECT_EQ(error_code(try_open("b").error), ErrorCode::kUnavailable);
+  EXPECT_FALSE(try_open("b").error) << "the failed open's place was not given back";
+}
+
 // One worker: a hung store call occupies the whole pool.
 class LockServiceOneWorkerTest : public LockServiceTest {
  protected:

@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dlock::core {
@@ -87,6 +89,47 @@ TEST(SessionBook, APrincipalAtItsLimitHasItsExpiredSessionsPruned) {
   EXPECT_EQ(capacity.pruned, 1U);
   EXPECT_TRUE(capacity.refusal.empty());
   EXPECT_EQ(book.count_of("alice"), 0U);
+}
+
+// Opens run concurrently on the workers: the check and the place it found are one step, so
+// opens racing for the last place cannot all pass the cap before any of them is added.
+TEST(SessionBook, AReservedPlaceCountsUntilItIsAddedOrReleased) {
+  SessionBook book(SessionLimits{1, 0});
+  EXPECT_TRUE(book.reserve("", kNow).refusal.empty());
+  EXPECT_EQ(book.reserve("", kNow).refusal, "too many open sessions (limit 1)")
+      << "the place is held while the first open is under way";
+  book.release_reservation("");  // that open failed
+  EXPECT_TRUE(book.reserve("", kNow).refusal.empty());
+  EXPECT_TRUE(book.add("s1", "", kNow + 30s, true));
+  EXPECT_EQ(book.size(), 1U);
+  EXPECT_FALSE(book.reserve("", kNow).refusal.empty()) << "the session took the place";
+  EXPECT_TRUE(book.forget("s1"));
+  EXPECT_TRUE(book.reserve("", kNow).refusal.empty()) << "its reservation was spent by add";
+}
+
+TEST(SessionBook, AReservedPlaceCountsAgainstItsPrincipalsLimit) {
+  SessionBook book(SessionLimits{100, 1});
+  EXPECT_TRUE(book.reserve("alice", kNow).refusal.empty());
+  EXPECT_EQ(book.reserve("alice", kNow).refusal,
+            "too many open sessions for principal alice (limit 1)");
+  EXPECT_TRUE(book.reserve("bob", kNow).refusal.empty());
+  EXPECT_TRUE(book.add("a1", "alice", kNow + 30s, true));
+  EXPECT_EQ(book.count_of("alice"), 1U);
+  EXPECT_FALSE(book.reserve("alice", kNow).refusal.empty());
+}
+
+TEST(SessionBook, ConcurrentReservationsNeverPassTheCap) {
+  constexpr int kThreads = 16;
+  SessionBook book(SessionLimits{100, 5});
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&book, &admitted] {
+      if (book.reserve("alice", kNow).refusal.empty()) ++admitted;
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(admitted.load(), 5);
 }
 
 // The cap check is O(1): with the book full of live sessions, a rejected open only looks at the
