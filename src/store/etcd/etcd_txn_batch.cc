@@ -40,6 +40,25 @@ grpc::Status send_one(etcdserverpb::KV::Stub& kv, std::chrono::system_clock::tim
   return kv.Txn(&context, request, &response);
 }
 
+// Moves the items of `from` at the ascending positions `picked` out, in order; the others stay.
+template <typename Item, typename Sequence>
+std::vector<Item> take_picked(Sequence& from, const std::vector<std::size_t>& picked) {
+  std::vector<Item> taken;
+  taken.reserve(picked.size());
+  Sequence rest;
+  std::size_t next = 0;
+  for (std::size_t j = 0; j < from.size(); ++j) {
+    if (next < picked.size() && picked[next] == j) {
+      taken.push_back(std::move(from[j]));
+      ++next;
+    } else {
+      rest.push_back(std::move(from[j]));
+    }
+  }
+  from = std::move(rest);
+  return taken;
+}
+
 }  // namespace
 
 TxnFootprint::TxnFootprint(const etcdserverpb::TxnRequest& request) {
@@ -170,20 +189,7 @@ std::vector<std::vector<std::size_t>> TxnBatcher::plan(const std::vector<TxnFoot
   while (!left.empty()) {
     std::vector<const TxnFootprint*> view;
     for (const std::size_t i : left) view.push_back(&queue[i]);
-    std::vector<std::size_t> batch;
-    std::vector<std::size_t> rest;
-    const auto picked = pick(view, max_batch);
-    std::size_t next = 0;
-    for (std::size_t j = 0; j < left.size(); ++j) {
-      if (next < picked.size() && picked[next] == j) {
-        batch.push_back(left[j]);
-        ++next;
-      } else {
-        rest.push_back(left[j]);
-      }
-    }
-    batches.push_back(std::move(batch));
-    left = std::move(rest);
+    batches.push_back(take_picked<std::size_t>(left, pick(view, max_batch)));
   }
   return batches;
 }
@@ -192,21 +198,7 @@ std::vector<TxnBatcher::Waiter*> TxnBatcher::take_batch() {
   std::vector<const TxnFootprint*> view;
   view.reserve(queue_.size());
   for (const Waiter* waiter : queue_) view.push_back(&waiter->footprint);
-  const auto picked = pick(view, max_batch_);
-  std::vector<Waiter*> batch;
-  batch.reserve(picked.size());
-  std::deque<Waiter*> rest;
-  std::size_t next = 0;
-  for (std::size_t j = 0; j < queue_.size(); ++j) {
-    if (next < picked.size() && picked[next] == j) {
-      batch.push_back(queue_[j]);
-      ++next;
-    } else {
-      rest.push_back(queue_[j]);
-    }
-  }
-  queue_ = std::move(rest);
-  return batch;
+  return take_picked<Waiter*>(queue_, pick(view, max_batch_));
 }
 
 BatchedTxn TxnBatcher::run(const etcdserverpb::TxnRequest& request) {
