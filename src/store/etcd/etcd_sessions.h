@@ -52,7 +52,10 @@ class PrefixCursor {
 class Sessions {
  public:
   Sessions(EtcdClient& client, GrantLeases& leases, const TtlLimits& limits)
-      : client_(client), leases_(leases), limits_(limits), reap_cursor_(std::string(kSessionPrefix), kReapPageKeys) {}
+      : client_(client),
+        leases_(leases),
+        limits_(limits),
+        reap_cursor_(std::string(kSessionPrefix), kReapPageKeys) {}
   Sessions(const Sessions&) = delete;
   Sessions& operator=(const Sessions&) = delete;
 
