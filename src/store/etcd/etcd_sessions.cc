@@ -139,33 +139,47 @@ std::vector<LockInfo> Sessions::close(std::string_view session_id) {
   return released;
 }
 
+etcdserverpb::RangeResponse PrefixCursor::next(EtcdClient& client) {
+  std::lock_guard lock(mutex_);
+  etcdserverpb::RangeRequest request = prefix_request(prefix_);
+  if (!resume_at_.empty()) request.set_key(resume_at_);
+  request.set_keys_only(true);
+  request.set_limit(page_keys_);
+  auto response = client.range(request);
+  if (response.more() && response.kvs_size() > 0) {
+    resume_at_ = response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0');
+  } else {
+    resume_at_.clear();  // the last page: the next one starts over
+  }
+  return response;
+}
+
 ReapReport Sessions::reap_expired() {
   // Lock expiry needs no reaper (each grant's lease ends it). What etcd cannot do by itself is
   // end a grant whose *session* lease ended first: find sessions that left grant index entries
-  // but no record, and release those grants. Keys only, one snapshot.
+  // but no record, and release those grants. Keys only, one page per pass (docs/adr/0022).
   std::set<std::string> live_sessions;
   std::map<std::string, std::vector<std::string>> grants_of;  // index entry keys
-  etcdserverpb::RangeRequest request = prefix_request(std::string(kSessionPrefix));
-  request.set_keys_only(true);
-  request.set_limit(1000);
-  while (true) {
-    const auto response = client_.range(request);
-    for (const auto& kv : response.kvs()) {
-      const auto parts = parse_session_key(kv.key());
-      if (!parts) continue;
-      if (parts->lock_key.empty()) {
-        live_sessions.insert(parts->session_id);
-      } else {
-        grants_of[parts->session_id].push_back(kv.key());
-      }
+  const auto page = reap_cursor_.next(client_);
+  for (const auto& kv : page.kvs()) {
+    const auto parts = parse_session_key(kv.key());
+    if (!parts) continue;
+    if (parts->lock_key.empty()) {
+      live_sessions.insert(parts->session_id);
+    } else {
+      grants_of[parts->session_id].push_back(kv.key());
     }
-    if (!response.more() || response.kvs_size() == 0) break;
-    request.set_key(response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0'));
-    request.set_revision(response.header().revision());
   }
   ReapReport report;
   for (const auto& [session_id, keys] : grants_of) {
     if (live_sessions.contains(session_id)) continue;
+    // Its record sorts before its entries, so it may be on an earlier page: ask etcd (not the
+    // cache, which may still hold an ended session). Asked after the page was read, an absent
+    // record means the session had ended when its entries were seen: a record is put before any
+    // entry of its session (an acquire's Txn checks it) and never again (IDs are never reused).
+    etcdserverpb::RangeRequest record = range_request(session_record_key(session_id));
+    record.set_keys_only(true);
+    if (client_.range(record).kvs_size() > 0) continue;
     report.expired_sessions.push_back(session_id);
     for (const auto& kv : read_keys(client_, grant_keys(read_keys(client_, keys)))) {
       const GrantRecord grant = decode_grant(kv);

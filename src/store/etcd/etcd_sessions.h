@@ -7,16 +7,19 @@
 // A session's grants are found through their index entries.
 
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "dlock/errors.h"
 #include "dlock/lock_store.h"
 #include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_leases.h"
 #include "store/etcd/etcd_records.h"
 
@@ -24,10 +27,36 @@ namespace dlock::store::etcd {
 
 SessionNotFoundError session_not_found(std::string_view session_id);
 
+// The keys one reap pass reads of the session prefix (docs/adr/0022): at the default reap
+// interval (1 s, LockServiceOptions::reap_interval) each dlockd reads at most this many keys per
+// second there.
+inline constexpr std::int64_t kReapPageKeys = 1000;
+
+// A bounded, resumable walk over the keys of a prefix (the reaper's scan, docs/adr/0022): each
+// next() reads one page of at most `page_keys` keys (keys only) from where the last one stopped,
+// at etcd's current revision, and the page after the prefix's last starts over at its beginning.
+// So a reap pass costs one page whatever the number of keys; a full walk over N keys takes
+// N / page_keys passes. Thread-safe.
+class PrefixCursor {
+ public:
+  PrefixCursor(std::string prefix, std::int64_t page_keys)
+      : prefix_(std::move(prefix)), page_keys_(page_keys) {}
+  etcdserverpb::RangeResponse next(EtcdClient& client);
+
+ private:
+  std::mutex mutex_;
+  const std::string prefix_;
+  const std::int64_t page_keys_;
+  std::string resume_at_;  // the next page's first key; empty: the prefix's beginning
+};
+
 class Sessions {
  public:
   Sessions(EtcdClient& client, GrantLeases& leases, const TtlLimits& limits)
-      : client_(client), leases_(leases), limits_(limits) {}
+      : client_(client),
+        leases_(leases),
+        limits_(limits),
+        reap_cursor_(std::string(kSessionPrefix), kReapPageKeys) {}
   Sessions(const Sessions&) = delete;
   Sessions& operator=(const Sessions&) = delete;
 
@@ -36,7 +65,9 @@ class Sessions {
   SessionInfo heartbeat(std::string_view session_id);
   std::optional<SessionInfo> get(std::string_view session_id);
   std::vector<LockInfo> close(std::string_view session_id);
-  // Ends the grants whose session ended first (their own leases would keep them).
+  // Ends the grants whose session ended first (their own leases would keep them): of the
+  // sessions with index entries on the next page of the session prefix (PrefixCursor), so a
+  // pass reads one page however many sessions live (docs/adr/0022).
   ReapReport reap_expired();
 
   // The record of `session_id` (its owner, TTL and lease): from the cache, else from etcd.
@@ -72,6 +103,7 @@ class Sessions {
   // Session ID -> its record. A record never changes while its lease lives, and a lease found
   // gone evicts it; bounded (one entry dropped when full), a miss only costs one Range.
   std::unordered_map<std::string, SessionRecord> cache_;
+  PrefixCursor reap_cursor_;
 };
 
 }  // namespace dlock::store::etcd
