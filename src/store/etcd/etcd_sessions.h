@@ -28,7 +28,7 @@ namespace dlock::store::etcd {
 SessionNotFoundError session_not_found(std::string_view session_id);
 
 // The keys one reap pass reads of the session prefix (docs/adr/0022): at the default reap
-// interval (1 s, LockServiceOptions::reap_interval) each dlockd reads at most this many keys per
+// interval (1 s, core::ServiceOptions::reap_interval) each dlockd reads at most this many keys per
 // second there.
 inline constexpr std::int64_t kReapPageKeys = 1000;
 
