@@ -152,11 +152,8 @@ void send_batch(etcdserverpb::KV::Stub& kv, std::chrono::system_clock::time_poin
 }
 
 TxnBatcher::TxnBatcher(etcdserverpb::KV::Stub& kv, std::chrono::milliseconds call_timeout,
-                       std::size_t max_batch, std::size_t max_in_flight)
-    : kv_(kv),
-      call_timeout_(call_timeout),
-      max_batch_(std::max<std::size_t>(1, max_batch)),
-      max_in_flight_(std::max<std::size_t>(1, max_in_flight)) {}
+                       std::size_t max_batch)
+    : kv_(kv), call_timeout_(call_timeout), max_batch_(std::max<std::size_t>(1, max_batch)) {}
 
 std::vector<std::size_t> TxnBatcher::pick(const std::vector<const TxnFootprint*>& queue,
                                           std::size_t max_batch) {
@@ -209,7 +206,7 @@ BatchedTxn TxnBatcher::run(const etcdserverpb::TxnRequest& request) {
   std::unique_lock lock(mutex_);
   queue_.push_back(&self);
   while (!self.done) {
-    if (in_flight_ >= max_in_flight_ || queue_.empty()) {
+    if (sending_ || queue_.empty()) {
       self.wake.wait(lock);
       continue;
     }
@@ -218,7 +215,7 @@ BatchedTxn TxnBatcher::run(const etcdserverpb::TxnRequest& request) {
     // The batch's deadline is its earliest writer's: none waits for etcd beyond its own.
     auto deadline = batch.front()->deadline;
     for (const Waiter* waiter : batch) deadline = std::min(deadline, waiter->deadline);
-    ++in_flight_;
+    sending_ = true;
     lock.unlock();
     batches_sent_.fetch_add(1, std::memory_order_relaxed);
     txns_sent_.fetch_add(batch.size(), std::memory_order_relaxed);
@@ -231,7 +228,7 @@ BatchedTxn TxnBatcher::run(const etcdserverpb::TxnRequest& request) {
       for (BatchedTxn* t : txns) t->status = grpc::Status(grpc::StatusCode::INTERNAL, e.what());
     }
     lock.lock();
-    --in_flight_;
+    sending_ = false;
     for (Waiter* waiter : batch) {
       waiter->done = true;
       if (waiter != &self) waiter->wake.notify_one();

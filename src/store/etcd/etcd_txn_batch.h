@@ -72,16 +72,16 @@ struct BatchedTxn {
 void send_batch(etcdserverpb::KV::Stub& kv, std::chrono::system_clock::time_point deadline,
                 const std::vector<BatchedTxn*>& txns);
 
-// The queue in front of send_batch: a write that finds fewer than `max_in_flight` batches at
-// etcd goes at once, with every queued write that does not conflict with it (FIFO, at most
-// `max_batch`); the others wait and go in a later batch (no timer). A batch of one costs one
-// mutex more than the plain call. Each write's deadline is its call timeout from when it was
-// queued, and a batch is sent with its earliest writer's: no write waits for etcd beyond its own
-// deadline (a write queued behind a batch has a later deadline than every write in it).
+// The queue in front of send_batch: a write that finds no batch at etcd goes at once, with every
+// queued write that does not conflict with it (FIFO, at most `max_batch`); the others wait and go
+// in a later batch (no timer). A batch of one costs one mutex more than the plain call. Each
+// write's deadline is its call timeout from when it was queued, and a batch is sent with its
+// earliest writer's: no write waits for etcd beyond its own deadline (a write queued behind a batch
+// has a later deadline than every write in it).
 class TxnBatcher {
  public:
   TxnBatcher(etcdserverpb::KV::Stub& kv, std::chrono::milliseconds call_timeout,
-             std::size_t max_batch = 64, std::size_t max_in_flight = 1);
+             std::size_t max_batch = 64);
   TxnBatcher(const TxnBatcher&) = delete;
   TxnBatcher& operator=(const TxnBatcher&) = delete;
 
@@ -113,10 +113,9 @@ class TxnBatcher {
   etcdserverpb::KV::Stub& kv_;
   const std::chrono::milliseconds call_timeout_;
   const std::size_t max_batch_;
-  const std::size_t max_in_flight_;
   std::mutex mutex_;
   std::deque<Waiter*> queue_;
-  std::size_t in_flight_ = 0;
+  bool sending_ = false;  // a batch is at etcd (one at a time)
   std::atomic<std::uint64_t> batches_sent_{0};
   std::atomic<std::uint64_t> txns_sent_{0};
 };
