@@ -271,8 +271,13 @@ void EtcdClient::lease_revoke(std::int64_t lease_id) {
   call(&etcdserverpb::Lease::Stub::LeaseRevoke, *lease_, request, "lease revoke", CallKind::kWrite);
 }
 
-std::int64_t EtcdClient::lease_keep_alive(std::int64_t lease_id) {
-  return keep_alive_->renew(lease_id, std::chrono::steady_clock::now() + call_timeout_);
+std::int64_t EtcdClient::lease_keep_alive(
+    std::int64_t lease_id, std::optional<std::chrono::steady_clock::time_point> alive_until) {
+  const auto now = std::chrono::steady_clock::now();
+  if (alive_until && *alive_until > now + kSharedStreamMargin) {
+    return keep_alive_->renew(lease_id, now + call_timeout_);
+  }
+  return keep_alive_->renew_alone(lease_id, now + call_timeout_);
 }
 
 etcdserverpb::LeaseTimeToLiveResponse EtcdClient::lease_time_to_live(std::int64_t lease_id,

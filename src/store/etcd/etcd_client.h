@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,9 +60,15 @@ class EtcdClient {
   etcdserverpb::LeaseGrantResponse lease_grant(std::int64_t ttl_seconds);
   // Throws SessionNotFoundError when the lease does not exist (any more).
   void lease_revoke(std::int64_t lease_id);
-  // One keep-alive round trip on the client's shared keep-alive stream (etcd_keep_alive.h).
-  // Returns the renewed TTL in seconds, 0 when the lease no longer exists.
-  std::int64_t lease_keep_alive(std::int64_t lease_id);
+  // One keep-alive round trip. Returns the renewed TTL in seconds, 0 when the lease no longer
+  // exists. `alive_until` is how long the lease is known to live (the LeaseBook), std::nullopt
+  // when unknown: a lease known to live past now + kSharedStreamMargin is renewed on the client's
+  // shared keep-alive stream, any other on a stream of its own, since etcd holds the keep-alive
+  // of an expired, not yet revoked lease, and the whole stream behind it, until the revoke
+  // (etcd_keep_alive.h, docs/adr/0025).
+  std::int64_t lease_keep_alive(std::int64_t lease_id,
+                                std::optional<std::chrono::steady_clock::time_point> alive_until);
+  static constexpr std::chrono::milliseconds kSharedStreamMargin{1000};
   etcdserverpb::LeaseTimeToLiveResponse lease_time_to_live(std::int64_t lease_id, bool keys);
 
   // The shared keep-alive stream itself, for a keep-alive sent now and awaited later.

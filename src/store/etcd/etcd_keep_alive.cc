@@ -11,6 +11,7 @@
 namespace dlock::store::etcd {
 
 struct KeepAliveStream::Waiter {
+  std::condition_variable answered;  // its own: an answer wakes only the caller waiting for it
   bool done = false;
   std::int64_t ttl = 0;
   std::optional<grpc::Status> failed;
@@ -21,10 +22,11 @@ struct KeepAliveStream::Call {
   std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::LeaseKeepAliveRequest,
                                            etcdserverpb::LeaseKeepAliveResponse>>
       stream;
-  std::mutex write_mutex;  // one Write at a time on a gRPC stream
   // Guarded by KeepAliveStream::mutex_: callers waiting for an answer, by lease ID, in the
-  // order their requests were written.
+  // order their requests were queued (and so written);
   std::map<std::int64_t, std::deque<std::shared_ptr<Waiter>>> waiting;
+  std::vector<std::int64_t> queued;  // the lease IDs to write next, in order;
+  bool writing = false;              // a caller is writing (one Write at a time on a stream);
   bool broken = false;
 };
 
@@ -85,10 +87,11 @@ void KeepAliveStream::fail_locked(Call& call, const grpc::Status& status) {
     for (auto& waiter : waiters) {
       waiter->failed = status;
       waiter->done = true;
+      waiter->answered.notify_one();
     }
   }
   call.waiting.clear();
-  answered_.notify_all();
+  call.queued.clear();
 }
 
 void KeepAliveStream::read_loop(const std::shared_ptr<Call>& call) {
@@ -102,7 +105,7 @@ void KeepAliveStream::read_loop(const std::shared_ptr<Call>& call) {
     if (found->second.empty()) call->waiting.erase(found);
     waiter->ttl = response.ttl();
     waiter->done = true;
-    answered_.notify_all();
+    waiter->answered.notify_one();
   }
   grpc::Status status = call->stream->Finish();
   if (status.ok() || status.error_code() == grpc::StatusCode::CANCELLED) {
@@ -126,16 +129,34 @@ KeepAliveStream::Pending KeepAliveStream::start(std::int64_t lease_id,
       return Pending{lease_id, call, std::move(waiter)};
     }
     call->waiting[lease_id].push_back(waiter);
+    call->queued.push_back(lease_id);
   }
-  etcdserverpb::LeaseKeepAliveRequest request;
-  request.set_id(lease_id);
-  {
-    std::lock_guard write(call->write_mutex);
-    // A failed Write means the stream is over; the reader then fails every waiter with the
-    // stream's status, this one included.
-    call->stream->Write(request);
-  }
+  write_queued(*call);
   return Pending{lease_id, call, std::move(waiter)};
+}
+
+void KeepAliveStream::write_queued(Call& call) {
+  std::vector<std::int64_t> batch;
+  std::unique_lock lock(mutex_);
+  if (call.writing) return;  // the writing caller writes this request too
+  call.writing = true;
+  while (!call.queued.empty() && !call.broken) {
+    batch.swap(call.queued);
+    lock.unlock();
+    etcdserverpb::LeaseKeepAliveRequest request;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      request.set_id(batch[i]);
+      // All but the last may wait in gRPC's buffer for the next: one send for the batch.
+      // A failed Write means the stream is over; the reader then fails every waiter with the
+      // stream's status, these included.
+      const auto options =
+          i + 1 < batch.size() ? grpc::WriteOptions().set_buffer_hint() : grpc::WriteOptions();
+      if (!call.stream->Write(request, options)) break;
+    }
+    batch.clear();
+    lock.lock();
+  }
+  call.writing = false;
 }
 
 void KeepAliveStream::abandon(Pending& pending) noexcept {
@@ -156,11 +177,12 @@ std::int64_t KeepAliveStream::finish(Pending& pending,
   const auto waiter = std::move(pending.waiter);
   if (!call || !waiter) throw InternalError("etcd lease keep-alive: finished twice");
   std::unique_lock lock(mutex_);
-  if (!answered_.wait_until(lock, deadline, [&] { return waiter->done; })) {
+  if (!waiter->answered.wait_until(lock, deadline, [&] { return waiter->done; })) {
     // No answer in time: give up on this stream too (the next renewal opens a new one).
-    auto& waiters = call->waiting[lease_id];
-    std::erase(waiters, waiter);
-    if (waiters.empty()) call->waiting.erase(lease_id);
+    if (const auto found = call->waiting.find(lease_id); found != call->waiting.end()) {
+      std::erase(found->second, waiter);
+      if (found->second.empty()) call->waiting.erase(found);
+    }
     call->broken = true;
     call->context.TryCancel();
     throw_for_status(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "no answer in time"),
@@ -168,6 +190,28 @@ std::int64_t KeepAliveStream::finish(Pending& pending,
   }
   if (waiter->failed) throw_for_status(*waiter->failed, "lease keep-alive", CallKind::kRead);
   return waiter->ttl;
+}
+
+std::int64_t KeepAliveStream::renew_alone(std::int64_t lease_id,
+                                          std::chrono::steady_clock::time_point deadline) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       (deadline - std::chrono::steady_clock::now()));
+  const auto stream = stub_.LeaseKeepAlive(&context);
+  etcdserverpb::LeaseKeepAliveRequest request;
+  request.set_id(lease_id);
+  etcdserverpb::LeaseKeepAliveResponse response;
+  if (stream->Write(request) && stream->Read(&response)) {
+    // Answered: end the stream without waiting for etcd to close its side.
+    context.TryCancel();
+    stream->Finish();
+    return response.ttl();
+  }
+  grpc::Status status = stream->Finish();
+  if (status.ok() || status.error_code() == grpc::StatusCode::CANCELLED) {
+    status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "keep-alive stream ended unanswered");
+  }
+  throw_for_status(status, "lease keep-alive", CallKind::kRead);
 }
 
 }  // namespace dlock::store::etcd

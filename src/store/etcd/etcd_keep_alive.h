@@ -3,10 +3,16 @@
 // Lease keep-alives over one long-lived LeaseKeepAlive stream instead of a new stream per call:
 // a renewal is then one message each way, where a fresh stream also costs its set-up and
 // tear-down (measured: about 0.2 ms per acquire on loopback, most of what a pooled grant lease
-// costs; docs/benchmarks.md). Many threads renew at once: requests go out under a write mutex,
-// one reader thread hands each answer to the caller waiting for that lease ID (etcd answers
-// the requests of one stream in order). A broken stream fails its waiting callers with its
-// status and the next renewal opens a new one.
+// costs; docs/benchmarks.md). Many threads renew at once: the requests that queue while one
+// caller writes are written by that caller in one go (one thread writes at a time), and one
+// reader thread hands each answer to the caller waiting for that lease ID, waking that caller
+// only (etcd answers the requests of one stream in order). A broken stream fails its waiting
+// callers with its status and the next renewal opens a new one.
+//
+// etcd holds a keep-alive for a lease that has expired but is not revoked yet until the revoke
+// is applied (lessor.Renew; revokes are rate-limited to 1000 a second), and every later request
+// of the stream waits behind it. So a lease that may have expired is renewed with renew_alone,
+// on a stream of its own (EtcdClient::lease_keep_alive decides; docs/adr/0025).
 
 #include <grpcpp/grpcpp.h>
 
@@ -51,6 +57,9 @@ class KeepAliveStream {
   // started keep-alive must be finished or abandoned.
   Pending start(std::int64_t lease_id, std::chrono::steady_clock::time_point deadline);
   std::int64_t finish(Pending& pending, std::chrono::steady_clock::time_point deadline);
+  // One keep-alive on a stream opened for it and closed after its answer: what renew answers
+  // and throws, without holding up (or being held up by) the shared stream.
+  std::int64_t renew_alone(std::int64_t lease_id, std::chrono::steady_clock::time_point deadline);
   // Gives up on a started keep-alive without waiting: its answer, when it comes, is dropped.
   void abandon(Pending& pending) noexcept;
 
@@ -60,12 +69,14 @@ class KeepAliveStream {
   std::shared_ptr<Call> current_or_open(std::chrono::steady_clock::time_point deadline);
   void read_loop(const std::shared_ptr<Call>& call);
   void fail_locked(Call& call, const grpc::Status& status);
+  // Writes the requests queued on `call` (and those queued meanwhile) unless another caller is
+  // writing them already.
+  void write_queued(Call& call);
 
   std::shared_ptr<grpc::Channel> channel_;
   etcdserverpb::Lease::Stub& stub_;
-  std::mutex open_mutex_;  // one stream opened at a time
-  std::mutex mutex_;       // guards everything below and every Call's waiting list
-  std::condition_variable answered_;
+  std::mutex open_mutex_;       // one stream opened at a time
+  std::mutex mutex_;            // guards everything below and every Call's queues
   std::shared_ptr<Call> call_;  // the open stream, if any
   bool closing_ = false;
   // The readers of the open stream and of broken ones not yet joined.

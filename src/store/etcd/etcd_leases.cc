@@ -101,7 +101,7 @@ GrantLease GrantLeases::lease_for(milliseconds ttl) {
     }
     std::int64_t renewed = 0;
     try {
-      renewed = client_.lease_keep_alive(pooled->lease_id);
+      renewed = client_.lease_keep_alive(pooled->lease_id, pooled->alive_until);
     } catch (const SessionNotFoundError&) {
       renewed = 0;  // expired meanwhile
     }

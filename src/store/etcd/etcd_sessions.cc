@@ -84,7 +84,8 @@ SessionInfo Sessions::heartbeat(std::string_view session_id) {
   if (!record) throw session_not_found(session_id);
   const auto sent_at = wall_now();
   const auto steady_sent_at = SteadyClock::now();
-  const std::int64_t renewed_seconds = client_.lease_keep_alive(record->lease_id());
+  const std::int64_t renewed_seconds =
+      client_.lease_keep_alive(record->lease_id(), leases_.known_alive_until(record->lease_id()));
   if (renewed_seconds <= 0) {
     forget(session_id);
     throw session_not_found(session_id);

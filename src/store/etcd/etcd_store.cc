@@ -162,7 +162,8 @@ class EtcdStore final : public Backend {
     // A lease renews for the TTL it was granted with; a Put to attach a longer one would move
     // the key's revision, i.e. change the token. So the TTL can be renewed, never lengthened:
     // the handle says the shorter lifetime (docs/adr/0011-honest-lock-lifetimes.md).
-    const std::int64_t renewed_seconds = client_.lease_keep_alive(*grant_lease);
+    const std::int64_t renewed_seconds =
+        client_.lease_keep_alive(*grant_lease, leases_.known_alive_until(*grant_lease));
     if (renewed_seconds <= 0) throw lost(handle.key, handle.fencing_token);
     leases_.note_renewed(*grant_lease, sent_at + seconds(renewed_seconds));
     // Verify after renewing: the grant (same revision, same lease) and its session still live.
