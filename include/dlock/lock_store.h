@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -239,6 +240,20 @@ class SessionRegistry {
   // Renews the session for another full TTL. Throws SessionNotFoundError when it does not
   // exist or has already expired (an expired session is never revived).
   virtual SessionInfo heartbeat(std::string_view session_id) = 0;
+
+  // heartbeat without holding the calling thread while the backend answers, where a backend can
+  // (docs/adr/0024-asynchronous-store-calls.md). Returns false when it cannot for this session
+  // now -- the caller then calls heartbeat -- having done nothing and left `done` alone. Returns
+  // true when it has started: `done` (moved from) is then called exactly once, on any thread,
+  // possibly before this returns, with heartbeat's answer or the exception heartbeat would have
+  // thrown. Never waits for the backend. Every started call must have completed before the
+  // backend is destroyed. The default cannot.
+  using HeartbeatDone = std::function<void(std::optional<SessionInfo>, std::exception_ptr)>;
+  virtual bool try_heartbeat_async(std::string_view session_id, HeartbeatDone& done) {
+    (void)session_id;
+    (void)done;
+    return false;
+  }
 
   // The live session, or std::nullopt. heartbeat and get_session report the session's
   // lock_delay as opened.

@@ -24,6 +24,10 @@ LockService::LockService(Backend& backend, asio::io_context& io, ServiceOptions 
 
 LockService::~LockService() {
   shutdown();
+  {
+    std::unique_lock lock(async_mutex_);
+    async_idle_.wait(lock, [this] { return async_in_flight_ == 0; });
+  }
   workers_.join();
 }
 
@@ -95,7 +99,48 @@ void LockService::forget_session(const std::string& session_id) {
 }
 
 void LockService::keepalive(std::string session_id, Callback<SessionInfo> done) {
-  run<SessionInfo>(std::move(done), [this, session_id = std::move(session_id)] {
+  // Without a worker where the backend can (docs/adr/0024): the answer comes on the backend's
+  // thread; a failure is handled on a worker, as below.
+  struct State {
+    std::string session_id;
+    Callback<SessionInfo> done;
+  };
+  auto state = std::make_shared<State>(State{std::move(session_id), std::move(done)});
+  {
+    std::lock_guard lock(async_mutex_);
+    ++async_in_flight_;
+  }
+  const auto settled = [this] {
+    std::lock_guard lock(async_mutex_);
+    if (--async_in_flight_ == 0) async_idle_.notify_all();
+  };
+  SessionRegistry::HeartbeatDone answered =
+      [this, state, settled](std::optional<SessionInfo> session, std::exception_ptr error) {
+        if (session) {
+          sessions_.renew(state->session_id, session->expires_at);
+          Outcome<SessionInfo> outcome;
+          outcome.value = std::move(session);
+          state->done(std::move(outcome));
+          return settled();
+        }
+        asio::post(workers_, [this, state, error, settled] {
+          try {
+            std::rethrow_exception(error);
+          } catch (const SessionNotFoundError&) {
+            forget_session(state->session_id);
+            drop_waiters_of({state->session_id});
+          } catch (...) {
+          }
+          report(error);
+          Outcome<SessionInfo> outcome;
+          outcome.error = error;
+          state->done(std::move(outcome));
+          settled();
+        });
+      };
+  if (backend_.try_heartbeat_async(state->session_id, answered)) return;
+  settled();
+  run<SessionInfo>(std::move(state->done), [this, session_id = std::move(state->session_id)] {
     try {
       auto session = backend_.heartbeat(session_id);
       sessions_.renew(session_id, session.expires_at);

@@ -11,6 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -73,7 +74,9 @@ class LockService {
 
   // Every method returns at once; the callback runs later on a worker thread — except a
   // waiter's answer at its wait_ms, which runs on the io_context's thread, so that it comes on
-  // time even while every worker is blocked in a store call (ADR-0007 "Deadlines").
+  // time even while every worker is blocked in a store call (ADR-0007 "Deadlines"), and a
+  // keepalive's successful answer from a backend that heartbeats asynchronously
+  // (Backend::try_heartbeat_async), which runs on that backend's thread.
   // `principal` ("" without authentication) is what the session counts against in
   // max_sessions_per_principal (contract C6).
   // `lock_delay`: the session's lock-delay (C2 "Lock-delay"), already checked.
@@ -207,6 +210,11 @@ class LockService {
   ServiceObserver& observer_;
   SessionBook sessions_;  // its own lock
   boost::asio::thread_pool workers_;
+  // Heartbeats started with Backend::try_heartbeat_async and not yet answered: the destructor
+  // waits for them (their answers come on the backend's threads and use this service).
+  std::mutex async_mutex_;
+  std::condition_variable async_idle_;
+  std::size_t async_in_flight_ = 0;
 
   mutable std::mutex mutex_;  // guards everything below
   std::map<std::string, KeyStatePtr, std::less<>> queues_;

@@ -12,15 +12,20 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "dlock/lock_store.h"
 #include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_store.h"
 #include "support/etcd_server.h"
 
 namespace dlock {
@@ -138,6 +143,207 @@ TEST_F(EtcdKeepAliveTest, ALeaseOfUnknownLifeIsRenewedOnAStreamOfItsOwn) {
   EXPECT_GT(client_->lease_keep_alive(lease, std::nullopt), 0);
   client_->lease_revoke(lease);
   EXPECT_EQ(client_->lease_keep_alive(lease, std::nullopt), 0) << "a revoked lease was renewed";
+}
+
+// --- start_async (docs/adr/0024): the answer comes to a callback, exactly once ---------------
+
+// What start_async's callbacks saw, for one test.
+struct AsyncAnswers {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::int64_t> ttls;          // answered
+  std::vector<grpc::StatusCode> failures;  // failed
+  etcd::KeepAliveStream::Done callback() {
+    return [this](std::int64_t ttl, const grpc::Status* failed) {
+      std::lock_guard lock(mutex);
+      if (failed) {
+        failures.push_back(failed->error_code());
+      } else {
+        ttls.push_back(ttl);
+      }
+      changed.notify_all();
+    };
+  }
+  std::size_t count() {
+    std::lock_guard lock(mutex);
+    return ttls.size() + failures.size();
+  }
+  bool wait_for(std::size_t n, milliseconds timeout) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, timeout, [&] { return ttls.size() + failures.size() >= n; });
+  }
+};
+
+TEST_F(EtcdKeepAliveTest, StartAsyncWithoutAnOpenStreamLeavesItsCallbackToTheCaller) {
+  AsyncAnswers answers;
+  auto done = answers.callback();
+  const std::int64_t lease = client_->lease_grant(60).id();
+  EXPECT_FALSE(
+      client_->keep_alive_stream().start_async(lease, Clock::now() + milliseconds(2000), done));
+  ASSERT_TRUE(done) << "a refused start_async took the callback";
+  done(7, nullptr);
+  EXPECT_EQ(answers.ttls, std::vector<std::int64_t>{7});
+}
+
+TEST_F(EtcdKeepAliveTest, StartAsyncAnswersEachCallerOnceWithItsLeasesRenewal) {
+  const std::int64_t live = client_->lease_grant(60).id();
+  const std::int64_t gone = client_->lease_grant(60).id();
+  client_->lease_revoke(gone);
+  client_->keep_alive_stream().renew(live, Clock::now() + milliseconds(2000));  // opens it
+  AsyncAnswers answers;
+  constexpr int kEach = 50;
+  for (int n = 0; n < kEach; ++n) {
+    for (const std::int64_t lease : {live, gone}) {
+      auto done = answers.callback();
+      ASSERT_TRUE(
+          client_->keep_alive_stream().start_async(lease, Clock::now() + milliseconds(5000), done));
+      EXPECT_FALSE(done) << "an accepted start_async left its callback with the caller";
+    }
+  }
+  ASSERT_TRUE(answers.wait_for(2 * kEach, milliseconds(10000)));
+  std::this_thread::sleep_for(milliseconds(200));  // no second answer to anyone
+  std::lock_guard lock(answers.mutex);
+  EXPECT_TRUE(answers.failures.empty());
+  ASSERT_EQ(answers.ttls.size(), 2u * kEach);
+  EXPECT_EQ(std::count(answers.ttls.begin(), answers.ttls.end(), 0), kEach)
+      << "the revoked lease's keep-alives are the ones answered 0";
+}
+
+// A keep-alive etcd does not answer in time fails at its deadline (and breaks the stream, as a
+// synchronous one does); its late answer is not delivered a second time.
+TEST_F(EtcdKeepAliveTest, StartAsyncFailsOnceAtItsDeadline) {
+  const std::int64_t live = client_->lease_grant(60).id();
+  client_->keep_alive_stream().renew(live, Clock::now() + milliseconds(2000));  // opens it
+  const std::int64_t expired = expired_unrevoked_lease(4000);
+  AsyncAnswers answers;
+  auto done = answers.callback();
+  const auto started = Clock::now();
+  ASSERT_TRUE(client_->keep_alive_stream().start_async(expired, started + milliseconds(200), done));
+  ASSERT_TRUE(answers.wait_for(1, milliseconds(10000)));
+  const auto failed_after = Clock::now() - started;
+  EXPECT_LT(failed_after, milliseconds(3000)) << "not failed at its deadline";
+  std::this_thread::sleep_for(milliseconds(5000));  // past the revoke backlog
+  std::lock_guard lock(answers.mutex);
+  EXPECT_EQ(answers.failures, std::vector<grpc::StatusCode>{grpc::StatusCode::DEADLINE_EXCEEDED});
+  EXPECT_TRUE(answers.ttls.empty()) << "answered after it had failed";
+  // The next renewal opens a new stream.
+  EXPECT_GT(client_->keep_alive_stream().renew(live, Clock::now() + milliseconds(5000)), 0);
+}
+
+// --- the store's try_heartbeat_async (Sessions) ---------------------------------------------
+
+struct HeartbeatResult {
+  std::mutex mutex;
+  std::condition_variable changed;
+  int calls = 0;
+  std::optional<SessionInfo> session;
+  std::exception_ptr error;
+  SessionRegistry::HeartbeatDone callback() {
+    return [this](std::optional<SessionInfo> s, std::exception_ptr e) {
+      std::lock_guard lock(mutex);
+      ++calls;
+      session = std::move(s);
+      error = e;
+      changed.notify_all();
+    };
+  }
+  bool wait() {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, std::chrono::seconds(10), [&] { return calls > 0; });
+  }
+};
+
+BackendPtr etcd_store(const std::string& endpoints) {
+  return store::etcd::make_etcd_store({endpoints, milliseconds(2000), TtlLimits{}, {}});
+}
+
+TEST_F(EtcdKeepAliveTest, AsyncHeartbeatAnswersAsHeartbeatDoes) {
+  const auto store = etcd_store(etcd_->endpoints());
+  const auto opened = store->open_session("alice", std::chrono::seconds(30), milliseconds(250));
+  store->heartbeat(opened.session_id);  // the shared stream is open
+  HeartbeatResult result;
+  auto done = result.callback();
+  const auto before = std::chrono::system_clock::now();
+  ASSERT_TRUE(store->try_heartbeat_async(opened.session_id, done));
+  ASSERT_TRUE(result.wait());
+  const auto after = std::chrono::system_clock::now();
+  std::this_thread::sleep_for(milliseconds(100));
+  std::lock_guard lock(result.mutex);
+  EXPECT_EQ(result.calls, 1);
+  ASSERT_FALSE(result.error);
+  ASSERT_TRUE(result.session.has_value());
+  EXPECT_EQ(result.session->session_id, opened.session_id);
+  EXPECT_EQ(result.session->owner_id, "alice");
+  EXPECT_EQ(result.session->ttl, std::chrono::seconds(30));
+  EXPECT_EQ(result.session->lock_delay, milliseconds(250));
+  EXPECT_GE(result.session->expires_at, before + std::chrono::seconds(29));
+  EXPECT_LE(result.session->expires_at, after + std::chrono::seconds(30));
+}
+
+// The cache and the lease book of this store still say "alive"; etcd says the lease is gone.
+// The session must be reported not found -- never renewed -- and forgotten.
+TEST_F(EtcdKeepAliveTest, AsyncHeartbeatOfASessionClosedElsewhereIsNotFound) {
+  const auto here = etcd_store(etcd_->endpoints());
+  const auto elsewhere = etcd_store(etcd_->endpoints());
+  const auto opened = here->open_session("alice", std::chrono::seconds(30));
+  here->heartbeat(opened.session_id);
+  elsewhere->close_session(opened.session_id);
+  HeartbeatResult result;
+  auto done = result.callback();
+  ASSERT_TRUE(here->try_heartbeat_async(opened.session_id, done));
+  ASSERT_TRUE(result.wait());
+  {
+    std::lock_guard lock(result.mutex);
+    EXPECT_FALSE(result.session.has_value()) << "a closed session was renewed";
+    ASSERT_TRUE(result.error);
+    EXPECT_THROW(std::rethrow_exception(result.error), SessionNotFoundError);
+  }
+  auto again = HeartbeatResult{}.callback();
+  EXPECT_FALSE(here->try_heartbeat_async(opened.session_id, again)) << "still cached";
+  EXPECT_THROW(here->heartbeat(opened.session_id), SessionNotFoundError);
+}
+
+// What it cannot do without a read or a stream of its own is heartbeat's: it declines and
+// leaves the callback with the caller.
+TEST_F(EtcdKeepAliveTest, AsyncHeartbeatDeclinesWhatNeedsMoreThanTheSharedStream) {
+  const auto here = etcd_store(etcd_->endpoints());
+  const auto elsewhere = etcd_store(etcd_->endpoints());
+  const auto mine = here->open_session("alice", std::chrono::seconds(30));
+  here->heartbeat(mine.session_id);
+  const auto theirs = elsewhere->open_session("bob", std::chrono::seconds(30));
+  for (const std::string& id :
+       {theirs.session_id, std::string("not-a-session"), std::string(32, 'a')}) {
+    HeartbeatResult result;
+    auto done = result.callback();
+    EXPECT_FALSE(here->try_heartbeat_async(id, done)) << id;
+    EXPECT_TRUE(done) << id << ": a declined call took the callback";
+  }
+  // heartbeat does it, and from then on the lease is known here.
+  EXPECT_EQ(here->heartbeat(theirs.session_id).owner_id, "bob");
+  HeartbeatResult result;
+  auto done = result.callback();
+  EXPECT_TRUE(here->try_heartbeat_async(theirs.session_id, done));
+  ASSERT_TRUE(result.wait());
+}
+
+// A stream that breaks fails every asynchronous caller waiting on it; last, as it kills etcd.
+TEST_F(EtcdKeepAliveTest, ZStreamThatBreaksFailsItsAsynchronousCallers) {
+  const std::int64_t expired = expired_unrevoked_lease(4000);
+  const std::int64_t live = client_->lease_grant(60).id();
+  client_->keep_alive_stream().renew(live, Clock::now() + milliseconds(2000));  // opens it
+  AsyncAnswers answers;
+  for (int n = 0; n < 3; ++n) {  // held behind the expired lease's revoke
+    auto done = answers.callback();
+    ASSERT_TRUE(client_->keep_alive_stream().start_async(n == 0 ? expired : live,
+                                                         Clock::now() + milliseconds(60000), done));
+  }
+  etcd_->kill(0);
+  ASSERT_TRUE(answers.wait_for(3, milliseconds(10000))) << "callers left waiting on a dead stream";
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(answers.count(), 3u) << "a caller was answered twice";
+  std::lock_guard lock(answers.mutex);
+  EXPECT_TRUE(answers.ttls.empty()) << "answered before the kill: the expired lease held none";
+  EXPECT_EQ(answers.failures.size(), 3u);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ struct KeepAliveStream::Waiter {
   bool done = false;
   std::int64_t ttl = 0;
   std::optional<grpc::Status> failed;
+  Done on_done;  // start_async's: called instead of waking a caller
 };
 
 struct KeepAliveStream::Call {
@@ -41,7 +42,9 @@ KeepAliveStream::~KeepAliveStream() {
     closing_ = true;
     if (call_) call_->context.TryCancel();
     readers.swap(readers_);
+    writer_wake_.notify_one();
   }
+  if (writer_.joinable()) writer_.join();
   for (auto& reader : readers) reader.join();
 }
 
@@ -81,39 +84,58 @@ std::shared_ptr<KeepAliveStream::Call> KeepAliveStream::current_or_open(
   return call;
 }
 
-void KeepAliveStream::fail_locked(Call& call, const grpc::Status& status) {
+std::vector<KeepAliveStream::Done> KeepAliveStream::fail_locked(Call& call,
+                                                                const grpc::Status& status) {
+  std::vector<Done> callbacks;
   call.broken = true;
   for (auto& [id, waiters] : call.waiting) {
     for (auto& waiter : waiters) {
       waiter->failed = status;
       waiter->done = true;
-      waiter->answered.notify_one();
+      if (waiter->on_done) {
+        callbacks.push_back(std::move(waiter->on_done));
+      } else {
+        waiter->answered.notify_one();
+      }
     }
   }
   call.waiting.clear();
   call.queued.clear();
+  return callbacks;
 }
 
 void KeepAliveStream::read_loop(const std::shared_ptr<Call>& call) {
   etcdserverpb::LeaseKeepAliveResponse response;
   while (call->stream->Read(&response)) {
-    std::lock_guard lock(mutex_);
-    const auto found = call->waiting.find(response.id());
-    if (found == call->waiting.end()) continue;  // its caller gave up
-    const auto waiter = found->second.front();
-    found->second.pop_front();
-    if (found->second.empty()) call->waiting.erase(found);
-    waiter->ttl = response.ttl();
-    waiter->done = true;
-    waiter->answered.notify_one();
+    Done done;
+    {
+      std::lock_guard lock(mutex_);
+      const auto found = call->waiting.find(response.id());
+      if (found == call->waiting.end()) continue;  // its caller gave up
+      const auto waiter = found->second.front();
+      found->second.pop_front();
+      if (found->second.empty()) call->waiting.erase(found);
+      waiter->ttl = response.ttl();
+      waiter->done = true;
+      if (waiter->on_done) {
+        done = std::move(waiter->on_done);
+      } else {
+        waiter->answered.notify_one();
+      }
+    }
+    if (done) done(response.ttl(), nullptr);
   }
   grpc::Status status = call->stream->Finish();
   if (status.ok() || status.error_code() == grpc::StatusCode::CANCELLED) {
     // Ended by etcd, or cancelled here after a caller timed out: retryable either way.
     status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "keep-alive stream ended");
   }
-  std::lock_guard lock(mutex_);
-  fail_locked(*call, status);
+  std::vector<Done> failed;
+  {
+    std::lock_guard lock(mutex_);
+    failed = fail_locked(*call, status);
+  }
+  for (auto& done : failed) done(0, &status);
 }
 
 KeepAliveStream::Pending KeepAliveStream::start(std::int64_t lease_id,
@@ -133,6 +155,68 @@ KeepAliveStream::Pending KeepAliveStream::start(std::int64_t lease_id,
   }
   write_queued(*call);
   return Pending{lease_id, call, std::move(waiter)};
+}
+
+bool KeepAliveStream::start_async(std::int64_t lease_id,
+                                  std::chrono::steady_clock::time_point deadline, Done& done) {
+  std::lock_guard lock(mutex_);
+  if (closing_ || !call_ || call_->broken) return false;
+  auto waiter = std::make_shared<Waiter>();
+  waiter->on_done = std::move(done);
+  call_->waiting[lease_id].push_back(waiter);
+  call_->queued.push_back(lease_id);
+  async_.push_back(Async{deadline, call_, lease_id, std::move(waiter)});
+  if (!writer_.joinable()) {
+    writer_ = std::thread([this] { writer_loop(); });
+  } else if (writer_idle_) {
+    writer_wake_.notify_one();
+  }
+  return true;
+}
+
+void KeepAliveStream::writer_loop() {
+  std::unique_lock lock(mutex_);
+  while (!closing_) {
+    if (call_ && !call_->broken && !call_->queued.empty() && !call_->writing) {
+      const auto call = call_;
+      lock.unlock();
+      write_queued(*call);
+      lock.lock();
+      continue;
+    }
+    // Answered (or failed) ones leave; an unanswered one past its deadline fails, and its
+    // stream with it (as in finish: the next renewal opens a new one).
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<Done> late;
+    while (!async_.empty() && (async_.front().waiter->done || async_.front().deadline <= now)) {
+      Async entry = std::move(async_.front());
+      async_.pop_front();
+      if (entry.waiter->done) continue;
+      if (const auto found = entry.call->waiting.find(entry.lease_id);
+          found != entry.call->waiting.end()) {
+        std::erase(found->second, entry.waiter);
+        if (found->second.empty()) entry.call->waiting.erase(found);
+      }
+      entry.waiter->done = true;
+      late.push_back(std::move(entry.waiter->on_done));
+      entry.call->broken = true;
+      entry.call->context.TryCancel();
+    }
+    if (!late.empty()) {
+      lock.unlock();
+      const grpc::Status status(grpc::StatusCode::DEADLINE_EXCEEDED, "no answer in time");
+      for (auto& done : late) done(0, &status);
+      lock.lock();
+      continue;
+    }
+    writer_idle_ = true;
+    if (async_.empty()) {
+      writer_wake_.wait(lock);
+    } else {
+      writer_wake_.wait_until(lock, async_.front().deadline);
+    }
+    writer_idle_ = false;
+  }
 }
 
 void KeepAliveStream::write_queued(Call& call) {

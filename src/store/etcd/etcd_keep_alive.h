@@ -19,6 +19,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -33,7 +35,8 @@ class KeepAliveStream {
   KeepAliveStream(std::shared_ptr<grpc::Channel> channel, etcdserverpb::Lease::Stub& stub);
   KeepAliveStream(const KeepAliveStream&) = delete;
   KeepAliveStream& operator=(const KeepAliveStream&) = delete;
-  ~KeepAliveStream();  // cancels the stream and joins its reader
+  // Cancels the stream and joins its threads. Every start_async must have completed first.
+  ~KeepAliveStream();
 
   struct Waiter;
   struct Call;
@@ -63,12 +66,28 @@ class KeepAliveStream {
   // Gives up on a started keep-alive without waiting: its answer, when it comes, is dropped.
   void abandon(Pending& pending) noexcept;
 
+  // The outcome of start_async: the renewed TTL in seconds (0: the lease does not exist), or,
+  // when `failed` is set, the status the keep-alive failed with (as renew would throw it).
+  using Done = std::function<void(std::int64_t ttl, const grpc::Status* failed)>;
+  // renew without waiting (docs/adr/0024): when a stream is open, queues the keep-alive for the
+  // stream's writer thread, takes `done` (moved from) and returns true; `done` is then called
+  // exactly once, on the stream's reader or writer thread, with the answer, the stream's
+  // failure, or DEADLINE_EXCEEDED once `deadline` has passed unanswered (which also ends the
+  // stream, as finish does). With no stream open (none yet, the last one broke, or closing)
+  // returns false and leaves `done` alone: renew then opens one. Never waits for etcd.
+  bool start_async(std::int64_t lease_id, std::chrono::steady_clock::time_point deadline,
+                   Done& done);
+
  private:
   // The open stream, or a new one (under open_mutex_, never under mutex_: opening may wait for
   // the channel to connect).
   std::shared_ptr<Call> current_or_open(std::chrono::steady_clock::time_point deadline);
   void read_loop(const std::shared_ptr<Call>& call);
-  void fail_locked(Call& call, const grpc::Status& status);
+  // Fails every waiter of `call`: wakes the blocked ones, returns the callbacks of the
+  // asynchronous ones, to be called without mutex_.
+  [[nodiscard]] std::vector<Done> fail_locked(Call& call, const grpc::Status& status);
+  // The writer thread of start_async: writes what is queued, fails what is past its deadline.
+  void writer_loop();
   // Writes the requests queued on `call` (and those queued meanwhile) unless another caller is
   // writing them already.
   void write_queued(Call& call);
@@ -79,6 +98,18 @@ class KeepAliveStream {
   std::mutex mutex_;            // guards everything below and every Call's queues
   std::shared_ptr<Call> call_;  // the open stream, if any
   bool closing_ = false;
+  // start_async's keep-alives not known to be answered, oldest first (every deadline is one
+  // call timeout after its start, so this is also deadline order).
+  struct Async {
+    std::chrono::steady_clock::time_point deadline;
+    std::shared_ptr<Call> call;
+    std::int64_t lease_id = 0;
+    std::shared_ptr<Waiter> waiter;
+  };
+  std::deque<Async> async_;
+  std::condition_variable writer_wake_;
+  bool writer_idle_ = false;
+  std::thread writer_;  // started by the first start_async
   // The readers of the open stream and of broken ones not yet joined.
   std::vector<std::thread> readers_;
 };

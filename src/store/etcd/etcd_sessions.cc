@@ -97,6 +97,61 @@ SessionInfo Sessions::heartbeat(std::string_view session_id) {
                      milliseconds(record->lock_delay_ms())};
 }
 
+bool Sessions::try_heartbeat_async(std::string_view session_id,
+                                   SessionRegistry::HeartbeatDone& done) {
+  if (!is_session_id(session_id)) return false;  // heartbeat says what is wrong with it
+  std::optional<SessionRecord> record;
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (const auto found = cache_.find(std::string(session_id)); found != cache_.end()) {
+      record = found->second;
+    }
+  }
+  if (!record) return false;
+  const auto steady_sent_at = SteadyClock::now();
+  const auto known = leases_.known_alive_until(record->lease_id());
+  if (!known || *known <= steady_sent_at + EtcdClient::kSharedStreamMargin) return false;
+  // What heartbeat does after its keep-alive, done when the answer comes. `done` stays in this
+  // state until the stream takes the keep-alive, so that a refusal leaves it with the caller.
+  struct State {
+    SessionRegistry::HeartbeatDone done;
+    std::string session_id;
+    SessionRecord record;
+    decltype(wall_now()) sent_at;
+    SteadyClock::time_point steady_sent_at;
+  };
+  auto state = std::make_shared<State>(
+      State{std::move(done), std::string(session_id), *record, wall_now(), steady_sent_at});
+  KeepAliveStream::Done answered = [this, state](std::int64_t renewed_seconds,
+                                                 const grpc::Status* failed) {
+    if (failed) {
+      try {
+        throw_for_status(*failed, "lease keep-alive", CallKind::kRead);
+      } catch (...) {
+        state->done(std::nullopt, std::current_exception());
+      }
+      return;
+    }
+    if (renewed_seconds <= 0) {
+      forget(state->session_id);
+      state->done(std::nullopt, std::make_exception_ptr(session_not_found(state->session_id)));
+      return;
+    }
+    const auto kept =
+        std::min(milliseconds(state->record.ttl_ms()), milliseconds(seconds(renewed_seconds)));
+    leases_.note_renewed(state->record.lease_id(), state->steady_sent_at + kept);
+    state->done(SessionInfo{state->session_id, state->record.owner_id(), kept,
+                            state->sent_at + kept, milliseconds(state->record.lock_delay_ms())},
+                std::nullptr_t{});
+  };
+  if (client_.keep_alive_stream().start_async(record->lease_id(),
+                                              steady_sent_at + client_.call_timeout(), answered)) {
+    return true;
+  }
+  done = std::move(state->done);
+  return false;
+}
+
 std::optional<SessionInfo> Sessions::get(std::string_view session_id) {
   util::check_session_id(session_id);
   const auto record = lookup(session_id);

@@ -63,6 +63,10 @@ class Sessions {
   SessionInfo open(std::string_view owner_id, std::chrono::milliseconds ttl,
                    std::chrono::milliseconds lock_delay);
   SessionInfo heartbeat(std::string_view session_id);
+  // SessionRegistry::try_heartbeat_async: for a session whose record is cached and whose lease
+  // is known to live past EtcdClient::kSharedStreamMargin, while the shared keep-alive stream is
+  // open (KeepAliveStream::start_async); anything else is heartbeat's to do.
+  bool try_heartbeat_async(std::string_view session_id, SessionRegistry::HeartbeatDone& done);
   std::optional<SessionInfo> get(std::string_view session_id);
   std::vector<LockInfo> close(std::string_view session_id);
   // Ends the grants whose session ended first (their own leases would keep them): of the

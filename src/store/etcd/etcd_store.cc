@@ -334,6 +334,9 @@ class EtcdStore final : public Backend {
   SessionInfo heartbeat(std::string_view session_id) override {
     return sessions_.heartbeat(session_id);
   }
+  bool try_heartbeat_async(std::string_view session_id, HeartbeatDone& done) override {
+    return sessions_.try_heartbeat_async(session_id, done);
+  }
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
     return sessions_.get(session_id);
   }
