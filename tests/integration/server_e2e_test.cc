@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "integration/server_e2e_fixture.h"
 
@@ -33,6 +35,37 @@ TEST_P(ServerEndToEnd, SessionLifecycle) {
   const auto defaulted = call("POST", "/v1/sessions", R"({"owner":"bob"})");
   EXPECT_EQ(defaulted.json.at("ttl_ms").as_int64(), 30000);
   EXPECT_EQ(defaulted.json.at("lock_delay_ms").as_int64(), 0);
+}
+
+// Many keepalives, from many connections at once: each answers its session's full TTL and an
+// expiry after its request was sent. On etcd all but the first go through the asynchronous
+// heartbeat (docs/adr/0024): answered on the keep-alive stream's reader thread, no worker.
+TEST_P(ServerEndToEnd, ConcurrentKeepalivesEachRenewTheirSession) {
+  std::vector<std::string> sids;
+  for (int n = 0; n < 8; ++n) {
+    const auto created =
+        call("POST", "/v1/sessions", R"({"owner":"k)" + std::to_string(n) + R"(","ttl_ms":20000})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    sids.emplace_back(created.json.at("session_id").as_string());
+  }
+  ASSERT_EQ(call("POST", "/v1/sessions/" + sids[0] + "/keepalive").status, 200);
+  std::vector<std::thread> threads;
+  std::atomic<int> renewed{0};
+  for (const auto& sid : sids) {
+    threads.emplace_back([&, sid] {
+      for (int round = 0; round < 10; ++round) {
+        const auto kept = call("POST", "/v1/sessions/" + sid + "/keepalive");
+        if (kept.status == 200 && kept.json.at("ttl_ms").as_int64() == 20000) ++renewed;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(renewed.load(), 80);
+  // A closed session is not found, however many keepalives it had.
+  EXPECT_EQ(call("DELETE", "/v1/sessions/" + sids[3]).status, 204);
+  EXPECT_EQ(call("POST", "/v1/sessions/" + sids[3] + "/keepalive").error_code(),
+            "session_not_found");
+  EXPECT_EQ(call("POST", "/v1/sessions/" + sids[4] + "/keepalive").status, 200);
 }
 
 // C2 "Lock-delay" through the API: a lock whose session expired without a release is refused
