@@ -35,10 +35,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (etcd::format_lock_key(*key) != kv.key()) __builtin_trap();
   }
   if (const auto parts = etcd::parse_session_key(kv.key())) {
-    if (!parts->lock_key.empty() &&
-        etcd::session_lock_key(parts->session_id, parts->lock_key) != kv.key()) {
-      __builtin_trap();
-    }
+    // An index entry of a holder (ADR-0020) formats with the holders segment, not the locks one.
+    const auto formatted = parts->holder
+                               ? etcd::session_holder_key(parts->session_id, parts->lock_key)
+                               : etcd::session_lock_key(parts->session_id, parts->lock_key);
+    if (!parts->lock_key.empty() && formatted != kv.key()) __builtin_trap();
   }
   const auto end = etcd::prefix_range_end(kv.key());
   if (!kv.key().empty() && end != std::string(1, '\0') && !(kv.key() < end)) __builtin_trap();
