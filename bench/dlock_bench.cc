@@ -371,6 +371,10 @@ int run(int argc, char** argv) {
                  "Bound on the open phase: past it no session is opened, and the window runs "
                  "with those that are (0: 2.4 ms per session, at least 20 s); the whole row is "
                  "bounded by it + --scale-window-ms + 30 s");
+  app.add_option("--etcd-flag", options.etcd_flags,
+                 "A flag for the bench's etcd, e.g. --etcd-flag=--auto-compaction-retention=1m "
+                 "(repeatable; replaces the default, the deployment's compaction)")
+      ->allow_extra_args(false);
   app.add_option("--election-rounds", options.election_rounds,
                  "Election failover rounds (0: not measured); each costs at least the TTL");
   app.add_option("--election-ttl-ms", options.election_ttl_ms,
@@ -427,8 +431,11 @@ int run(int argc, char** argv) {
       std::unique_ptr<testing::EtcdCluster> etcd;
       if (name == "etcd") {
         log("starting etcd");
-        etcd = std::make_unique<testing::EtcdCluster>(1);
+        etcd = std::make_unique<testing::EtcdCluster>(1, false, options.etcd_flags);
         backend_url = etcd->endpoints();
+        std::string flags;
+        for (const auto& flag : options.etcd_flags) flags += (flags.empty() ? "" : " ") + flag;
+        extras[name].notes["etcd_flags"] = "the bench's etcd ran with: " + flags;
       }
 #endif
 #ifdef DLOCK_WITH_PG

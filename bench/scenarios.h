@@ -57,6 +57,10 @@ struct Options {
   // --auth: every dlockd of the run gets this tokens file (contract C6), written by the bench
   // for its own principal; empty: no authentication.
   std::string auth_tokens_file;
+  // --etcd-flag: the bench's etcd's extra flags; by default the history compaction the
+  // deployment runs (deploy/k8s/base/etcd-statefulset.yaml, docs/adr/0026).
+  std::vector<std::string> etcd_flags{"--auto-compaction-mode=periodic",
+                                      "--auto-compaction-retention=5m"};
 };
 
 void log(const std::string& line);

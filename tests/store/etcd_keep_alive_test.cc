@@ -49,8 +49,8 @@ class EtcdKeepAliveTest : public ::testing::Test {
   }
 
   // `count` leases of etcd's smallest TTL, granted by 16 threads; returns the one granted last
-  // (the last to expire, so the last to be revoked) once every lease has expired.
-  std::int64_t expired_unrevoked_lease(int count) {
+  // (the last to expire, so the last to be revoked) `past` after it expired.
+  std::int64_t expired_unrevoked_lease(int count, milliseconds past = milliseconds(300)) {
     std::atomic<int> next{0};
     std::mutex mutex;
     std::int64_t last = 0;
@@ -69,22 +69,25 @@ class EtcdKeepAliveTest : public ::testing::Test {
       });
     }
     for (auto& thread : threads) thread.join();
-    std::this_thread::sleep_until(last_granted + std::chrono::seconds(ttl) + milliseconds(300));
+    std::this_thread::sleep_until(last_granted + std::chrono::seconds(ttl) + past);
     return last;
   }
 
   // When each of the two renewals answered: `expired` sent first, `live` 100 ms later, each on
-  // the path EtcdClient::lease_keep_alive picks for what is known of it.
+  // the path EtcdClient::lease_keep_alive picks for what is known of it. What the client knows of
+  // `expired`: by default, granted long ago for less than it has been since; std::nullopt:
+  // nothing (a lease opened through another dlockd).
   struct Answers {
     Clock::time_point expired_at, live_at;
     std::int64_t expired_ttl = -1, live_ttl = -1;
   };
-  Answers renew_both(std::int64_t expired, std::int64_t live) {
+  Answers renew_both(std::int64_t expired, std::int64_t live,
+                     std::optional<Clock::time_point> expired_until = Clock::now() -
+                                                                      milliseconds(300)) {
     const auto live_until = Clock::now() + std::chrono::seconds(50);
     Answers answers;
     auto first = std::async(std::launch::async, [&] {
-      // Known to this client as granted long ago, for less than it has been since.
-      answers.expired_ttl = client_->lease_keep_alive(expired, Clock::now() - milliseconds(300));
+      answers.expired_ttl = client_->lease_keep_alive(expired, expired_until);
       answers.expired_at = Clock::now();
     });
     std::this_thread::sleep_for(milliseconds(100));
@@ -137,12 +140,45 @@ TEST_F(EtcdKeepAliveTest, ALeaseThatMayHaveExpiredDoesNotHoldUpTheSharedStream) 
 }
 
 // A lease this client knows nothing of (opened through another dlockd) goes on a stream of its
-// own too: it may be the expired one.
+// own too: it may be the expired one, and then it does not hold up the shared stream either.
 TEST_F(EtcdKeepAliveTest, ALeaseOfUnknownLifeIsRenewedOnAStreamOfItsOwn) {
-  const std::int64_t lease = client_->lease_grant(60).id();
-  EXPECT_GT(client_->lease_keep_alive(lease, std::nullopt), 0);
-  client_->lease_revoke(lease);
-  EXPECT_EQ(client_->lease_keep_alive(lease, std::nullopt), 0) << "a revoked lease was renewed";
+  const std::int64_t live = client_->lease_grant(60).id();
+  client_->lease_keep_alive(live, Clock::now() + std::chrono::seconds(50));  // the stream is open
+  const std::int64_t expired = expired_unrevoked_lease(4000);
+  const Answers answers = renew_both(expired, live, std::nullopt);
+  EXPECT_EQ(answers.expired_ttl, 0) << "the expired lease was renewed";
+  EXPECT_GT(answers.live_ttl, 0);
+  EXPECT_LT(answers.live_at, answers.expired_at)
+      << "the live lease's keep-alive waited for the unknown lease's revoke ("
+      << std::chrono::duration_cast<milliseconds>(answers.live_at - answers.expired_at).count()
+      << " ms after it)";
+  // And a live lease of unknown life is renewed, a revoked one is not.
+  const std::int64_t other = client_->lease_grant(60).id();
+  EXPECT_GT(client_->lease_keep_alive(other, std::nullopt), 0);
+  client_->lease_revoke(other);
+  EXPECT_EQ(client_->lease_keep_alive(other, std::nullopt), 0) << "a revoked lease was renewed";
+}
+
+// A lease a second or more past its expiry is answered gone at once: asked how long it has
+// left, etcd says so without waiting for the revoke, where a keep-alive would wait for it.
+TEST_F(EtcdKeepAliveTest, ALeaseLongExpiredIsAnsweredGoneWithoutWaitingForItsRevoke) {
+  const std::int64_t expired = expired_unrevoked_lease(10000, milliseconds(1300));
+  const auto sent_at = Clock::now();
+  EXPECT_EQ(client_->lease_keep_alive(expired, Clock::now() - std::chrono::seconds(2)), 0)
+      << "the expired lease was renewed";
+  const auto answered_in = std::chrono::duration_cast<milliseconds>(Clock::now() - sent_at);
+  // The premise: etcd had not revoked it yet, so a keep-alive still waits for the revoke.
+  auto& stream = client_->keep_alive_stream();
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  const auto raw_sent_at = Clock::now();
+  auto raw = stream.start(expired, deadline);
+  EXPECT_EQ(stream.finish(raw, deadline), 0);
+  const auto raw_waited = std::chrono::duration_cast<milliseconds>(Clock::now() - raw_sent_at);
+  EXPECT_GT(raw_waited, milliseconds(300))
+      << "the lease was revoked before the check: no backlog of revokes";
+  EXPECT_LT(answered_in, milliseconds(300))
+      << "the answer waited " << answered_in.count() << " ms (a keep-alive waited "
+      << raw_waited.count() << " ms)";
 }
 
 // --- start_async (docs/adr/0024): the answer comes to a callback, exactly once ---------------

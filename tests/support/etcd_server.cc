@@ -196,7 +196,8 @@ std::pair<std::uint64_t, std::uint64_t> EtcdRawClient::member_and_leader() {
   return {response.header().member_id(), response.leader()};
 }
 
-EtcdCluster::EtcdCluster(int members, bool tls) : root_dir_(temp_root()), use_tls_(tls) {
+EtcdCluster::EtcdCluster(int members, bool tls, std::vector<std::string> extra_flags)
+    : root_dir_(temp_root()), use_tls_(tls), extra_flags_(std::move(extra_flags)) {
   if (members < 1) throw std::invalid_argument("EtcdCluster needs at least one member");
   if (use_tls_) tls_ = make_certificates(root_dir_);
   members_.resize(members);
@@ -272,6 +273,7 @@ void EtcdCluster::launch(int index) {
                         {"--cert-file", tls_.server_cert, "--key-file", tls_.server_key,
                          "--client-cert-auth", "--trusted-ca-file", tls_.ca});
   }
+  options.argv.insert(options.argv.end(), extra_flags_.begin(), extra_flags_.end());
   options.log_path = root_dir_ + "/" + member.name + ".log";
   member.process = std::make_unique<Subprocess>(std::move(options));
 }

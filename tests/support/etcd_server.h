@@ -65,8 +65,10 @@ class EtcdCluster {
  public:
   // Starts `members` members and waits until the cluster has a leader and answers.
   // With `tls`, clients must speak TLS with a certificate the cluster's CA signed
-  // (--client-cert-auth); endpoints are https://.
-  explicit EtcdCluster(int members = 1, bool tls = false);
+  // (--client-cert-auth); endpoints are https://. `extra_flags` are appended to every member's
+  // command line (the bench passes --auto-compaction-* this way).
+  explicit EtcdCluster(int members = 1, bool tls = false,
+                       std::vector<std::string> extra_flags = {});
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
   ~EtcdCluster();
@@ -116,6 +118,7 @@ class EtcdCluster {
   std::vector<Member> members_;
   std::unique_ptr<EtcdRawClient> raw_;
   bool use_tls_ = false;
+  std::vector<std::string> extra_flags_;
   EtcdTlsFiles tls_;
 };
 

@@ -277,7 +277,16 @@ std::int64_t EtcdClient::lease_keep_alive(
   if (alive_until && *alive_until > now + kSharedStreamMargin) {
     return keep_alive_->renew(lease_id, now + call_timeout_);
   }
-  return keep_alive_->renew_alone(lease_id, now + call_timeout_);
+  // etcd's remaining TTL is in whole seconds, rounded toward zero: ttl >= 2 is at least 2 s
+  // left, ttl <= -1 (-1 also for a lease that does not exist) at least 1 s past its expiry,
+  // which no keep-alive can undo (etcd would answer 0 once it has revoked the lease).
+  const std::int64_t left = lease_time_to_live(lease_id, false).ttl();
+  if (left < 0) return 0;
+  const auto after = std::chrono::steady_clock::now();
+  if (std::chrono::seconds(left) > kSharedStreamMargin) {
+    return keep_alive_->renew(lease_id, after + call_timeout_);
+  }
+  return keep_alive_->renew_alone(lease_id, after + call_timeout_);
 }
 
 etcdserverpb::LeaseTimeToLiveResponse EtcdClient::lease_time_to_live(std::int64_t lease_id,

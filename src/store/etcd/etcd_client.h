@@ -63,9 +63,12 @@ class EtcdClient {
   // One keep-alive round trip. Returns the renewed TTL in seconds, 0 when the lease no longer
   // exists. `alive_until` is how long the lease is known to live (the LeaseBook), std::nullopt
   // when unknown: a lease known to live past now + kSharedStreamMargin is renewed on the client's
-  // shared keep-alive stream, any other on a stream of its own, since etcd holds the keep-alive
-  // of an expired, not yet revoked lease, and the whole stream behind it, until the revoke
-  // (etcd_keep_alive.h, docs/adr/0025).
+  // shared keep-alive stream. etcd holds the keep-alive of an expired, not yet revoked lease,
+  // and the whole stream behind it, until the revoke (etcd_keep_alive.h, docs/adr/0025), and
+  // revokes wait in a queue of at most 1000 a second; so for any other lease etcd is asked
+  // first how long it has left (LeaseTimeToLive, answered at once): at least 2 s, renewed on the
+  // shared stream; expired a second or more ago, or gone, 0 without a keep-alive; anything in
+  // between on a stream of its own.
   std::int64_t lease_keep_alive(std::int64_t lease_id,
                                 std::optional<std::chrono::steady_clock::time_point> alive_until);
   static constexpr std::chrono::milliseconds kSharedStreamMargin{1000};

@@ -86,15 +86,20 @@ SessionInfo Sessions::heartbeat(std::string_view session_id) {
   const auto steady_sent_at = SteadyClock::now();
   const std::int64_t renewed_seconds =
       client_.lease_keep_alive(record->lease_id(), leases_.known_alive_until(record->lease_id()));
+  return renewed(session_id, *record, renewed_seconds, sent_at, steady_sent_at);
+}
+
+SessionInfo Sessions::renewed(std::string_view session_id, const SessionRecord& record,
+                              std::int64_t renewed_seconds, WallClock::time_point sent_at,
+                              SteadyClock::time_point steady_sent_at) {
   if (renewed_seconds <= 0) {
     forget(session_id);
     throw session_not_found(session_id);
   }
-  const auto kept =
-      std::min(milliseconds(record->ttl_ms()), milliseconds(seconds(renewed_seconds)));
-  leases_.note_renewed(record->lease_id(), steady_sent_at + kept);
-  return SessionInfo{std::string(session_id), record->owner_id(), kept, sent_at + kept,
-                     milliseconds(record->lock_delay_ms())};
+  const auto kept = std::min(milliseconds(record.ttl_ms()), milliseconds(seconds(renewed_seconds)));
+  leases_.note_renewed(record.lease_id(), steady_sent_at + kept);
+  return SessionInfo{std::string(session_id), record.owner_id(), kept, sent_at + kept,
+                     milliseconds(record.lock_delay_ms())};
 }
 
 bool Sessions::try_heartbeat_async(std::string_view session_id,
@@ -117,32 +122,23 @@ bool Sessions::try_heartbeat_async(std::string_view session_id,
     SessionRegistry::HeartbeatDone done;
     std::string session_id;
     SessionRecord record;
-    decltype(wall_now()) sent_at;
+    WallClock::time_point sent_at;
     SteadyClock::time_point steady_sent_at;
   };
   auto state = std::make_shared<State>(
       State{std::move(done), std::string(session_id), *record, wall_now(), steady_sent_at});
   KeepAliveStream::Done answered = [this, state](std::int64_t renewed_seconds,
                                                  const grpc::Status* failed) {
-    if (failed) {
-      try {
-        throw_for_status(*failed, "lease keep-alive", CallKind::kRead);
-      } catch (...) {
-        state->done(std::nullopt, std::current_exception());
-      }
+    std::optional<SessionInfo> info;
+    try {
+      if (failed) throw_for_status(*failed, "lease keep-alive", CallKind::kRead);
+      info = renewed(state->session_id, state->record, renewed_seconds, state->sent_at,
+                     state->steady_sent_at);
+    } catch (...) {
+      state->done(std::nullopt, std::current_exception());
       return;
     }
-    if (renewed_seconds <= 0) {
-      forget(state->session_id);
-      state->done(std::nullopt, std::make_exception_ptr(session_not_found(state->session_id)));
-      return;
-    }
-    const auto kept =
-        std::min(milliseconds(state->record.ttl_ms()), milliseconds(seconds(renewed_seconds)));
-    leases_.note_renewed(state->record.lease_id(), state->steady_sent_at + kept);
-    state->done(SessionInfo{state->session_id, state->record.owner_id(), kept,
-                            state->sent_at + kept, milliseconds(state->record.lock_delay_ms())},
-                std::nullptr_t{});
+    state->done(std::move(info), std::nullptr_t{});
   };
   if (client_.keep_alive_stream().start_async(record->lease_id(),
                                               steady_sent_at + client_.call_timeout(), answered)) {

@@ -96,6 +96,11 @@ class Sessions {
 
  private:
   void remember(const std::string& session_id, const SessionRecord& record);
+  // heartbeat's answer once etcd renewed `record`'s lease for `renewed_seconds` (0: the lease
+  // is gone: the session is forgotten and SessionNotFoundError thrown), counted from the send.
+  SessionInfo renewed(std::string_view session_id, const SessionRecord& record,
+                      std::int64_t renewed_seconds, WallClock::time_point sent_at,
+                      SteadyClock::time_point steady_sent_at);
   // The session-bound grants of `record`'s session, read before its lease is revoked.
   std::vector<LockInfo> session_bound_grants(std::string_view session_id,
                                              const SessionRecord& record);
