@@ -56,6 +56,7 @@ SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl, millisec
   util::check_owner(owner_id);
   check_ttl(ttl, limits_, "ttl_ms");
   const auto sent_at = wall_now();
+  const auto steady_sent_at = SteadyClock::now();
   const auto lease = client_.lease_grant(lease_seconds(ttl));
   const std::string session_id = util::random_id();
   // The record maps the ID to the lease and is put on it: it ends with the session.
@@ -68,7 +69,6 @@ SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl, millisec
   record.set_lock_delay_ms(lock_delay.count());
   put.set_value(record.SerializeAsString());
   put.set_lease(lease.id());
-  const auto steady_sent_at = SteadyClock::now();
   client_.put(put);  // on failure the lease, holding nothing, expires by itself
   remember(session_id, record);
   // What the lease keeps, counted from before it was asked for (etcd may grant another TTL).
