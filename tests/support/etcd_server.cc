@@ -289,6 +289,11 @@ void EtcdCluster::start(int member) {
   wait_ready(kStartTimeout);
 }
 
+pid_t EtcdCluster::pid(int member) const {
+  const auto& process = members_.at(member).process;
+  return process ? process->pid() : -1;
+}
+
 bool EtcdCluster::running(int member) {
   auto& process = members_.at(member).process;
   return process && process->running();

@@ -83,6 +83,8 @@ class EtcdCluster {
   // Starts a stopped member again and waits until the cluster answers through it.
   void start(int member);
   bool running(int member);
+  // The member's process ID (-1 when it is not running), e.g. to read its CPU time.
+  pid_t pid(int member) const;
 
   // The index of the member every live member agrees leads, or std::nullopt.
   std::optional<int> leader();

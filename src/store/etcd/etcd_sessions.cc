@@ -191,19 +191,45 @@ std::vector<LockInfo> Sessions::close(std::string_view session_id) {
   return released;
 }
 
+std::string PrefixCursor::slice_start(std::uint64_t index, std::uint64_t count) const {
+  if (index == 0) return prefix_;
+  // Slice `index` of `count` (count <= kMaxSlices = 16^3) starts at the 3-digit hex spelling of
+  // index * 4096 / count: distinct and ascending for every index.
+  const std::uint64_t at = index * kMaxSlices / count;
+  std::string start = prefix_;
+  for (int shift = 8; shift >= 0; shift -= 4) start += "0123456789abcdef"[(at >> shift) & 0xf];
+  return start;
+}
+
 etcdserverpb::RangeResponse PrefixCursor::next(EtcdClient& client) {
   std::lock_guard lock(mutex_);
   etcdserverpb::RangeRequest request = prefix_request(prefix_);
-  if (!resume_at_.empty()) request.set_key(resume_at_);
+  request.set_key(resume_at_.empty() ? slice_start(slice_, slices_) : resume_at_);
+  if (slice_ + 1 < slices_) request.set_range_end(slice_start(slice_ + 1, slices_));
   request.set_keys_only(true);
   request.set_limit(page_keys_);
   auto response = client.range(request);
+  keys_seen_ += static_cast<std::uint64_t>(response.kvs_size());
   if (response.more() && response.kvs_size() > 0) {
     resume_at_ = response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0');
-  } else {
-    resume_at_.clear();  // the last page: the next one starts over
+    return response;
   }
+  resume_at_.clear();
+  if (++slice_ < slices_) return response;
+  // The walk is over: the next one starts over, cut so that a slice holds about a page.
+  ++walks_;
+  slice_ = 0;
+  // Slices of 7/8 of a page on average: random IDs spread unevenly, and a slice over a page
+  // costs a second pass.
+  const auto page = static_cast<std::uint64_t>(std::max<std::int64_t>(page_keys_, 1));
+  slices_ = std::clamp<std::uint64_t>((keys_seen_ * 8 + page * 7 - 1) / (page * 7), 1, kMaxSlices);
+  keys_seen_ = 0;
   return response;
+}
+
+std::uint64_t PrefixCursor::walks() const {
+  std::lock_guard lock(mutex_);
+  return walks_;
 }
 
 ReapReport Sessions::reap_expired() {

@@ -35,19 +35,39 @@ inline constexpr std::int64_t kReapPageKeys = 1000;
 // A bounded, resumable walk over the keys of a prefix (the reaper's scan, docs/adr/0022): each
 // next() reads one page of at most `page_keys` keys (keys only) from where the last one stopped,
 // at etcd's current revision, and the page after the prefix's last starts over at its beginning.
-// So a reap pass costs one page whatever the number of keys; a full walk over N keys takes
+// So a reap pass reads one page whatever the number of keys; a full walk over N keys takes about
 // N / page_keys passes. Thread-safe.
+//
+// etcd 3.4 answers a Range after walking every key from its start to its range_end, not just the
+// page (for the count it returns), so a page read up to the prefix's end costs etcd in
+// proportion to all the keys after it. The walk therefore reads slices of the prefix: the key
+// space after the prefix is cut at evenly spaced 3-digit lower-case hex boundaries (session IDs
+// are random hex), and a page never reads past its slice's end. The number of slices is chosen
+// at the start of each walk from the keys the last walk saw, so that a slice holds about 7/8 of
+// a page (1 slice, the whole prefix, for the first walk and for few keys; at most kMaxSlices). Any
+// key under the prefix lies in exactly one slice, hex or not.
 class PrefixCursor {
  public:
   PrefixCursor(std::string prefix, std::int64_t page_keys)
       : prefix_(std::move(prefix)), page_keys_(page_keys) {}
   etcdserverpb::RangeResponse next(EtcdClient& client);
+  // Walks finished so far (the last page of the last slice read), for tests.
+  std::uint64_t walks() const;
+
+  static constexpr std::uint64_t kMaxSlices = 4096;
 
  private:
-  std::mutex mutex_;
+  // The first key of slice `index` of `count` (the prefix itself for slice 0).
+  std::string slice_start(std::uint64_t index, std::uint64_t count) const;
+
+  mutable std::mutex mutex_;
   const std::string prefix_;
   const std::int64_t page_keys_;
-  std::string resume_at_;  // the next page's first key; empty: the prefix's beginning
+  std::uint64_t slices_ = 1;     // this walk's
+  std::uint64_t slice_ = 0;      // the slice being read
+  std::string resume_at_;        // the next page's first key; empty: the slice's beginning
+  std::uint64_t keys_seen_ = 0;  // by this walk so far
+  std::uint64_t walks_ = 0;
 };
 
 class Sessions {
