@@ -91,18 +91,6 @@ double rss_mib(pid_t pid) {
   return -1;
 }
 
-double cpu_seconds(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream fields(text.substr(text.rfind(')') + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(field);
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
 Measurement spi_pairs(Backend& backend, const std::string& name,
                       const std::vector<RawSession>& sessions, int clients, milliseconds duration) {
   std::vector<ClientStats> stats;

@@ -19,6 +19,7 @@
 #include "raw_paths.h"
 #include "report.h"
 #include "support/dlockd_process.h"
+#include "support/subprocess.h"
 
 namespace dlock::bench {
 
@@ -113,7 +114,7 @@ std::optional<double> metric_value(const std::string& text, const std::string& n
 double rss_mib(pid_t pid);
 
 // utime + stime of `pid`, in seconds.
-double cpu_seconds(pid_t pid);
+using testing::cpu_seconds;  // support/subprocess.h
 
 Measurement spi_pairs(Backend& backend, const std::string& name,
                       const std::vector<RawSession>& sessions, int clients,

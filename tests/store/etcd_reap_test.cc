@@ -11,15 +11,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 #include "dlock/lock_store.h"
 #include "store/etcd/etcd_client.h"
@@ -139,15 +134,6 @@ TEST_F(EtcdReapSlicesTest, AWalkReadsEveryKeyOnceInSlicesOfAboutAPage) {
 // A measurement, not a check (docs/adr/0022, "Slices"): etcd's CPU per page of the reaper's
 // walk over 100 000 keys, unsliced (the first walk) and sliced (the second). Run it with
 //   build/tests/etcd_reap_test --gtest_also_run_disabled_tests --gtest_filter='*Measure*'
-double cpu_seconds(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  const std::string line((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream fields(line.substr(line.rfind(')') + 2));
-  std::vector<std::string> parts{std::istream_iterator<std::string>(fields), {}};
-  return (std::stod(parts.at(11)) + std::stod(parts.at(12))) /
-         static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
 TEST_F(EtcdReapSlicesTest, DISABLED_MeasureEtcdCpuPerPageOfAWalk) {
   constexpr int kKeys = 100000;
   const std::string prefix = "/dlock-test/measure/";
@@ -164,13 +150,13 @@ TEST_F(EtcdReapSlicesTest, DISABLED_MeasureEtcdCpuPerPageOfAWalk) {
   store::etcd::PrefixCursor cursor(prefix, store::etcd::kReapPageKeys);
   for (int w = 0; w < 2; ++w) {
     const auto walks = cursor.walks();
-    const double cpu0 = cpu_seconds(etcd_->pid(0));
+    const double cpu0 = testing::cpu_seconds(etcd_->pid(0));
     int pages = 0;
     while (cursor.walks() == walks) {
       cursor.next(client);
       ++pages;
     }
-    const double cpu = cpu_seconds(etcd_->pid(0)) - cpu0;
+    const double cpu = testing::cpu_seconds(etcd_->pid(0)) - cpu0;
     std::printf("walk %d (%s): %d pages, etcd CPU %.2f s, %.1f ms per page\n", w + 1,
                 w == 0 ? "one slice" : "sliced", pages, cpu, 1000.0 * cpu / pages);
   }

@@ -55,6 +55,9 @@ int free_loopback_port();
 // A fresh directory under $TMPDIR (or /tmp), removed by the caller.
 std::string make_temp_dir(const std::string& prefix);
 
+// The CPU time (user + system, seconds) `pid` has used so far, from /proc/<pid>/stat.
+double cpu_seconds(pid_t pid);
+
 // Polls `condition` until it holds or `timeout` passes; returns whether it held.
 template <typename Condition>
 bool wait_for(Condition condition, std::chrono::milliseconds timeout,
