@@ -170,9 +170,11 @@ class LockService {
   // Queues the waiter behind earlier ones and, when it is the new head, makes its attempt.
   void wait_in_queue(const std::string& key, const WaiterPtr& waiter,
                      std::chrono::milliseconds wait, const CancellationPtr& cancellation);
-  // A waiter ended early (its deadline, or its connection closed): answered "held", or the last
-  // attempt's failure, unless already answered.
-  void give_up(const std::weak_ptr<KeyState>& weak_state, const std::weak_ptr<Waiter>& weak);
+  // A waiter ended early (its deadline, or its connection closed: `cancelled`): answered "held",
+  // or the last attempt's failure, unless already answered — or, at its deadline while its
+  // attempt is in flight, by that attempt (WaiterQueue::give_up).
+  void give_up(const std::weak_ptr<KeyState>& weak_state, const std::weak_ptr<Waiter>& weak,
+               bool cancelled);
   // One backend attempt for the head waiter of the key, if none is in flight.
   void pump(const std::string& key);
   void pump(const KeyStatePtr& state);

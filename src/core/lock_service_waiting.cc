@@ -144,7 +144,7 @@ void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter,
     waiter->deadline->expires_after(wait);
     waiter->deadline->async_wait([this, weak_state = std::weak_ptr<KeyState>(state),
                                   weak = std::weak_ptr<Waiter>(waiter)](auto error) {
-      if (!error) give_up(weak_state, weak);
+      if (!error) give_up(weak_state, weak, false);
     });
     // Only a new head makes an attempt: later arrivals wait their turn without touching the
     // backend (64 waiters must not mean 64 failing writes).
@@ -157,21 +157,21 @@ void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter,
   if (cancellation) {
     cancellation->arm_watched(
         [this, weak_state = std::weak_ptr<KeyState>(state), weak = std::weak_ptr<Waiter>(waiter)] {
-          give_up(weak_state, weak);
+          give_up(weak_state, weak, true);
         });
   }
   if (head) attempt(state, head);
 }
 
 void LockService::give_up(const std::weak_ptr<KeyState>& weak_state,
-                          const std::weak_ptr<Waiter>& weak) {
+                          const std::weak_ptr<Waiter>& weak, bool cancelled) {
   const auto waiter = weak.lock();
   const auto state = weak_state.lock();
   if (!waiter || !state) return;
   std::optional<std::exception_ptr> failure;
   {
     std::lock_guard lock(mutex_);
-    failure = state->queue.give_up(waiter);
+    failure = cancelled ? state->queue.cancel(waiter) : state->queue.give_up(waiter);
     if (!failure) return;
     count_answered(1);
   }
@@ -243,8 +243,10 @@ void LockService::attempt(const KeyStatePtr& state, const WaiterPtr& head) {
   {
     std::lock_guard lock(mutex_);
     after = state->queue.end_attempt(head, result, failure);
-    if (after.deliver) count_answered(1);
+    if (after.deliver || after.expired) count_answered(1);
   }
+  // Its wait_ms ended during this attempt, which did not grant it: answered now.
+  if (after.expired) head->done({std::optional<LockHandle>{}, after.failure});
   switch (result) {
     case Attempt::kFailed:
       schedule_pump(state, options_.retry_backoff);  // transient: the head keeps its place

@@ -18,7 +18,8 @@ WaiterPtr WaiterQueue::begin_attempt() {
   if (waiters_.empty()) return nullptr;
   busy_ = true;
   again_ = false;
-  return waiters_.front();
+  attempting_ = waiters_.front();
+  return attempting_;
 }
 
 WaiterPtr WaiterQueue::begin_handover() {
@@ -39,6 +40,12 @@ WaiterQueue::AfterAttempt WaiterQueue::end_attempt(const WaiterPtr& head, Attemp
     last_failure_ = nullptr;  // the backend decided
     if (attempt != Attempt::kHeld) after.deliver = take(head);
   }
+  if (attempting_ == head && head->expired &&
+      (attempt == Attempt::kHeld || attempt == Attempt::kFailed) && take(head)) {
+    after.expired = true;
+    after.failure = last_failure_;
+  }
+  attempting_ = nullptr;
   busy_ = false;
   after.again = std::exchange(again_, false);
   after.waiting = !waiters_.empty();
@@ -54,6 +61,14 @@ bool WaiterQueue::take(const WaiterPtr& waiter) {
 }
 
 std::optional<std::exception_ptr> WaiterQueue::give_up(const WaiterPtr& waiter) {
+  if (waiter == attempting_ && !waiter->finished) {
+    waiter->expired = true;
+    return std::nullopt;
+  }
+  return cancel(waiter);
+}
+
+std::optional<std::exception_ptr> WaiterQueue::cancel(const WaiterPtr& waiter) {
   if (!take(waiter)) return std::nullopt;
   return last_failure_;
 }

@@ -42,6 +42,8 @@ struct Waiter {
   std::function<void(AcquireOutcome)> done;
   std::unique_ptr<boost::asio::steady_timer> deadline;
   bool finished = false;  // guarded by the service's mutex: a waiter is answered exactly once
+  // Its wait_ms ended while an acquire attempt for it was in flight: that attempt answers it.
+  bool expired = false;
 };
 using WaiterPtr = std::shared_ptr<Waiter>;
 
@@ -64,6 +66,10 @@ class WaiterQueue {
     bool again = false;
     // Waiters are left (after a held attempt: arm the wake-up at the holder's expiry).
     bool waiting = false;
+    // The head's wait_ms ended during this attempt, which decided nothing for it (held or
+    // failed): it is now out of the queue, to be answered "held" or with `failure`.
+    bool expired = false;
+    std::exception_ptr failure;
   };
 
   // Appends a waiter; true when it is now the head.
@@ -85,7 +91,14 @@ class WaiterQueue {
   // A waiter's wait_ms ended. Nothing if it was already answered; otherwise it is taken out and
   // is to be answered with the last attempt's failure when that attempt failed — no backend
   // decision was made (lock_store.h: a failure is never "held") — or "held" (null).
+  // Except the head while an acquire attempt for it is in flight: that attempt decides, and
+  // end_attempt answers it (ADR-0007 "Deadlines"). Answered "held" now, the client could ask
+  // again and be granted elsewhere, and the attempt landing after that grant would supersede it
+  // as a re-entrant acquire of its own session.
   std::optional<std::exception_ptr> give_up(const WaiterPtr& waiter);
+  // Its client has gone: taken out at once, even during its attempt (whose grant is then given
+  // back). Answered as give_up's, unless already answered.
+  std::optional<std::exception_ptr> cancel(const WaiterPtr& waiter);
   // Takes out every pending waiter of these sessions. A head whose attempt is in flight is
   // taken too: that attempt then finds it answered and gives back whatever it was granted.
   std::vector<WaiterPtr> take_sessions(const std::set<std::string, std::less<>>& session_ids);
@@ -99,8 +112,9 @@ class WaiterQueue {
 
  private:
   std::deque<WaiterPtr> waiters_;
-  bool busy_ = false;   // an attempt for the head is in flight
-  bool again_ = false;  // a wake-up arrived while busy
+  bool busy_ = false;     // an attempt for the head is in flight
+  WaiterPtr attempting_;  // the head an acquire attempt is in flight for (not a hand-over)
+  bool again_ = false;    // a wake-up arrived while busy
   // The failure of the last attempt, cleared by an attempt that decided (granted, refused or
   // held).
   std::exception_ptr last_failure_;

@@ -222,14 +222,22 @@ class LockServiceOneWorkerTest : public LockServiceTest {
 
 // A waiter's deadline is answered on the io_context's thread, not on the worker pool: when every
 // worker is blocked in a store call, waiters are still answered at wait_ms (ADR-0007
-// "Deadlines"), not after the store's call timeout (C2).
+// "Deadlines"), not after the store's call timeout (C2). (A waiter whose own attempt is in flight
+// is answered by that attempt instead: AStalledAttemptNeverSupersedesALaterGrantOfItsOwnSession.)
 TEST_F(LockServiceOneWorkerTest, WaiterIsAnsweredAtItsDeadlineWhileEveryWorkerIsBlocked) {
+  const auto holder = open("holder");
   const auto a = open("a");
-  faults_.inject("try_insert", Fault::kHang, 1);
+  ASSERT_TRUE(granted(acquire(holder, 0ms)->get()));
   const auto started = SteadyClock::now();
-  const auto waiter = acquire(a, 100ms);
-  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  const auto waiter = queue(a, 300ms);
+  // Its attempt found the key held and ended (the wake-up at the holder's expiry reads it).
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));
+  faults_.inject("try_insert", Fault::kHang, 1);
+  Pending<std::optional<LockHandle>> other;
+  service_->acquire("ns/other", holder, kLongTtl, 0ms, other.callback());
+  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s)) << "the only worker is not blocked";
   EXPECT_TRUE(waiter->answered(1s)) << "not answered while the only worker is blocked";
+  EXPECT_TRUE(held(waiter->get()));
   EXPECT_LT(SteadyClock::now() - started, 1s);
 }
 

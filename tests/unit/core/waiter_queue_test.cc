@@ -54,17 +54,59 @@ TEST(WaiterQueue, OneAttemptAtATimeAndAWakeUpDuringItAsksForAnother) {
   EXPECT_FALSE(queue.end_attempt(a, Attempt::kHeld, nullptr).again) << "asked for once";
 }
 
-TEST(WaiterQueue, AHeadThatGaveUpDuringItsAttemptIsNotDeliveredItsGrant) {
+TEST(WaiterQueue, AHeadCancelledDuringItsAttemptIsNotDeliveredItsGrant) {
   WaiterQueue queue;
   const auto a = waiter("a");
   const auto b = waiter("b");
   queue.push(a);
   queue.push(b);
   ASSERT_EQ(queue.begin_attempt(), a);
-  ASSERT_TRUE(queue.give_up(a)) << "a's wait_ms ends while its attempt is in flight";
+  ASSERT_TRUE(queue.cancel(a)) << "a's client goes while its attempt is in flight";
   const auto after = queue.end_attempt(a, Attempt::kGranted, nullptr);
   EXPECT_FALSE(after.deliver) << "its grant is an orphan, to be given back";
+  EXPECT_FALSE(after.expired);
   EXPECT_EQ(queue.begin_attempt(), b);
+}
+
+// ADR-0007 "Deadlines": wait_ms ending during the head's own attempt leaves the answer to that
+// attempt, whatever it decides.
+TEST(WaiterQueue, AHeadWhoseWaitEndsDuringItsAttemptIsAnsweredByThatAttempt) {
+  WaiterQueue queue;
+  const auto a = waiter("a");
+  const auto b = waiter("b");
+  const auto c = waiter("c");
+  for (const auto& w : {a, b, c}) queue.push(w);
+  ASSERT_EQ(queue.begin_attempt(), a);
+  EXPECT_FALSE(queue.give_up(a)) << "answered now, while its attempt is in flight";
+  EXPECT_FALSE(a->finished);
+  auto after = queue.end_attempt(a, Attempt::kGranted, nullptr);
+  EXPECT_TRUE(after.deliver) << "the grant is delivered, not given back";
+  EXPECT_FALSE(after.expired);
+
+  ASSERT_EQ(queue.begin_attempt(), b);
+  EXPECT_FALSE(queue.give_up(b));
+  after = queue.end_attempt(b, Attempt::kHeld, nullptr);
+  EXPECT_FALSE(after.deliver);
+  EXPECT_TRUE(after.expired) << "held: answered now, out of the queue";
+  EXPECT_EQ(after.failure, nullptr);
+  EXPECT_TRUE(b->finished);
+
+  ASSERT_EQ(queue.begin_attempt(), c);
+  EXPECT_FALSE(queue.give_up(c));
+  const auto failure = unavailable();
+  after = queue.end_attempt(c, Attempt::kFailed, failure);
+  EXPECT_TRUE(after.expired) << "failed: answered with the failure, never held";
+  EXPECT_EQ(after.failure, failure);
+  EXPECT_TRUE(queue.idle());
+}
+
+TEST(WaiterQueue, AHeadWhoseWaitEndsDuringAHandOverIsAnsweredAtOnce) {
+  WaiterQueue queue;
+  const auto a = waiter("a");
+  queue.push(a);
+  ASSERT_EQ(queue.begin_handover(), a);
+  ASSERT_TRUE(queue.give_up(a)) << "a hand-over cannot supersede a grant of a's session";
+  EXPECT_FALSE(queue.end_attempt(a, Attempt::kGranted, nullptr).deliver);
 }
 
 TEST(WaiterQueue, AFailedAttemptKeepsTheHeadAndAWaiterGivingUpIsAnsweredWithTheFailure) {
