@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -350,6 +351,20 @@ int run(int argc, char** argv) {
   app.add_option("--fill-sessions", options.fill_sessions, "Sessions opened for the RSS figure");
   app.add_option("--fill-locks", options.fill_locks, "Locks held for the RSS figure");
   app.add_option("--dlockd", options.dlockd, "dlockd binary");
+  app.add_option("--dlockd-cpus", options.dlockd_cpus,
+                 "[BACKEND=]LIST: run that backend's dlockd (no BACKEND: every other one) pinned "
+                 "to the CPUs in LIST (taskset -c; e.g. 0, sqlite=1), as docs/deploy.md \"CPU "
+                 "placement\" describes; repeatable; default: not pinned")
+      ->allow_extra_args(false)
+      ->check([](const std::string& entry) {
+        const auto list =
+            entry.substr(entry.find('=') == std::string::npos ? 0 : entry.find('=') + 1);
+        const bool ok = !list.empty() &&
+                        list.find_first_not_of("0123456789,-") == std::string::npos &&
+                        std::isdigit(static_cast<unsigned char>(list.front())) &&
+                        std::isdigit(static_cast<unsigned char>(list.back()));
+        return ok ? std::string() : "'" + entry + "' is not [BACKEND=]LIST, e.g. 0 or sqlite=1";
+      });
   app.add_option("--idle-ms", options.idle_ms, "Idle time over which dlockd's CPU is measured");
   app.add_option("--waiters", options.waiters, "Blocked waiters for the scale figure (0: none)");
   app.add_option("--big-fill-backends", options.big_fill_backends,
@@ -452,6 +467,10 @@ int run(int argc, char** argv) {
         extras[name].notes["all"] = "backend not built into this dlock-bench (or unknown)";
         measured.push_back(name);
         continue;
+      }
+      if (const auto cpus = dlockd_cpus(options, name); !cpus.empty()) {
+        extras[name].notes["dlockd_cpus"] =
+            "every dlockd of this backend ran pinned to CPUs " + cpus + " (taskset -c)";
       }
       run_backend(options, name, backend_url, work_dir, all, extras[name]);
       measured.push_back(name);

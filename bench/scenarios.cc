@@ -21,6 +21,19 @@ using std::chrono::milliseconds;
 
 void log(const std::string& line) { std::cerr << "[dlock-bench] " << line << std::endl; }
 
+std::string dlockd_cpus(const Options& options, const std::string& backend) {
+  std::string fallback;
+  for (const auto& entry : options.dlockd_cpus) {
+    const auto equals = entry.find('=');
+    if (equals == std::string::npos) {
+      fallback = entry;
+    } else if (entry.compare(0, equals, backend) == 0 && equals == backend.size()) {
+      return entry.substr(equals + 1);
+    }
+  }
+  return fallback;
+}
+
 testing::DlockdOptions dlockd_options(const Options& options, const std::string& backend,
                                       const std::string& sqlite_path, const std::string& url) {
   testing::DlockdOptions result;
@@ -39,6 +52,9 @@ testing::DlockdOptions dlockd_options(const Options& options, const std::string&
         result.extra_args.end(),
         {"--auth-tokens-file", options.auth_tokens_file, "--auth-max-sessions-per-principal",
          "100000000", "--auth-max-waiters-per-principal", "100000000"});
+  }
+  if (const auto cpus = dlockd_cpus(options, backend); !cpus.empty()) {
+    result.wrapper = {"/usr/bin/taskset", "-c", cpus};
   }
   if (backend == "sqlite") result.sqlite_path = sqlite_path;
   if (backend == "pg") result.pg_url = url;

@@ -32,6 +32,10 @@ struct Options {
   std::uint64_t fill_locks = 10000;
   std::string out;
   std::string dlockd = DLOCK_DLOCKD_PATH;
+  // --dlockd-cpus: each "[BACKEND=]LIST" pins that backend's dlockd (no BACKEND: every other
+  // one) to the CPUs in LIST with `taskset -c`, as a deployment pins it (systemd's
+  // CPUAffinity=, docs/deploy.md "CPU placement"); none: not pinned.
+  std::vector<std::string> dlockd_cpus;
   int idle_ms = 2000;
   // Backends whose scale figure uses 10k sessions and 100k locks whatever --fill-* say.
   std::vector<std::string> big_fill_backends;
@@ -65,6 +69,9 @@ struct Options {
 };
 
 void log(const std::string& line);
+
+// The CPU list --dlockd-cpus gives `backend`'s dlockd; empty: not pinned.
+std::string dlockd_cpus(const Options& options, const std::string& backend);
 
 testing::DlockdOptions dlockd_options(const Options& options, const std::string& backend,
                                       const std::string& sqlite_path, const std::string& url);
