@@ -378,8 +378,9 @@ void LockService::shutdown() {
       answered.insert(answered.end(), taken.begin(), taken.end());
       state->dropped = true;
     }
+    // A head whose own attempt is in flight is left to it (WaiterQueue::take_all) and counted
+    // when that attempt answers it.
     count_answered(answered.size());
-    waiters_ = 0;
     queues.swap(queues_);
     observations.swap(observations_);
   }

@@ -86,9 +86,12 @@ std::vector<WaiterPtr> WaiterQueue::take_sessions(
 std::vector<WaiterPtr> WaiterQueue::take_all() {
   std::vector<WaiterPtr> taken;
   for (const auto& waiter : std::deque<WaiterPtr>(waiters_)) {
+    if (waiter == attempting_ && !waiter->finished) {
+      waiter->expired = true;  // its attempt answers it, as at its wait_ms (give_up)
+      continue;
+    }
     if (take(waiter)) taken.push_back(waiter);
   }
-  waiters_.clear();
   return taken;
 }
 

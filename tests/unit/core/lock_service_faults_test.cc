@@ -124,6 +124,36 @@ TEST_F(LockServiceTest, AStalledAttemptNeverSupersedesALaterGrantOfItsOwnSession
       << ") was superseded or ended by a stalled attempt of an already answered request";
 }
 
+// Shutdown (SIGTERM: the pod is being replaced) while a waiter's own attempt is in flight: answered
+// 503 at once, its client would ask the other server and could be granted there, and the attempt
+// landing afterwards would supersede that grant as a re-entrant acquire (as above). The attempt
+// answers it instead, within the drain (the store call's timeout, C2); waiters without an attempt
+// in flight are answered 503 at once.
+TEST_F(LockServiceTest, ShutdownLeavesAWaiterWhoseAttemptIsInFlightToThatAttempt) {
+  const auto holder = open("holder");
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto first = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(first));
+  const auto waiter = queue(a, 10s);
+  const auto behind = queue(b, 10s);
+  faults_.inject("try_insert", Fault::kStall, 1);
+  ASSERT_TRUE(store_.delete_if_owner(kKey, "holder", holder, token_of(first)));
+  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  service_->shutdown();
+  const auto refused = behind->get(1s);
+  EXPECT_EQ(error_code(refused.error), ErrorCode::kUnavailable) << "no attempt in flight for it";
+  EXPECT_FALSE(waiter->answered(300ms)) << "answered while its own attempt is in flight";
+  faults_.release_hung();
+  const auto outcome = waiter->get(2s);
+  ASSERT_TRUE(granted(outcome)) << "its attempt granted it";
+  const auto live = store_.read(kKey);
+  ASSERT_TRUE(live);
+  EXPECT_EQ(live->session_id, a);
+  EXPECT_EQ(live->fencing_token, token_of(outcome)) << "the delivered grant must stay live";
+  EXPECT_TRUE(wait_until([&] { return observer_.waiters.load() == 0; }));
+}
+
 // The service has no deadline of its own for a call without wait: it answers when the store call
 // returns, relying on C2's rule that every backend call is bounded by the store's call timeout.
 TEST_F(LockServiceTest, HangingAcquireWithoutWaitIsAnsweredUnavailableWhenTheCallReturns) {

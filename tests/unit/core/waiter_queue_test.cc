@@ -175,5 +175,36 @@ TEST(WaiterQueue, TakeAllAnswersEveryPendingWaiterOnce) {
   EXPECT_TRUE(queue.take_all().empty());
 }
 
+// Shutdown during the head's own acquire attempt: as at its wait_ms, the attempt answers it.
+TEST(WaiterQueue, TakeAllLeavesTheHeadToItsAttemptInFlight) {
+  for (const auto attempt : {Attempt::kGranted, Attempt::kHeld, Attempt::kFailed}) {
+    WaiterQueue queue;
+    const auto a = waiter("a");
+    const auto b = waiter("b");
+    queue.push(a);
+    queue.push(b);
+    ASSERT_EQ(queue.begin_attempt(), a);
+    const auto taken = queue.take_all();
+    ASSERT_EQ(taken.size(), 1U);
+    EXPECT_EQ(taken[0], b);
+    EXPECT_FALSE(a->finished) << "answered while its own attempt is in flight";
+    const auto after = queue.end_attempt(a, attempt, nullptr);
+    EXPECT_EQ(after.deliver || after.expired, true) << "the attempt must answer it";
+    EXPECT_EQ(after.deliver, attempt == Attempt::kGranted);
+    EXPECT_FALSE(after.waiting);
+    EXPECT_TRUE(queue.idle());
+  }
+}
+
+// A hand-over in flight cannot supersede a grant of the head's session: taken at once.
+TEST(WaiterQueue, TakeAllTakesTheHeadOfAHandOverAtOnce) {
+  WaiterQueue queue;
+  const auto a = waiter("a");
+  queue.push(a);
+  ASSERT_EQ(queue.begin_handover(), a);
+  ASSERT_EQ(queue.take_all().size(), 1U);
+  EXPECT_FALSE(queue.end_attempt(a, Attempt::kGranted, nullptr).deliver);
+}
+
 }  // namespace
 }  // namespace dlock::core
