@@ -189,7 +189,7 @@ TEST(WaiterQueue, TakeAllLeavesTheHeadToItsAttemptInFlight) {
     EXPECT_EQ(taken[0], b);
     EXPECT_FALSE(a->finished) << "answered while its own attempt is in flight";
     const auto after = queue.end_attempt(a, attempt, nullptr);
-    EXPECT_EQ(after.deliver || after.expired, true) << "the attempt must answer it";
+    EXPECT_TRUE(after.deliver || after.expired) << "the attempt must answer it";
     EXPECT_EQ(after.deliver, attempt == Attempt::kGranted);
     EXPECT_FALSE(after.waiting);
     EXPECT_TRUE(queue.idle());
