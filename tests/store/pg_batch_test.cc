@@ -155,5 +155,136 @@ TEST_F(PgBatchTest, ConcurrentWritersEachGetTheirOwnOutcome) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+// --- heartbeats of one batch in one statement (docs/adr/0027-pg-heartbeats-in-one-statement.md)
+
+PgWrite heartbeat(const std::string& session) {
+  return PgWrite{"heartbeat", {session}, std::nullopt, nullptr};
+}
+
+std::int64_t session_expiry_us(PgConnection& connection, const std::string& session) {
+  return connection
+      .run("SELECT " DLOCK_PG_US("expires_at") " FROM lock_session WHERE session_id = '" + session +
+           "'")
+      .int64(0, 0);
+}
+
+TEST(PgTextArray, QuotesEveryValueAndEscapesQuotesAndBackslashes) {
+  EXPECT_EQ(text_array({}), "{}");
+  EXPECT_EQ(text_array({"a", "b c"}), R"({"a","b c"})");
+  EXPECT_EQ(text_array({R"(x"y\z)", ""}), R"({"x\"y\\z",""})");
+}
+
+// Each heartbeat of the merged statement gets its own session's answer: its owner, TTL and new
+// expiry; a session closed or expired (but not reaped) gets no row and is not renewed; a session
+// named twice is answered twice; the acquire sharing the batch is granted.
+TEST_F(PgBatchTest, HeartbeatsOfOneBatchEachGetTheirOwnSessionsAnswer) {
+  const auto a = store_->open_session("owner-a", milliseconds(30000)).session_id;
+  const auto b =
+      store_->open_session("owner-b", milliseconds(60000), milliseconds(2000)).session_id;
+  const auto closed = dead_session();
+  const auto expired = live_session();
+  connection_->run(
+      "UPDATE lock_session SET expires_at = now() - interval '1 second' "
+      "WHERE session_id = '" +
+      expired + "'");
+  const auto expired_at = session_expiry_us(*connection_, expired);
+  const auto k = key("hb");
+  PgWrite beat_a = heartbeat(a), beat_closed = heartbeat(closed), beat_b = heartbeat(b),
+          beat_expired = heartbeat(expired), beat_a_again = heartbeat(a), grant = acquire(k, a);
+  run_batch(*connection_, {&beat_a, &beat_closed, &grant, &beat_b, &beat_expired, &beat_a_again});
+
+  for (auto* write : {&beat_a, &beat_closed, &grant, &beat_b, &beat_expired, &beat_a_again}) {
+    ASSERT_FALSE(write->error);
+    ASSERT_TRUE(write->result);
+  }
+  ASSERT_EQ(beat_a.result->rows(), 1);
+  ASSERT_EQ(beat_b.result->rows(), 1);
+  ASSERT_EQ(beat_a_again.result->rows(), 1);
+  EXPECT_EQ(beat_closed.result->rows(), 0);
+  EXPECT_EQ(beat_expired.result->rows(), 0);
+  // kHeartbeat's columns: owner, TTL, new expiry (µs), lock-delay.
+  EXPECT_EQ(beat_a.result->text(0, 0), "owner-a");
+  EXPECT_EQ(beat_a.result->int64(0, 1), 30000);
+  EXPECT_EQ(beat_a.result->int64(0, 3), 0);
+  EXPECT_EQ(beat_b.result->text(0, 0), "owner-b");
+  EXPECT_EQ(beat_b.result->int64(0, 1), 60000);
+  EXPECT_EQ(beat_b.result->int64(0, 3), 2000);
+  EXPECT_EQ(beat_a_again.result->int64(0, 2), beat_a.result->int64(0, 2));
+  // One transaction's now(): the two new expiries are 30 s apart, as the two TTLs.
+  EXPECT_EQ(beat_b.result->int64(0, 2) - beat_a.result->int64(0, 2), 30'000'000);
+  EXPECT_EQ(session_expiry_us(*connection_, a), beat_a.result->int64(0, 2));
+  EXPECT_EQ(session_expiry_us(*connection_, b), beat_b.result->int64(0, 2));
+  EXPECT_EQ(session_expiry_us(*connection_, expired), expired_at);  // not brought back
+  ASSERT_EQ(grant.result->rows(), 1);
+  ASSERT_TRUE(store_->read(k));
+  EXPECT_EQ(store_->read(k)->session_id, a);
+}
+
+// Two session-bound shared holders of one name renewed in one statement: the group row's expiry
+// becomes the later of their new expiries, as their heartbeats one by one would leave it.
+TEST_F(PgBatchTest, HeartbeatsOfOneBatchRaiseTheirSharedGrantToTheLatestExpiry) {
+  const auto shorter = store_->open_session("owner", milliseconds(30000)).session_id;
+  const auto longer = store_->open_session("owner", milliseconds(90000)).session_id;
+  const auto k = key("shared");
+  const HoldRequest shared{HoldMode::kShared, 0};
+  ASSERT_TRUE(store_->try_insert_holder(k, "owner", longer, LockLease::session(), shared));
+  ASSERT_TRUE(store_->try_insert_holder(k, "owner", shorter, LockLease::session(), shared));
+  PgWrite first = heartbeat(longer), second = heartbeat(shorter);
+  run_batch(*connection_, {&first, &second});
+  ASSERT_FALSE(first.error);
+  ASSERT_FALSE(second.error);
+  ASSERT_EQ(first.result->rows(), 1);
+  const auto group =
+      connection_->run("SELECT " DLOCK_PG_US("expires_at") " FROM locks WHERE key = '" + k + "'");
+  ASSERT_EQ(group.rows(), 1);
+  EXPECT_EQ(group.int64(0, 0), first.result->int64(0, 2));
+}
+
+// The merged statement fails (here a statement timeout: another transaction holds one session's
+// row) on a sound connection: each heartbeat runs again alone and learns its own outcome, so the
+// blocked session's failure is not its batch mate's.
+TEST_F(PgBatchTest, FailedMergedHeartbeatIsEachHeartbeatsOwnOutcome) {
+  const auto blocked = live_session(), free = live_session();
+  PgConnection holder(url(), kCallTimeout, {});
+  holder.run("BEGIN; SELECT 1 FROM lock_session WHERE session_id = '" + blocked + "' FOR UPDATE");
+  PgConnection impatient(url(), milliseconds(300), prepared_statements());
+  PgWrite stuck = heartbeat(blocked), renewed = heartbeat(free);
+  run_batch(impatient, {&stuck, &renewed});
+  holder.run("ROLLBACK");
+  ASSERT_TRUE(stuck.error);
+  EXPECT_THROW(std::rethrow_exception(stuck.error), UnavailableError);
+  ASSERT_FALSE(renewed.error);
+  ASSERT_TRUE(renewed.result);
+  EXPECT_EQ(renewed.result->rows(), 1);
+}
+
+// Through the queue: concurrent heartbeats of live and dead sessions, merged whenever they share
+// a batch, each answered for its own session.
+TEST_F(PgBatchTest, ConcurrentHeartbeatsEachGetTheirOwnSessionsAnswer) {
+  PgPool pool(url(), 2, kCallTimeout, prepared_statements());
+  PgBatcher batcher(pool);
+  constexpr int kThreads = 12, kRounds = 30;
+  std::vector<std::string> sessions;
+  // TTLs of their own, so an answer given to the wrong heartbeat shows.
+  for (int t = 0; t < kThreads; ++t) {
+    sessions.push_back(store_->open_session("owner", milliseconds(30000 + 1000 * t)).session_id);
+    if (t % 3 == 0) store_->close_session(sessions.back());
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round) {
+        const auto answer = batcher.execute("heartbeat", {sessions[t]});
+        const bool alive = t % 3 != 0;
+        if (answer.rows() != (alive ? 1 : 0)) ++wrong;
+        if (alive && answer.int64(0, 1) != 30000 + 1000 * t) ++wrong;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 }  // namespace
 }  // namespace dlock::store::pg

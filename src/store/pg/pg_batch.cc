@@ -1,5 +1,7 @@
 #include "store/pg/pg_batch.h"
 
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 namespace dlock::store::pg {
@@ -15,7 +17,10 @@ void run_alone(PgConnection& connection, PgWrite& write) {
 
 }  // namespace
 
-void run_batch(PgConnection& connection, const std::vector<PgWrite*>& writes) {
+namespace {
+
+// The writes of run_batch without the merging of heartbeats.
+void run_writes(PgConnection& connection, const std::vector<PgWrite*>& writes) {
   std::vector<PgWrite*> pending = writes;
   while (pending.size() > 1) {
     std::vector<PreparedCall> calls;
@@ -40,6 +45,62 @@ void run_batch(PgConnection& connection, const std::vector<PgWrite*>& writes) {
     pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(failed));
   }
   if (pending.size() == 1) run_alone(connection, *pending.front());
+}
+
+bool is_heartbeat(const PgWrite& write) {
+  return std::string_view(write.statement) == kHeartbeatStatement && write.params.size() == 1;
+}
+
+}  // namespace
+
+std::string text_array(const std::vector<std::string_view>& values) {
+  std::string literal = "{";
+  for (const auto value : values) {
+    if (literal.size() > 1) literal += ',';
+    literal += '"';
+    for (const char c : value) {
+      if (c == '"' || c == '\\') literal += '\\';
+      literal += c;
+    }
+    literal += '"';
+  }
+  literal += '}';
+  return literal;
+}
+
+void run_batch(PgConnection& connection, const std::vector<PgWrite*>& writes) {
+  std::vector<PgWrite*> heartbeats;
+  std::vector<PgWrite*> rest;
+  for (auto* write : writes) (is_heartbeat(*write) ? heartbeats : rest).push_back(write);
+  if (heartbeats.size() < 2) return run_writes(connection, writes);
+
+  // Several heartbeats: one statement over their session IDs, after the other writes
+  // (docs/adr/0027-pg-heartbeats-in-one-statement.md).
+  std::vector<std::string_view> sessions;
+  sessions.reserve(heartbeats.size());
+  for (const auto* beat : heartbeats) sessions.push_back(beat->params.front());
+  PgWrite merged{kHeartbeatManyStatement, {text_array(sessions)}, std::nullopt, nullptr};
+  rest.push_back(&merged);
+  run_writes(connection, rest);
+  if (merged.error) {
+    if (!connection.healthy()) {
+      // The connection broke under the batch: its outcome is every write's, as for the others.
+      for (auto* beat : heartbeats) beat->error = merged.error;
+      return;
+    }
+    // The statement failed (a timeout, a deadlock): each heartbeat learns its own outcome alone.
+    for (auto* beat : heartbeats) run_alone(connection, *beat);
+    return;
+  }
+  // Each heartbeat gets the row of its session (column 4), or no row: not found or expired.
+  const PgResult& renewed = *merged.result;
+  std::unordered_map<std::string, int> row_of;
+  for (int row = 0; row < renewed.rows(); ++row) row_of.emplace(renewed.text(row, 4), row);
+  for (auto* beat : heartbeats) {
+    const auto found = row_of.find(beat->params.front());
+    beat->result.emplace(found == row_of.end() ? renewed.slice(0, 0)
+                                               : renewed.slice(found->second, 1));
+  }
 }
 
 PgBatcher::PgBatcher(PgPool& pool, std::size_t max_batch)

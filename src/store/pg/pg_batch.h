@@ -29,11 +29,22 @@ struct PgWrite {
   std::exception_ptr error;
 };
 
+// The prepared statements run_batch merges: several heartbeats of one batch run as one
+// heartbeat_many over the array of their session IDs (pg_statements.h kHeartbeatMany).
+inline constexpr const char* kHeartbeatStatement = "heartbeat";
+inline constexpr const char* kHeartbeatManyStatement = "heartbeat_many";
+
+// PostgreSQL's text form of a text[] holding `values` (each quoted, `"` and `\` escaped).
+std::string text_array(const std::vector<std::string_view>& values);
+
 // Runs `writes` on `connection` and gives each its outcome. One write alone runs as one
 // autocommitted statement (as without batching). Several run in one pipelined transaction
 // (PgConnection::execute_pipelined); when one of them fails, nothing is written and the failed
 // write runs again alone, the others again as a batch, so no write inherits another's error.
 // A failure of the transaction itself (its COMMIT, the connection) is every write's outcome.
+// Several heartbeats run as one statement after the other writes, and each gets the row of its
+// own session (none: not found or expired); when that statement fails while the connection is
+// sound, each heartbeat runs again alone for its own outcome.
 void run_batch(PgConnection& connection, const std::vector<PgWrite*>& writes);
 
 // The leader/follower queue in front of run_batch: the first write runs at once; writes arriving

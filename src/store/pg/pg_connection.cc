@@ -30,18 +30,27 @@ bool starts_with(const char* value, std::string_view prefix) {
 
 }  // namespace
 
-PgResult::~PgResult() { PQclear(result_); }
+PgResult::PgResult(pg_result* result) : result_(result, PQclear) {}
 
-int PgResult::rows() const { return PQntuples(result_); }
+PgResult PgResult::slice(int first, int count) const {
+  PgResult part = *this;
+  part.first_ = first_ + first;
+  part.count_ = count;
+  return part;
+}
+
+int PgResult::rows() const { return count_ >= 0 ? count_ : PQntuples(result_.get()); }
 
 std::string PgResult::text(int row, int column) const {
-  return std::string(PQgetvalue(result_, row, column),
-                     static_cast<std::size_t>(PQgetlength(result_, row, column)));
+  row += first_;
+  return std::string(PQgetvalue(result_.get(), row, column),
+                     static_cast<std::size_t>(PQgetlength(result_.get(), row, column)));
 }
 
 std::int64_t PgResult::int64(int row, int column) const {
-  const char* value = PQgetvalue(result_, row, column);
-  const char* end = value + PQgetlength(result_, row, column);
+  row += first_;
+  const char* value = PQgetvalue(result_.get(), row, column);
+  const char* end = value + PQgetlength(result_.get(), row, column);
   std::int64_t parsed = 0;
   const auto [ptr, ec] = std::from_chars(value, end, parsed);
   if (ec != std::errc() || ptr != end) {
@@ -52,10 +61,12 @@ std::int64_t PgResult::int64(int row, int column) const {
 }
 
 bool PgResult::boolean(int row, int column) const {
-  return PQgetvalue(result_, row, column)[0] == 't';
+  return PQgetvalue(result_.get(), row + first_, column)[0] == 't';
 }
 
-bool PgResult::is_null(int row, int column) const { return PQgetisnull(result_, row, column) != 0; }
+bool PgResult::is_null(int row, int column) const {
+  return PQgetisnull(result_.get(), row + first_, column) != 0;
+}
 
 PgConnection::PgConnection(const std::string& url, std::chrono::milliseconds call_timeout,
                            const std::vector<PreparedStatement>& statements) {

@@ -35,13 +35,13 @@ struct PreparedCall {
   const std::vector<std::string>* params;
 };
 
+// A statement's result, or some of its rows (slice): copies share the one libpq result.
 class PgResult {
  public:
-  explicit PgResult(pg_result* result) : result_(result) {}
-  PgResult(PgResult&& other) noexcept : result_(other.result_) { other.result_ = nullptr; }
-  PgResult& operator=(PgResult&&) = delete;
-  PgResult(const PgResult&) = delete;
-  ~PgResult();
+  explicit PgResult(pg_result* result);
+
+  // Rows [first, first + count) of this result, as a result of their own (row 0 is `first`).
+  PgResult slice(int first, int count) const;
 
   int rows() const;
   std::string text(int row, int column) const;
@@ -50,7 +50,9 @@ class PgResult {
   bool is_null(int row, int column) const;
 
  private:
-  pg_result* result_;
+  std::shared_ptr<pg_result> result_;
+  int first_ = 0;
+  int count_ = -1;  // -1: every row
 };
 
 class PgConnection {

@@ -241,6 +241,25 @@ inline constexpr const char* kHeartbeat =
     "SELECT h.*, (SELECT s.lock_delay_ms FROM lock_session s WHERE s.session_id = $1) "
     "FROM dlock_heartbeat($1) h";
 
+// The heartbeats of one batch in one statement (docs/adr/0027-pg-heartbeats-in-one-statement.md):
+// dlock_heartbeat over the array $1 of session IDs, one row per session renewed (none for one
+// not found or expired, as kHeartbeat), kHeartbeat's columns with the session ID after them. A
+// group row shared by several of these sessions is raised to the latest of their expiries, as
+// their heartbeats one by one would.
+inline constexpr const char* kHeartbeatMany =
+    "WITH renewed AS ("
+    "UPDATE lock_session s SET expires_at = now() + s.ttl_ms * interval '1 millisecond' "
+    "WHERE s.session_id = ANY($1::text[]) AND s.expires_at > clock_timestamp() "
+    "RETURNING s.session_id, s.owner_id, s.ttl_ms, s.expires_at, s.lock_delay_ms), "
+    "raised AS ("
+    "UPDATE locks l SET expires_at = m.expires_at "
+    "FROM (SELECT h.key, max(r.expires_at) AS expires_at FROM lock_holders h "
+    "JOIN renewed r ON r.session_id = h.session_id WHERE h.expires_at IS NULL "
+    "GROUP BY h.key) m "
+    "WHERE l.key = m.key AND l.mode <> 'exclusive' AND l.expires_at < m.expires_at) "
+    "SELECT r.owner_id, r.ttl_ms, " DLOCK_PG_US("r.expires_at") ", r.lock_delay_ms, r.session_id "
+    "FROM renewed r";
+
 inline constexpr const char* kGetSession =
     "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") ", lock_delay_ms FROM lock_session "
     "WHERE session_id = $1 AND expires_at > now()";

@@ -47,6 +47,7 @@ const std::vector<PreparedStatement>& prepared_statements() {
       {"reap_sessions", sql::kReapSessions},
       {"open_session", sql::kOpenSession},
       {"heartbeat", sql::kHeartbeat},
+      {"heartbeat_many", sql::kHeartbeatMany},
       {"get_session", sql::kGetSession},
       {"close_session", sql::kCloseSession},
       {"release_session_locks", sql::kReleaseSessionLocks},
