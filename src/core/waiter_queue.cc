@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "dlock/errors.h"
+
 namespace dlock::core {
 
 bool WaiterQueue::push(WaiterPtr waiter) {
@@ -44,6 +46,9 @@ WaiterQueue::AfterAttempt WaiterQueue::end_attempt(const WaiterPtr& head, Attemp
       (attempt == Attempt::kHeld || attempt == Attempt::kFailed) && take(head)) {
     after.expired = true;
     after.failure = last_failure_;
+    if (!after.failure && head->shut_down) {
+      after.failure = std::make_exception_ptr(UnavailableError("server is shutting down"));
+    }
   }
   attempting_ = nullptr;
   busy_ = false;
@@ -88,6 +93,7 @@ std::vector<WaiterPtr> WaiterQueue::take_all() {
   for (const auto& waiter : std::deque<WaiterPtr>(waiters_)) {
     if (waiter == attempting_ && !waiter->finished) {
       waiter->expired = true;  // its attempt answers it, as at its wait_ms (give_up)
+      waiter->shut_down = true;
       continue;
     }
     if (take(waiter)) taken.push_back(waiter);

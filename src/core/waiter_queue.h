@@ -44,6 +44,9 @@ struct Waiter {
   bool finished = false;  // guarded by the service's mutex: a waiter is answered exactly once
   // Its wait_ms ended while an acquire attempt for it was in flight: that attempt answers it.
   bool expired = false;
+  // The server shut down during that attempt (take_all): if the attempt finds the key held, the
+  // answer is "unavailable" (server shutting down, C3: 503 and Retry-After), not "held".
+  bool shut_down = false;
 };
 using WaiterPtr = std::shared_ptr<Waiter>;
 
@@ -67,7 +70,8 @@ class WaiterQueue {
     // Waiters are left (after a held attempt: arm the wake-up at the holder's expiry).
     bool waiting = false;
     // The head's wait_ms ended during this attempt, which decided nothing for it (held or
-    // failed): it is now out of the queue, to be answered "held" or with `failure`.
+    // failed): it is now out of the queue, to be answered "held" or with `failure` (the
+    // attempt's failure, or "server is shutting down" when the shutdown ended its wait).
     bool expired = false;
     std::exception_ptr failure;
   };
@@ -104,7 +108,9 @@ class WaiterQueue {
   std::vector<WaiterPtr> take_sessions(const std::set<std::string, std::less<>>& session_ids);
   // Takes out every pending waiter (shutdown), except the head while an acquire attempt for it
   // is in flight: as at its wait_ms (give_up), that attempt answers it, so that a client told
-  // "unavailable" and asking another server is not overtaken by the attempt landing later.
+  // "unavailable" and asking another server is not overtaken by the attempt landing later. That
+  // answer is the grant, the refusal, the failure, or — the key held — "unavailable" as for the
+  // others.
   std::vector<WaiterPtr> take_all();
 
   bool empty() const { return waiters_.empty(); }

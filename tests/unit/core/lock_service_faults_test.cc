@@ -154,6 +154,30 @@ TEST_F(LockServiceTest, ShutdownLeavesAWaiterWhoseAttemptIsInFlightToThatAttempt
   EXPECT_TRUE(wait_until([&] { return observer_.waiters.load() == 0; }));
 }
 
+// The same, but the attempt finds the key held (taken meanwhile through another dlockd): the
+// waiter's wait was cut short by the shutdown, so it is answered "unavailable" (503 with
+// Retry-After, C3) as the other waiters are, never "held" (409) before its wait_ms.
+TEST_F(LockServiceTest, ShutdownDuringAWaitersAttemptThatFindsTheKeyHeldAnswersUnavailable) {
+  const auto holder = open("holder");
+  const auto a = open("a");
+  const auto c = open("c");
+  const auto first = acquire(holder, 0ms)->get();
+  ASSERT_TRUE(granted(first));
+  const auto waiter = queue(a, 10s);
+  faults_.inject("try_insert", Fault::kStall, 1);
+  ASSERT_TRUE(store_.delete_if_owner(kKey, "holder", holder, token_of(first)));
+  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  ASSERT_TRUE(store_.try_insert(kKey, "c", c, LockLease(30s)));  // through another dlockd
+  service_->shutdown();
+  EXPECT_FALSE(waiter->answered(300ms)) << "answered while its own attempt is in flight";
+  faults_.release_hung();
+  const auto outcome = waiter->get(2s);
+  EXPECT_FALSE(granted(outcome));
+  EXPECT_EQ(error_code(outcome.error), ErrorCode::kUnavailable)
+      << "a wait cut short by the shutdown is not \"held\"";
+  EXPECT_TRUE(wait_until([&] { return observer_.waiters.load() == 0; }));
+}
+
 // The service has no deadline of its own for a call without wait: it answers when the store call
 // returns, relying on C2's rule that every backend call is bounded by the store's call timeout.
 TEST_F(LockServiceTest, HangingAcquireWithoutWaitIsAnsweredUnavailableWhenTheCallReturns) {

@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "dlock/errors.h"
+
 namespace dlock::core {
 namespace {
 
@@ -188,9 +190,19 @@ TEST(WaiterQueue, TakeAllLeavesTheHeadToItsAttemptInFlight) {
     ASSERT_EQ(taken.size(), 1U);
     EXPECT_EQ(taken[0], b);
     EXPECT_FALSE(a->finished) << "answered while its own attempt is in flight";
-    const auto after = queue.end_attempt(a, attempt, nullptr);
+    const auto failure =
+        attempt == Attempt::kFailed ? std::make_exception_ptr(ContentionError("busy")) : nullptr;
+    const auto after = queue.end_attempt(a, attempt, failure);
     EXPECT_TRUE(after.deliver || after.expired) << "the attempt must answer it";
     EXPECT_EQ(after.deliver, attempt == Attempt::kGranted);
+    if (attempt == Attempt::kHeld) {
+      // Not "held" (the wait was cut short by the shutdown): "unavailable", as for the others.
+      ASSERT_TRUE(after.failure);
+      EXPECT_THROW(std::rethrow_exception(after.failure), UnavailableError);
+    }
+    if (attempt == Attempt::kFailed) {
+      EXPECT_EQ(after.failure, failure);
+    }
     EXPECT_FALSE(after.waiting);
     EXPECT_TRUE(queue.idle());
   }
