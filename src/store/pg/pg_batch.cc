@@ -15,10 +15,6 @@ void run_alone(PgConnection& connection, PgWrite& write) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // The writes of run_batch without the merging of heartbeats.
 void run_writes(PgConnection& connection, const std::vector<PgWrite*>& writes) {
   std::vector<PgWrite*> pending = writes;
@@ -108,14 +104,20 @@ PgBatcher::PgBatcher(PgPool& pool, std::size_t max_batch)
 
 PgResult PgBatcher::execute(const char* statement, std::initializer_list<std::string_view> params) {
   PgWrite write{statement, {params.begin(), params.end()}, std::nullopt, nullptr};
-  Waiter self{&write};
+  Waiter self{&write, false, false, {}};
   std::unique_lock lock(mutex_);
   queue_.push_back(&self);
-  while (!self.done) {
-    finished_.wait(lock, [&] { return self.done || !running_; });
-    if (self.done) break;
-    // No batch at the database: lead the next one, the oldest writes first.
+  if (running_) {
+    // A batch is at the database: this write is in a later one, and woken (alone) when that is
+    // done or when it is to lead it.
+    self.wake.wait(lock, [&] { return self.done || self.lead; });
+  } else {
+    // No batch at the database (so the queue held no one else): lead the next one at once.
     running_ = true;
+    self.lead = true;
+  }
+  if (!self.done) {
+    // Lead: the oldest writes first, this one at the front.
     std::vector<Waiter*> batch;
     while (!queue_.empty() && batch.size() < max_batch_) {
       batch.push_back(queue_.front());
@@ -124,10 +126,20 @@ PgResult PgBatcher::execute(const char* statement, std::initializer_list<std::st
     lock.unlock();
     run(batch);
     lock.lock();
-    for (auto* waiter : batch) waiter->done = true;
-    running_ = false;
-    finished_.notify_all();
+    // Under the lock: a woken waiter returns (and its condition variable dies) only after the
+    // lock is released.
+    for (auto* waiter : batch) {
+      waiter->done = true;
+      if (waiter != &self) waiter->wake.notify_one();
+    }
+    if (queue_.empty()) {
+      running_ = false;
+    } else {
+      queue_.front()->lead = true;
+      queue_.front()->wake.notify_one();
+    }
   }
+  lock.unlock();
   if (write.error) std::rethrow_exception(write.error);
   return std::move(*write.result);
 }

@@ -48,7 +48,9 @@ std::string text_array(const std::vector<std::string_view>& values);
 void run_batch(PgConnection& connection, const std::vector<PgWrite*>& writes);
 
 // The leader/follower queue in front of run_batch: the first write runs at once; writes arriving
-// meanwhile wait and form the next batch (no timer). At most one batch is at the database.
+// meanwhile wait and form the next batch (no timer). At most one batch is at the database. When
+// a batch is done, its writes are woken and, if writes are queued, the oldest of them, which
+// leads the next batch; no other waiter is woken.
 class PgBatcher {
  public:
   explicit PgBatcher(PgPool& pool, std::size_t max_batch = 128);
@@ -63,15 +65,16 @@ class PgBatcher {
   struct Waiter {
     PgWrite* write;
     bool done = false;
+    bool lead = false;  // the batch at the database is done and this one leads the next
+    std::condition_variable wake;
   };
   void run(const std::vector<Waiter*>& batch);
 
   PgPool& pool_;
   const std::size_t max_batch_;
   std::mutex mutex_;
-  std::condition_variable finished_;
   std::deque<Waiter*> queue_;
-  bool running_ = false;
+  bool running_ = false;  // a batch is at the database, or its successor's leader is woken
 };
 
 }  // namespace dlock::store::pg
