@@ -23,6 +23,8 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr milliseconds kCallTimeout{5000};
+// The call timeout of a connection whose writes are meant to run out of it.
+constexpr milliseconds kImpatient{400};
 
 class PgBatchTest : public ::testing::Test {
  protected:
@@ -240,22 +242,191 @@ TEST_F(PgBatchTest, HeartbeatsOfOneBatchRaiseTheirSharedGrantToTheLatestExpiry) 
   EXPECT_EQ(group.int64(0, 0), first.result->int64(0, 2));
 }
 
-// The merged statement fails (here a statement timeout: another transaction holds one session's
-// row) on a sound connection: each heartbeat runs again alone and learns its own outcome, so the
-// blocked session's failure is not its batch mate's.
-TEST_F(PgBatchTest, FailedMergedHeartbeatIsEachHeartbeatsOwnOutcome) {
+// A session row another transaction has locked is skipped by the merged statement, not waited
+// for: its batch mate is renewed at once, and its own heartbeat runs again alone, where it waits
+// until the call timeout and fails as a timeout (UnavailableError), not as "session not found".
+TEST_F(PgBatchTest, HeartbeatOfALockedSessionRowRunsAgainAloneForItsOwnOutcome) {
+  const auto blocked = live_session(), free = live_session();
+  const auto blocked_expiry = session_expiry_us(*connection_, blocked);
+  PgConnection holder(url(), kCallTimeout, {});
+  holder.run("BEGIN; SELECT 1 FROM lock_session WHERE session_id = '" + blocked + "' FOR UPDATE");
+  PgConnection impatient(url(), kImpatient, prepared_statements());
+  PgWrite stuck = heartbeat(blocked), renewed = heartbeat(free);
+  const auto started = std::chrono::steady_clock::now();
+  run_batch(impatient, {&stuck, &renewed});
+  const auto took = std::chrono::steady_clock::now() - started;
+  holder.run("ROLLBACK");
+  // One call timeout (the second run's); waiting in the merged statement too took two.
+  EXPECT_LT(took, kImpatient * 3 / 2);
+  ASSERT_TRUE(stuck.error);
+  EXPECT_FALSE(stuck.result);
+  EXPECT_THROW(std::rethrow_exception(stuck.error), UnavailableError);
+  EXPECT_EQ(session_expiry_us(*connection_, blocked), blocked_expiry);  // not renewed
+  ASSERT_FALSE(renewed.error);
+  ASSERT_TRUE(renewed.result);
+  EXPECT_EQ(renewed.result->rows(), 1);
+}
+
+// The same, with the other transaction done within the call timeout: the skipped heartbeat's
+// second run waits for it and renews the session.
+TEST_F(PgBatchTest, HeartbeatOfASessionRowLockedBrieflyIsRenewed) {
   const auto blocked = live_session(), free = live_session();
   PgConnection holder(url(), kCallTimeout, {});
   holder.run("BEGIN; SELECT 1 FROM lock_session WHERE session_id = '" + blocked + "' FOR UPDATE");
-  PgConnection impatient(url(), milliseconds(300), prepared_statements());
-  PgWrite stuck = heartbeat(blocked), renewed = heartbeat(free);
-  run_batch(impatient, {&stuck, &renewed});
+  std::thread release([&] {
+    std::this_thread::sleep_for(kImpatient / 3);
+    holder.run("COMMIT");
+  });
+  PgConnection impatient(url(), kImpatient, prepared_statements());
+  PgWrite waited = heartbeat(blocked), renewed = heartbeat(free);
+  run_batch(impatient, {&waited, &renewed});
+  release.join();
+  for (auto* beat : {&waited, &renewed}) {
+    ASSERT_FALSE(beat->error);
+    ASSERT_TRUE(beat->result);
+    ASSERT_EQ(beat->result->rows(), 1);
+  }
+  EXPECT_EQ(session_expiry_us(*connection_, blocked), waited.result->int64(0, 2));
+}
+
+// The merged statement itself fails on a sound connection (here it is cancelled at the call
+// timeout: another transaction holds the group row a session-bound shared grant of one session
+// raises): each heartbeat runs again alone and learns its own outcome, so the blocked session's
+// failure is not its batch mate's.
+TEST_F(PgBatchTest, FailedMergedHeartbeatIsEachHeartbeatsOwnOutcome) {
+  const auto blocked = live_session(), free = live_session();
+  const auto k = key("raised");
+  ASSERT_TRUE(store_->try_insert_holder(k, "owner", blocked, LockLease::session(),
+                                        HoldRequest{HoldMode::kShared, 0}));
+  PgConnection holder(url(), kCallTimeout, {});
+  holder.run("BEGIN; SELECT 1 FROM locks WHERE key = '" + k + "' FOR UPDATE");
+  PgConnection impatient(url(), kImpatient, prepared_statements());
+  PgWrite renewed = heartbeat(free), stuck = heartbeat(blocked);
+  const auto started = std::chrono::steady_clock::now();
+  run_batch(impatient, {&renewed, &stuck});
+  const auto took = std::chrono::steady_clock::now() - started;
   holder.run("ROLLBACK");
   ASSERT_TRUE(stuck.error);
   EXPECT_THROW(std::rethrow_exception(stuck.error), UnavailableError);
   ASSERT_FALSE(renewed.error);
   ASSERT_TRUE(renewed.result);
   EXPECT_EQ(renewed.result->rows(), 1);
+  EXPECT_LT(took, 3 * kImpatient);
+}
+
+// --- deadlines (docs/adr/0028-pg-batch-deadlines.md)
+
+// A pipeline whose statements are each within the statement timeout but together are not is
+// cancelled at its deadline: the statement running then fails as a timeout (UnavailableError),
+// the transaction is rolled back, and the connection stays usable.
+TEST_F(PgBatchTest, ThePipelineRunningAtItsDeadlineIsCancelled) {
+  const std::vector<PreparedStatement> statements{{"nap", "SELECT pg_sleep($1::float8)"}};
+  PgConnection connection(url(), kImpatient, statements);
+  const std::vector<std::string> quarter{"0.25"};
+  const std::vector<PreparedCall> calls(5, PreparedCall{"nap", &quarter});
+  std::size_t failed = 99;
+  std::exception_ptr failure;
+  const auto started = std::chrono::steady_clock::now();
+  const auto results = connection.execute_pipelined(calls, &failed, started + kImpatient, &failure);
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_FALSE(results);
+  EXPECT_EQ(failed, 1U);  // the second nap was running at 400 ms
+  ASSERT_TRUE(failure);
+  EXPECT_THROW(std::rethrow_exception(failure), UnavailableError);
+  EXPECT_LT(took, kImpatient * 3 / 2);  // all five naps: 1250 ms
+  EXPECT_TRUE(connection.healthy());
+  EXPECT_EQ(connection.run("SELECT 1").rows(), 1);
+  // No deadline: the same pipeline runs to its end.
+  EXPECT_TRUE(connection.execute_pipelined(calls, &failed));
+}
+
+// Holds the `locks` rows of `keys` (granted to a session of its own) in a transaction of its
+// own, so every write to them waits until that transaction ends or the write is cancelled.
+class RowHolder {
+ public:
+  RowHolder(const std::string& url, const std::vector<std::string>& keys)
+      : connection_(url, kCallTimeout, {}) {
+    std::string list;
+    for (const auto& k : keys) list += (list.empty() ? "'" : ",'") + k + "'";
+    connection_.run("BEGIN; SELECT 1 FROM locks WHERE key IN (" + list + ") FOR UPDATE");
+  }
+  ~RowHolder() { connection_.run("ROLLBACK"); }
+
+ private:
+  PgConnection connection_;
+};
+
+// One write blocked for the whole call timeout among free ones: the free ones run again first
+// and are granted; the blocked one runs again alone with what is left of the second call timeout
+// and fails as a timeout, with nothing of it written. The batch is answered within two call
+// timeouts.
+TEST_F(PgBatchTest, WritesSharingABatchWithABlockedOneAreGrantedFirst) {
+  const auto owner = live_session(), mine = live_session();
+  const auto busy = key("busy");
+  ASSERT_TRUE(store_->try_insert(busy, "owner", owner, LockLease::session()));
+  const auto token = store_->read(busy)->fencing_token;
+  const auto k1 = key("1"), k2 = key("2");
+  PgWrite blocked = acquire(busy, mine), first = acquire(k1, mine), second = acquire(k2, mine);
+  const auto started = std::chrono::steady_clock::now();
+  {
+    RowHolder holder(url(), {busy});
+    PgConnection impatient(url(), kImpatient, prepared_statements());
+    run_batch(impatient, {&blocked, &first, &second});
+  }
+  const auto took = std::chrono::steady_clock::now() - started;
+  ASSERT_TRUE(blocked.error);
+  EXPECT_THROW(std::rethrow_exception(blocked.error), UnavailableError);
+  ASSERT_EQ(store_->read(busy)->fencing_token, token);
+  EXPECT_EQ(store_->read(busy)->session_id, owner);
+  for (auto* write : {&first, &second}) {
+    ASSERT_FALSE(write->error);
+    ASSERT_TRUE(write->result);
+    ASSERT_EQ(write->result->rows(), 1);
+  }
+  EXPECT_EQ(store_->read(k1)->fencing_token, first.result->int64(0, 0));
+  EXPECT_EQ(store_->read(k2)->fencing_token, second.result->int64(0, 0));
+  EXPECT_LT(took, 3 * kImpatient);
+}
+
+// Many writes blocked for the whole call timeout in one batch: it is answered within two call
+// timeouts (re-running each of them, one at a time, took two call timeouts per blocked write),
+// every write gets an outcome, every blocked one a timeout (UnavailableError) with nothing of it
+// written, and a free write is granted or fails the same way, never half-written.
+TEST_F(PgBatchTest, ABatchOfBlockedWritesIsAnsweredWithinTwoCallTimeouts) {
+  const auto owner = live_session(), mine = live_session();
+  std::vector<std::string> busy;
+  for (int i = 0; i < 5; ++i) {
+    busy.push_back(key("busy" + std::to_string(i)));
+    ASSERT_TRUE(store_->try_insert(busy.back(), "owner", owner, LockLease::session()));
+  }
+  std::vector<PgWrite> writes;
+  for (const auto& k : busy) writes.push_back(acquire(k, mine));
+  const auto free = key("free");
+  writes.push_back(acquire(free, mine));
+  std::vector<PgWrite*> batch;
+  for (auto& write : writes) batch.push_back(&write);
+  const auto started = std::chrono::steady_clock::now();
+  {
+    RowHolder holder(url(), busy);
+    PgConnection impatient(url(), kImpatient, prepared_statements());
+    run_batch(impatient, batch);
+  }
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, 3 * kImpatient);
+  for (std::size_t i = 0; i < busy.size(); ++i) {
+    ASSERT_TRUE(writes[i].error) << busy[i];
+    EXPECT_THROW(std::rethrow_exception(writes[i].error), UnavailableError);
+    EXPECT_EQ(store_->read(busy[i])->session_id, owner);
+  }
+  auto& last = writes.back();
+  ASSERT_NE(!last.error, !last.result);  // one outcome
+  if (last.result) {
+    ASSERT_EQ(last.result->rows(), 1);
+    EXPECT_EQ(store_->read(free)->fencing_token, last.result->int64(0, 0));
+  } else {
+    EXPECT_THROW(std::rethrow_exception(last.error), UnavailableError);
+    EXPECT_FALSE(store_->read(free));
+  }
 }
 
 // Through the queue: concurrent heartbeats of live and dead sessions, merged whenever they share

@@ -1,13 +1,33 @@
 #include "store/pg/pg_batch.h"
 
+#include <chrono>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
+
+#include "dlock/errors.h"
 
 namespace dlock::store::pg {
 namespace {
 
-void run_alone(PgConnection& connection, PgWrite& write) {
+using Clock = std::chrono::steady_clock;
+
+// A batch's two deadlines (docs/adr/0028-pg-batch-deadlines.md): one call timeout for the batch
+// as it came, a second one shared by every write that runs again after a failure.
+struct Deadlines {
+  Deadline first;
+  Deadline again;
+};
+
+std::exception_ptr out_of_time() {
+  return std::make_exception_ptr(
+      UnavailableError("pg: the batch ran out of its call timeout before this write could run "
+                       "again; nothing of it was written"));
+}
+
+// The one write of a batch of one: an autocommitted statement, as without batching.
+void run_single(PgConnection& connection, PgWrite& write) {
   try {
     write.result.emplace(connection.execute(write.statement, write.params));
   } catch (...) {
@@ -15,32 +35,76 @@ void run_alone(PgConnection& connection, PgWrite& write) {
   }
 }
 
+// A write that runs again alone, cancelled if it is not done by `deadline`.
+void run_alone(PgConnection& connection, PgWrite& write, Deadline deadline) {
+  if (Clock::now() >= deadline) {
+    write.error = out_of_time();
+    return;
+  }
+  try {
+    std::size_t failed = 0;
+    std::exception_ptr failure;
+    auto results = connection.execute_pipelined({{write.statement, &write.params}}, &failed,
+                                                deadline, &failure);
+    if (results) {
+      write.result.emplace(std::move(results->front()));
+    } else {
+      write.error = failure;
+    }
+  } catch (...) {
+    write.error = std::current_exception();
+  }
+}
+
 // The writes of run_batch without the merging of heartbeats.
-void run_writes(PgConnection& connection, const std::vector<PgWrite*>& writes) {
+void run_writes(PgConnection& connection, const std::vector<PgWrite*>& writes,
+                const Deadlines& deadlines) {
+  if (writes.size() == 1) return run_single(connection, *writes.front());
   std::vector<PgWrite*> pending = writes;
-  while (pending.size() > 1) {
+  // The writes that failed in a pass, with their own error: rolled back, to run again alone.
+  std::vector<std::pair<PgWrite*, std::exception_ptr>> failed_writes;
+  Deadline deadline = deadlines.first;
+  while (pending.size() > 1 && Clock::now() < deadline) {
     std::vector<PreparedCall> calls;
     calls.reserve(pending.size());
     for (const auto* write : pending) calls.push_back({write->statement, &write->params});
     std::size_t failed = 0;
+    std::exception_ptr failure;
     std::optional<std::vector<PgResult>> results;
     try {
-      results = connection.execute_pipelined(calls, &failed);
+      results = connection.execute_pipelined(calls, &failed, deadline, &failure);
     } catch (...) {
       for (auto* write : pending) write->error = std::current_exception();
-      return;
+      pending.clear();
+      break;
     }
     if (results) {
       for (std::size_t i = 0; i < pending.size(); ++i) {
         pending[i]->result.emplace(std::move((*results)[i]));
       }
-      return;
+      pending.clear();
+      break;
     }
-    // Rolled back: the write that failed learns its own outcome alone; the rest try again.
-    run_alone(connection, *pending[failed]);
+    // Rolled back: the rest try again first, so the write that failed (a row locked elsewhere,
+    // say, waited for until the timeout) holds none of them up; it runs again alone after them.
+    failed_writes.emplace_back(pending[failed], failure);
     pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(failed));
+    deadline = deadlines.again;
   }
-  if (pending.size() == 1) run_alone(connection, *pending.front());
+  if (pending.size() == 1) {
+    run_alone(connection, *pending.front(), deadline);
+  } else {
+    for (auto* write : pending) write->error = out_of_time();  // never ran to its end
+  }
+  for (auto& [write, failure] : failed_writes) {
+    // Its failure may have been a batch mate's doing (a deadlock over their locks): alone, in
+    // time, it learns its own outcome; out of time, its failure is its outcome.
+    if (connection.healthy() && Clock::now() < deadlines.again) {
+      run_alone(connection, *write, deadlines.again);
+    } else {
+      write->error = failure;
+    }
+  }
 }
 
 bool is_heartbeat(const PgWrite& write) {
@@ -65,10 +129,13 @@ std::string text_array(const std::vector<std::string_view>& values) {
 }
 
 void run_batch(PgConnection& connection, const std::vector<PgWrite*>& writes) {
+  const auto started = Clock::now();
+  const Deadlines deadlines{started + connection.call_timeout(),
+                            started + 2 * connection.call_timeout()};
   std::vector<PgWrite*> heartbeats;
   std::vector<PgWrite*> rest;
   for (auto* write : writes) (is_heartbeat(*write) ? heartbeats : rest).push_back(write);
-  if (heartbeats.size() < 2) return run_writes(connection, writes);
+  if (heartbeats.size() < 2) return run_writes(connection, writes, deadlines);
 
   // Several heartbeats: one statement over their session IDs, after the other writes
   // (docs/adr/0027-pg-heartbeats-in-one-statement.md).
@@ -77,26 +144,40 @@ void run_batch(PgConnection& connection, const std::vector<PgWrite*>& writes) {
   for (const auto* beat : heartbeats) sessions.push_back(beat->params.front());
   PgWrite merged{kHeartbeatManyStatement, {text_array(sessions)}, std::nullopt, nullptr};
   rest.push_back(&merged);
-  run_writes(connection, rest);
-  if (merged.error) {
-    if (!connection.healthy()) {
-      // The connection broke under the batch: its outcome is every write's, as for the others.
-      for (auto* beat : heartbeats) beat->error = merged.error;
-      return;
-    }
-    // The statement failed (a timeout, a deadlock): each heartbeat learns its own outcome alone.
-    for (auto* beat : heartbeats) run_alone(connection, *beat);
+  run_writes(connection, rest, deadlines);
+  if (merged.error && !connection.healthy()) {
+    // The connection broke under the batch: its outcome is every write's, as for the others.
+    for (auto* beat : heartbeats) beat->error = merged.error;
     return;
   }
-  // Each heartbeat gets the row of its session (column 4), or no row: not found or expired.
-  const PgResult& renewed = *merged.result;
-  std::unordered_map<std::string, int> row_of;
-  for (int row = 0; row < renewed.rows(); ++row) row_of.emplace(renewed.text(row, 4), row);
-  for (auto* beat : heartbeats) {
-    const auto found = row_of.find(beat->params.front());
-    beat->result.emplace(found == row_of.end() ? renewed.slice(0, 0)
-                                               : renewed.slice(found->second, 1));
+  // The heartbeats to run again alone: all of them when the statement failed (a timeout, a
+  // deadlock: not known to be any one's), else those whose session row was locked elsewhere.
+  std::vector<PgWrite*> again;
+  if (merged.error) {
+    again = heartbeats;
+  } else {
+    // Each heartbeat gets the row of its session (column 4), or no row: not found or expired.
+    const PgResult& renewed = *merged.result;
+    std::unordered_map<std::string, int> row_of;
+    std::unordered_set<std::string> skipped;
+    for (int row = 0; row < renewed.rows(); ++row) {
+      if (renewed.boolean(row, 5)) {
+        skipped.insert(renewed.text(row, 4));
+      } else {
+        row_of.emplace(renewed.text(row, 4), row);
+      }
+    }
+    for (auto* beat : heartbeats) {
+      if (skipped.contains(beat->params.front())) {
+        again.push_back(beat);
+        continue;
+      }
+      const auto found = row_of.find(beat->params.front());
+      beat->result.emplace(found == row_of.end() ? renewed.slice(0, 0)
+                                                 : renewed.slice(found->second, 1));
+    }
   }
+  for (auto* beat : again) run_alone(connection, *beat, deadlines.again);
 }
 
 PgBatcher::PgBatcher(PgPool& pool, std::size_t max_batch)

@@ -39,12 +39,16 @@ std::string text_array(const std::vector<std::string_view>& values);
 
 // Runs `writes` on `connection` and gives each its outcome. One write alone runs as one
 // autocommitted statement (as without batching). Several run in one pipelined transaction
-// (PgConnection::execute_pipelined); when one of them fails, nothing is written and the failed
-// write runs again alone, the others again as a batch, so no write inherits another's error.
-// A failure of the transaction itself (its COMMIT, the connection) is every write's outcome.
-// Several heartbeats run as one statement after the other writes, and each gets the row of its
-// own session (none: not found or expired); when that statement fails while the connection is
-// sound, each heartbeat runs again alone for its own outcome.
+// (PgConnection::execute_pipelined); when one of them fails, nothing is written, the others run
+// again first as a batch, and the failed write then runs again alone, so no write inherits
+// another's error. A failure of the transaction itself (its COMMIT, the connection) is every
+// write's outcome. Several heartbeats run as one statement after the other writes, and each
+// gets the row of its own session (none: not found or expired); a session row locked elsewhere
+// is skipped there and its heartbeat runs again alone; when that statement fails while the
+// connection is sound, each heartbeat runs again alone for its own outcome.
+// Deadlines (docs/adr/0028-pg-batch-deadlines.md): the first pass is cancelled at one call
+// timeout, everything run again at two; a write not run to its end by then is UnavailableError
+// with nothing of it written. So every write is answered within two call timeouts.
 void run_batch(PgConnection& connection, const std::vector<PgWrite*>& writes);
 
 // The leader/follower queue in front of run_batch: the first write runs at once; writes arriving

@@ -1,7 +1,9 @@
 #include "store/pg/pg_connection.h"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <cerrno>
 #include <charconv>
 #include <string_view>
 
@@ -26,6 +28,15 @@ bool starts_with(const char* value, std::string_view prefix) {
     throw UnavailableError(message);
   }
   throw InternalError(message);
+}
+
+std::exception_ptr error_for_state(const char* sqlstate, const std::string& message,
+                                   const char* primary) {
+  try {
+    throw_for_state(sqlstate, message, primary);
+  } catch (...) {
+    return std::current_exception();
+  }
 }
 
 }  // namespace
@@ -69,7 +80,8 @@ bool PgResult::is_null(int row, int column) const {
 }
 
 PgConnection::PgConnection(const std::string& url, std::chrono::milliseconds call_timeout,
-                           const std::vector<PreparedStatement>& statements) {
+                           const std::vector<PreparedStatement>& statements)
+    : call_timeout_(call_timeout) {
   const auto timeout_ms = std::to_string(call_timeout.count());
   const auto connect_seconds = std::to_string(std::max<long long>(1, call_timeout.count() / 1000));
   // Later keywords override the URL's. synchronous_commit=on: a token is durable before the
@@ -120,8 +132,38 @@ void PgConnection::throw_broken(const char* what) {
   throw UnknownOutcomeError(std::string("pg: ") + what + ": " + PQerrorMessage(conn_));
 }
 
+pg_result* PgConnection::next_result(Deadline* deadline) {
+  while (PQisBusy(conn_) == 1) {
+    int wait_ms = -1;
+    if (*deadline != Deadline::max()) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= *deadline) {
+        // Out of time: ask the server to cancel the statement running; its error (or the
+        // results, if it was done) still comes back on this connection. A cancel that arrives
+        // while the server reads the pipeline's next message is dropped, so it is sent again
+        // after another call timeout without an answer.
+        if (PGcancel* cancel = PQgetCancel(conn_)) {
+          char error[256];
+          PQcancel(cancel, error, sizeof error);
+          PQfreeCancel(cancel);
+        }
+        *deadline = std::chrono::steady_clock::now() + call_timeout_;
+        continue;
+      }
+      wait_ms =
+          static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(*deadline - now).count());
+    }
+    pollfd socket{PQsocket(conn_), POLLIN, 0};
+    const int ready = ::poll(&socket, 1, wait_ms);
+    if (ready < 0 && errno != EINTR) break;  // PQgetResult reports the broken connection
+    if (ready > 0 && PQconsumeInput(conn_) != 1) break;
+  }
+  return PQgetResult(conn_);
+}
+
 std::optional<std::vector<PgResult>> PgConnection::execute_pipelined(
-    const std::vector<PreparedCall>& calls, std::size_t* failed) {
+    const std::vector<PreparedCall>& calls, std::size_t* failed, Deadline deadline,
+    std::exception_ptr* failure) {
   if (PQenterPipelineMode(conn_) != 1) throw_broken("pipeline");
   const auto send_simple = [&](const char* sql) {
     return PQsendQueryParams(conn_, sql, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
@@ -146,9 +188,10 @@ std::optional<std::vector<PgResult>> PgConnection::execute_pipelined(
   std::optional<std::size_t> first_failure;
   std::string sqlstate;
   std::string message;
+  std::string primary;
   bool committed = false;
   for (std::size_t query = 0; query < calls.size() + 2; ++query) {
-    pg_result* raw = PQgetResult(conn_);
+    pg_result* raw = next_result(&deadline);
     if (raw == nullptr || PQstatus(conn_) != CONNECTION_OK) {
       PQclear(raw);
       throw_broken("pipeline");
@@ -159,12 +202,14 @@ std::optional<std::vector<PgResult>> PgConnection::execute_pipelined(
       const char* state = PQresultErrorField(raw, PG_DIAG_SQLSTATE);
       sqlstate = state == nullptr ? "" : state;
       message = PQresultErrorMessage(raw);
+      const char* primary_message = PQresultErrorField(raw, PG_DIAG_MESSAGE_PRIMARY);
+      primary = primary_message == nullptr ? "" : primary_message;
     }
     if (query == calls.size() + 1) committed = std::string_view(PQcmdStatus(raw)) == "COMMIT";
     results.emplace_back(raw);
-    while (pg_result* rest = PQgetResult(conn_)) PQclear(rest);
+    while (pg_result* rest = next_result(&deadline)) PQclear(rest);
   }
-  pg_result* sync = PQgetResult(conn_);
+  pg_result* sync = next_result(&deadline);
   const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
   PQclear(sync);
   if (!synced || PQexitPipelineMode(conn_) != 1) throw_broken("pipeline");
@@ -179,6 +224,11 @@ std::optional<std::vector<PgResult>> PgConnection::execute_pipelined(
   if (PQtransactionStatus(conn_) != PQTRANS_IDLE) run("ROLLBACK");
   if (first_failure && *first_failure >= 1 && *first_failure <= calls.size()) {
     *failed = *first_failure - 1;
+    if (failure != nullptr) {
+      *failure = error_for_state(sqlstate.empty() ? nullptr : sqlstate.c_str(),
+                                 std::string("pg: ") + calls[*failed].name + ": " + message,
+                                 primary.empty() ? nullptr : primary.c_str());
+    }
     return std::nullopt;
   }
   throw_for_state(sqlstate.empty() ? nullptr : sqlstate.c_str(),

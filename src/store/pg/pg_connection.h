@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -28,6 +29,9 @@ struct PreparedStatement {
   const char* name;
   const char* sql;
 };
+
+// A point on the steady clock by which a call is to be answered (PgConnection::execute_pipelined).
+using Deadline = std::chrono::steady_clock::time_point;
 
 // One call of a prepared statement, for PgConnection::execute_pipelined.
 struct PreparedCall {
@@ -70,20 +74,35 @@ class PgConnection {
   // Runs `calls` in one transaction in libpq's pipeline mode: BEGIN, every call, COMMIT and one
   // Sync go out together (one round trip, one WAL flush; docs/adr/0019-pg-batched-writes.md).
   // Returns their results once the COMMIT succeeded, or std::nullopt with `*failed` set to the
-  // first call that failed: then the transaction is rolled back and nothing of it is written.
+  // first call that failed (and `*failure`, when given, to that call's own error, as execute()
+  // would throw it): then the transaction is rolled back and nothing of it is written.
   // Throws as execute() when the transaction itself fails (BEGIN, COMMIT, the connection;
   // UnknownOutcomeError when the connection broke, since the COMMIT may have happened).
+  // `deadline`: when the answers are not in by then, the statement running is cancelled (libpq's
+  // cancel request), which ends the transaction as that statement's failure (57014, so
+  // UnavailableError), or not at all if its COMMIT came first. statement_timeout bounds each
+  // statement, not the transaction, so only this bounds a pipeline of many. The answers are then
+  // still waited for (another cancel after each further call timeout): a server that takes no
+  // cancel (stopped) is the case of /readyz's wedge check (http_server.h), as for execute().
   std::optional<std::vector<PgResult>> execute_pipelined(const std::vector<PreparedCall>& calls,
-                                                         std::size_t* failed);
+                                                         std::size_t* failed,
+                                                         Deadline deadline = Deadline::max(),
+                                                         std::exception_ptr* failure = nullptr);
   // A simple (unprepared, possibly multi-statement) query, for migrations and admin.
   PgResult run(const std::string& sql);
   // False once the connection is known to be broken; the pool then discards it.
   bool healthy() const;
+  // The store's call timeout this connection was opened with (statement_timeout and more).
+  std::chrono::milliseconds call_timeout() const { return call_timeout_; }
 
  private:
   PgResult check(pg_result* result, const char* what);
   [[noreturn]] void throw_broken(const char* what);
+  // PQgetResult, waiting for the server's answer no later than `*deadline` before cancelling
+  // the statement running; `*deadline` then moves on by one call timeout, for another cancel.
+  pg_result* next_result(Deadline* deadline);
 
+  const std::chrono::milliseconds call_timeout_;
   pg_conn* conn_ = nullptr;
   bool broken_ = false;  // a pipeline left in an unknown state: the pool discards the connection
 };

@@ -243,13 +243,19 @@ inline constexpr const char* kHeartbeat =
 
 // The heartbeats of one batch in one statement (docs/adr/0027-pg-heartbeats-in-one-statement.md):
 // dlock_heartbeat over the array $1 of session IDs, one row per session renewed (none for one
-// not found or expired, as kHeartbeat), kHeartbeat's columns with the session ID after them. A
-// group row shared by several of these sessions is raised to the latest of their expiries, as
-// their heartbeats one by one would.
+// not found or expired, as kHeartbeat), kHeartbeat's columns with the session ID and `false`
+// after them. A group row shared by several of these sessions is raised to the latest of their
+// expiries, as their heartbeats one by one would. A session row another transaction has locked
+// (a takeover's FOR SHARE, an operator) is skipped, not waited for, and answered with a row of
+// its session ID and `true`: its heartbeat runs again alone, and waits there (ADR-0028), so one
+// locked row does not hold up its batch mates.
 inline constexpr const char* kHeartbeatMany =
-    "WITH renewed AS ("
+    "WITH target AS ("
+    "SELECT session_id FROM lock_session WHERE session_id = ANY($1::text[]) "
+    "FOR UPDATE SKIP LOCKED), "
+    "renewed AS ("
     "UPDATE lock_session s SET expires_at = now() + s.ttl_ms * interval '1 millisecond' "
-    "WHERE s.session_id = ANY($1::text[]) AND s.expires_at > clock_timestamp() "
+    "FROM target t WHERE s.session_id = t.session_id AND s.expires_at > clock_timestamp() "
     "RETURNING s.session_id, s.owner_id, s.ttl_ms, s.expires_at, s.lock_delay_ms), "
     "raised AS ("
     "UPDATE locks l SET expires_at = m.expires_at "
@@ -257,8 +263,11 @@ inline constexpr const char* kHeartbeatMany =
     "JOIN renewed r ON r.session_id = h.session_id WHERE h.expires_at IS NULL "
     "GROUP BY h.key) m "
     "WHERE l.key = m.key AND l.mode <> 'exclusive' AND l.expires_at < m.expires_at) "
-    "SELECT r.owner_id, r.ttl_ms, " DLOCK_PG_US("r.expires_at") ", r.lock_delay_ms, r.session_id "
-    "FROM renewed r";
+    "SELECT r.owner_id, r.ttl_ms, " DLOCK_PG_US("r.expires_at") ", r.lock_delay_ms, r.session_id, "
+    "false FROM renewed r "
+    "UNION ALL SELECT NULL, NULL, NULL, NULL, s.session_id, true FROM lock_session s "
+    "WHERE s.session_id = ANY($1::text[]) "
+    "AND NOT EXISTS (SELECT 1 FROM target t WHERE t.session_id = s.session_id)";
 
 inline constexpr const char* kGetSession =
     "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") ", lock_delay_ms FROM lock_session "
