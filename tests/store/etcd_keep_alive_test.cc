@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,8 +45,9 @@ class EtcdKeepAliveTest : public ::testing::Test {
   }
 
   void SetUp() override {
+    // One shared stream: these tests are about what one stream does (several: below).
     client_ = std::make_unique<etcd::EtcdClient>(etcd::make_channel(etcd_->endpoints()),
-                                                 milliseconds(20000));
+                                                 milliseconds(20000), 1);
   }
 
   // `count` leases of etcd's smallest TTL, granted by 16 threads; returns the one granted last
@@ -109,7 +111,7 @@ class EtcdKeepAliveTest : public ::testing::Test {
 TEST_F(EtcdKeepAliveTest, AnExpiredLeaseHoldsUpItsStreamUntilRevoked) {
   const std::int64_t live = client_->lease_grant(60).id();
   const std::int64_t expired = expired_unrevoked_lease(4000);
-  auto& stream = client_->keep_alive_stream();
+  auto& stream = client_->keep_alive_stream(0);
   const auto deadline = Clock::now() + std::chrono::seconds(20);
   const auto sent_at = Clock::now();
   auto first = stream.start(expired, deadline);
@@ -154,7 +156,7 @@ TEST_F(EtcdKeepAliveTest, ALeaseLongExpiredIsAnsweredGoneWithoutWaitingForItsRev
       << "the expired lease was renewed";
   const auto answered_in = std::chrono::duration_cast<milliseconds>(Clock::now() - sent_at);
   // The premise: etcd had not revoked it yet, so a keep-alive still waits for the revoke.
-  auto& stream = client_->keep_alive_stream();
+  auto& stream = client_->keep_alive_stream(0);
   const auto deadline = Clock::now() + std::chrono::seconds(20);
   const auto raw_sent_at = Clock::now();
   auto raw = stream.start(expired, deadline);
@@ -196,12 +198,42 @@ struct AsyncAnswers {
   }
 };
 
+// The client's leases spread over several shared streams (docs/adr/0029): a lease always on the
+// same one, leases on more than one, and every lease's keep-alive, blocking or asynchronous,
+// answered with its own renewal on its own stream.
+TEST_F(EtcdKeepAliveTest, LeasesSpreadOverSeveralStreamsEachRenewedOnItsOwn) {
+  AsyncAnswers answers;  // outlives the client, whose streams call it
+  etcd::EtcdClient spread(etcd::make_channel(etcd_->endpoints()), milliseconds(20000), 4);
+  std::vector<std::int64_t> leases;
+  std::set<const etcd::KeepAliveStream*> streams;
+  for (int n = 0; n < 16; ++n) {
+    leases.push_back(spread.lease_grant(60).id());
+    streams.insert(&spread.keep_alive_stream(leases.back()));
+    EXPECT_EQ(&spread.keep_alive_stream(leases.back()), &spread.keep_alive_stream(leases.back()));
+  }
+  EXPECT_GT(streams.size(), 1U);
+  const std::int64_t gone = spread.lease_grant(60).id();
+  spread.lease_revoke(gone);
+  for (const auto lease : leases) {
+    EXPECT_GT(spread.keep_alive_stream(lease).renew(lease, Clock::now() + milliseconds(5000)), 0);
+  }
+  EXPECT_EQ(spread.lease_keep_alive(gone, std::nullopt), 0);
+  for (const auto lease : leases) {
+    auto done = answers.callback();
+    ASSERT_TRUE(spread.keep_alive_stream(lease).start_async(
+        lease, Clock::now() + milliseconds(5000), done));
+  }
+  ASSERT_TRUE(answers.wait_for(leases.size(), milliseconds(10000)));
+  EXPECT_TRUE(answers.failures.empty());
+  for (const auto ttl : answers.ttls) EXPECT_GT(ttl, 0);
+}
+
 TEST_F(EtcdKeepAliveTest, StartAsyncWithoutAnOpenStreamLeavesItsCallbackToTheCaller) {
   AsyncAnswers answers;
   auto done = answers.callback();
   const std::int64_t lease = client_->lease_grant(60).id();
   EXPECT_FALSE(
-      client_->keep_alive_stream().start_async(lease, Clock::now() + milliseconds(2000), done));
+      client_->keep_alive_stream(0).start_async(lease, Clock::now() + milliseconds(2000), done));
   ASSERT_TRUE(done) << "a refused start_async took the callback";
   done(7, nullptr);
   EXPECT_EQ(answers.ttls, std::vector<std::int64_t>{7});
@@ -211,14 +243,14 @@ TEST_F(EtcdKeepAliveTest, StartAsyncAnswersEachCallerOnceWithItsLeasesRenewal) {
   const std::int64_t live = client_->lease_grant(60).id();
   const std::int64_t gone = client_->lease_grant(60).id();
   client_->lease_revoke(gone);
-  client_->keep_alive_stream().renew(live, Clock::now() + milliseconds(2000));  // opens it
+  client_->keep_alive_stream(0).renew(live, Clock::now() + milliseconds(2000));  // opens it
   AsyncAnswers answers;
   constexpr int kEach = 50;
   for (int n = 0; n < kEach; ++n) {
     for (const std::int64_t lease : {live, gone}) {
       auto done = answers.callback();
-      ASSERT_TRUE(
-          client_->keep_alive_stream().start_async(lease, Clock::now() + milliseconds(5000), done));
+      ASSERT_TRUE(client_->keep_alive_stream(0).start_async(
+          lease, Clock::now() + milliseconds(5000), done));
       EXPECT_FALSE(done) << "an accepted start_async left its callback with the caller";
     }
   }
@@ -235,12 +267,13 @@ TEST_F(EtcdKeepAliveTest, StartAsyncAnswersEachCallerOnceWithItsLeasesRenewal) {
 // synchronous one does); its late answer is not delivered a second time.
 TEST_F(EtcdKeepAliveTest, StartAsyncFailsOnceAtItsDeadline) {
   const std::int64_t live = client_->lease_grant(60).id();
-  client_->keep_alive_stream().renew(live, Clock::now() + milliseconds(2000));  // opens it
+  client_->keep_alive_stream(0).renew(live, Clock::now() + milliseconds(2000));  // opens it
   const std::int64_t expired = expired_unrevoked_lease(4000);
   AsyncAnswers answers;
   auto done = answers.callback();
   const auto started = Clock::now();
-  ASSERT_TRUE(client_->keep_alive_stream().start_async(expired, started + milliseconds(200), done));
+  ASSERT_TRUE(
+      client_->keep_alive_stream(0).start_async(expired, started + milliseconds(200), done));
   ASSERT_TRUE(answers.wait_for(1, milliseconds(10000)));
   const auto failed_after = Clock::now() - started;
   EXPECT_LT(failed_after, milliseconds(3000)) << "not failed at its deadline";
@@ -249,7 +282,7 @@ TEST_F(EtcdKeepAliveTest, StartAsyncFailsOnceAtItsDeadline) {
   EXPECT_EQ(answers.failures, std::vector<grpc::StatusCode>{grpc::StatusCode::DEADLINE_EXCEEDED});
   EXPECT_TRUE(answers.ttls.empty()) << "answered after it had failed";
   // The next renewal opens a new stream.
-  EXPECT_GT(client_->keep_alive_stream().renew(live, Clock::now() + milliseconds(5000)), 0);
+  EXPECT_GT(client_->keep_alive_stream(0).renew(live, Clock::now() + milliseconds(5000)), 0);
 }
 
 // --- the store's try_heartbeat_async (Sessions) ---------------------------------------------
@@ -352,12 +385,12 @@ TEST_F(EtcdKeepAliveTest, AsyncHeartbeatDeclinesWhatNeedsMoreThanTheSharedStream
 TEST_F(EtcdKeepAliveTest, ZStreamThatBreaksFailsItsAsynchronousCallers) {
   const std::int64_t expired = expired_unrevoked_lease(4000);
   const std::int64_t live = client_->lease_grant(60).id();
-  client_->keep_alive_stream().renew(live, Clock::now() + milliseconds(2000));  // opens it
+  client_->keep_alive_stream(0).renew(live, Clock::now() + milliseconds(2000));  // opens it
   AsyncAnswers answers;
   for (int n = 0; n < 3; ++n) {  // held behind the expired lease's revoke
     auto done = answers.callback();
-    ASSERT_TRUE(client_->keep_alive_stream().start_async(n == 0 ? expired : live,
-                                                         Clock::now() + milliseconds(60000), done));
+    ASSERT_TRUE(client_->keep_alive_stream(0).start_async(
+        n == 0 ? expired : live, Clock::now() + milliseconds(60000), done));
   }
   etcd_->kill(0);
   ASSERT_TRUE(answers.wait_for(3, milliseconds(10000))) << "callers left waiting on a dead stream";

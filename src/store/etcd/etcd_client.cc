@@ -211,13 +211,16 @@ std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints, const Et
 }
 
 EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel,
-                       std::chrono::milliseconds call_timeout)
+                       std::chrono::milliseconds call_timeout, std::size_t keep_alive_streams)
     : channel_(std::move(channel)),
       call_timeout_(call_timeout),
       kv_(etcdserverpb::KV::NewStub(channel_)),
       lease_(etcdserverpb::Lease::NewStub(channel_)),
-      keep_alive_(std::make_unique<KeepAliveStream>(channel_, *lease_)),
-      writes_(std::make_unique<TxnBatcher>(*kv_, call_timeout_)) {}
+      writes_(std::make_unique<TxnBatcher>(*kv_, call_timeout_)) {
+  for (std::size_t i = 0; i < std::max<std::size_t>(1, keep_alive_streams); ++i) {
+    keep_alives_.push_back(std::make_unique<KeepAliveStream>(channel_, *lease_));
+  }
+}
 
 // Every unary call has one shape: a context with the client's deadline, the call, and a failed
 // status turned into the dlock error for `what`.
@@ -275,7 +278,7 @@ std::int64_t EtcdClient::lease_keep_alive(
     std::int64_t lease_id, std::optional<std::chrono::steady_clock::time_point> alive_until) {
   const auto now = std::chrono::steady_clock::now();
   if (alive_until && *alive_until > now + kSharedStreamMargin) {
-    return keep_alive_->renew(lease_id, now + call_timeout_);
+    return keep_alive_stream(lease_id).renew(lease_id, now + call_timeout_);
   }
   // etcd's remaining TTL is in whole seconds, rounded toward zero: ttl >= 2 is at least 2 s
   // left, ttl <= -1 (-1 also for a lease that does not exist) at least 1 s past its expiry,
@@ -284,9 +287,9 @@ std::int64_t EtcdClient::lease_keep_alive(
   if (left < 0) return 0;
   const auto after = std::chrono::steady_clock::now();
   if (std::chrono::seconds(left) > kSharedStreamMargin) {
-    return keep_alive_->renew(lease_id, after + call_timeout_);
+    return keep_alive_stream(lease_id).renew(lease_id, after + call_timeout_);
   }
-  return keep_alive_->renew_alone(lease_id, after + call_timeout_);
+  return keep_alive_stream(lease_id).renew_alone(lease_id, after + call_timeout_);
 }
 
 etcdserverpb::LeaseTimeToLiveResponse EtcdClient::lease_time_to_live(std::int64_t lease_id,

@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -46,7 +47,13 @@ std::shared_ptr<grpc::Channel> make_channel(std::string_view endpoints,
 
 class EtcdClient {
  public:
-  EtcdClient(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds call_timeout);
+  // How many shared keep-alive streams a client spreads its leases over (by lease ID;
+  // docs/adr/0029-etcd-keep-alive-streams.md): etcd serves one stream one request at a time, and
+  // since 3.4.20 each renewal waits for the applied index, so one stream caps keep-alives at one
+  // apply wait each while writes keep raft busy.
+  static constexpr std::size_t kKeepAliveStreams = 8;
+  EtcdClient(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds call_timeout,
+             std::size_t keep_alive_streams = kKeepAliveStreams);
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
 
@@ -74,8 +81,11 @@ class EtcdClient {
   static constexpr std::chrono::milliseconds kSharedStreamMargin{1000};
   etcdserverpb::LeaseTimeToLiveResponse lease_time_to_live(std::int64_t lease_id, bool keys);
 
-  // The shared keep-alive stream itself, for a keep-alive sent now and awaited later.
-  KeepAliveStream& keep_alive_stream() { return *keep_alive_; }
+  // The shared keep-alive stream of `lease_id` (always the same one for a lease, so its
+  // keep-alives stay in order), for a keep-alive sent now and awaited later.
+  KeepAliveStream& keep_alive_stream(std::int64_t lease_id) {
+    return *keep_alives_[static_cast<std::uint64_t>(lease_id) % keep_alives_.size()];
+  }
   const TxnBatcher& write_batcher() const { return *writes_; }
   std::shared_ptr<grpc::Channel> shared_channel() const { return channel_; }
   std::chrono::milliseconds call_timeout() const { return call_timeout_; }
@@ -90,8 +100,8 @@ class EtcdClient {
   std::chrono::milliseconds call_timeout_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;
   std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
-  std::unique_ptr<KeepAliveStream> keep_alive_;  // after lease_: destroyed before it
-  std::unique_ptr<TxnBatcher> writes_;           // after kv_: destroyed before it
+  std::vector<std::unique_ptr<KeepAliveStream>> keep_alives_;  // after lease_: destroyed first
+  std::unique_ptr<TxnBatcher> writes_;                         // after kv_: destroyed before it
 };
 
 // The current value of each of `etcd_keys` that exists, read in as few Txns as etcd allows

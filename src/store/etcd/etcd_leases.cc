@@ -96,8 +96,8 @@ GrantLease GrantLeases::lease_for(milliseconds ttl) {
                         counting_from,
                         wall_from,
                         *pooled->alive_until,
-                        client_.keep_alive_stream().start(pooled->lease_id,
-                                                          counting_from + client_.call_timeout())};
+                        client_.keep_alive_stream(pooled->lease_id)
+                            .start(pooled->lease_id, counting_from + client_.call_timeout())};
     }
     std::int64_t renewed = 0;
     try {
@@ -125,7 +125,7 @@ etcdserverpb::TxnResponse GrantLeases::txn_on(GrantLease& grant,
                                               const etcdserverpb::TxnRequest& request) {
   const auto abandon_renewal = [&] {
     if (grant.renewal) {
-      client_.keep_alive_stream().abandon(*grant.renewal);
+      client_.keep_alive_stream(grant.renewal->lease_id).abandon(*grant.renewal);
       grant.renewal.reset();
     }
   };
@@ -146,8 +146,8 @@ std::optional<milliseconds> GrantLeases::settle(GrantLease& grant) {
   if (grant.renewal) {
     std::int64_t renewed = -1;
     try {
-      renewed = client_.keep_alive_stream().finish(*grant.renewal,
-                                                   SteadyClock::now() + client_.call_timeout());
+      renewed = client_.keep_alive_stream(grant.renewal->lease_id)
+                    .finish(*grant.renewal, SteadyClock::now() + client_.call_timeout());
     } catch (const SessionNotFoundError&) {
       renewed = 0;
     } catch (const Error&) {

@@ -140,8 +140,8 @@ bool Sessions::try_heartbeat_async(std::string_view session_id,
     }
     state->done(std::move(info), std::nullptr_t{});
   };
-  if (client_.keep_alive_stream().start_async(record->lease_id(),
-                                              steady_sent_at + client_.call_timeout(), answered)) {
+  if (client_.keep_alive_stream(record->lease_id())
+          .start_async(record->lease_id(), steady_sent_at + client_.call_timeout(), answered)) {
     return true;
   }
   done = std::move(state->done);
