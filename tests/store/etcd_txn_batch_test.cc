@@ -9,12 +9,16 @@
 #include <atomic>
 #include <chrono>
 #include <iostream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "dlock/errors.h"
 #include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_keys.h"
+#include "store/etcd/etcd_leases.h"
+#include "store/etcd/etcd_sessions.h"
 #include "store/etcd/etcd_txn_batch.h"
 #include "support/etcd_server.h"
 
@@ -274,6 +278,43 @@ TEST_F(EtcdTxnBatchTest, ConcurrentWritersThroughTheClientEachGetTheirOwnOutcome
   // The writes did share batches (else this test says nothing about batching).
   const auto& batcher = client_->write_batcher();
   std::cout << "batches " << batcher.batches_sent() << ", txns " << batcher.txns_sent() << "\n";
+  EXPECT_LT(batcher.batches_sent(), batcher.txns_sent());
+}
+
+// A session open writes its record through the batcher (docs/adr/0030): concurrent opens share
+// Txns, and each record still lands on its own session's lease.
+TEST_F(EtcdTxnBatchTest, ConcurrentSessionOpensShareTxnsEachRecordOnItsOwnLease) {
+  etcd::GrantLeases leases(*client_);
+  etcd::Sessions sessions(*client_, leases, TtlLimits{});
+  constexpr int kThreads = 16, kEach = 8;
+  std::vector<std::vector<SessionInfo>> opened(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int n = 0; n < kEach; ++n) {
+        opened[t].push_back(sessions.open("owner-" + std::to_string(t), std::chrono::seconds(30),
+                                          std::chrono::milliseconds(0)));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::set<std::int64_t> distinct_leases;
+  for (int t = 0; t < kThreads; ++t) {
+    for (const auto& info : opened[t]) {
+      const auto record = etcd_->raw().get(etcd::session_record_key(info.session_id));
+      ASSERT_TRUE(record) << info.session_id;
+      EXPECT_NE(record->lease, 0);
+      distinct_leases.insert(record->lease);
+      // The record's lease is the session's: revoking it ends exactly this session.
+      const auto looked_up = sessions.get(info.session_id);
+      ASSERT_TRUE(looked_up);
+      EXPECT_EQ(looked_up->owner_id, "owner-" + std::to_string(t));
+    }
+  }
+  EXPECT_EQ(distinct_leases.size(), static_cast<std::size_t>(kThreads * kEach));
+  const auto& batcher = client_->write_batcher();
+  std::cout << "batches " << batcher.batches_sent() << ", txns " << batcher.txns_sent() << "\n";
+  EXPECT_EQ(batcher.txns_sent(), static_cast<std::uint64_t>(kThreads * kEach));
   EXPECT_LT(batcher.batches_sent(), batcher.txns_sent());
 }
 
