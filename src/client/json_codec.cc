@@ -90,7 +90,9 @@ WallClock::time_point parse_rfc3339(std::string_view text) {
 
 std::string format_rfc3339(WallClock::time_point time) {
   using namespace std::chrono;
-  const auto millis = time_point_cast<milliseconds>(time);
+  // floor, not time_point_cast (which rounds toward zero): before 1970 the cast would move the
+  // instant up to a millisecond later, and the text would no longer name the instant's millisecond.
+  const auto millis = floor<milliseconds>(time);
   const auto day_start = floor<days>(millis);
   const year_month_day date{day_start};
   const hh_mm_ss clock{millis - day_start};
