@@ -201,6 +201,11 @@ void run_backend(const Options& options, const std::string& name, const std::str
     record(http_hot({dlockd.target()}, name, c, duration, ignored, ignored_sent,
                     /*session_bound=*/true));
   }
+  // What one HTTP request costs without a write, at the smallest client count, measured next to
+  // the hot key whose grant interval it explains (http_load.h, ProbeShape).
+  const int cmin = options.clients.front();
+  record(http_probe(dlockd.target(), name, cmin, duration, ProbeShape::kFloor));
+  record(http_probe(dlockd.target(), name, cmin, duration, ProbeShape::kRead));
   const auto attempts_before = dlockd_attempts(dlockd.target());
 #ifdef DLOCK_WITH_PG
   const long long before = name == "pg" ? pg_token_sequence(pg_url) : 0;

@@ -404,6 +404,39 @@ std::string http_get_text(const HttpTarget& target, const std::string& path) {
   }
 }
 
+Measurement http_probe(const HttpTarget& target, const std::string& backend, int clients,
+                       std::chrono::milliseconds duration, ProbeShape shape) {
+  const bool floor = shape == ProbeShape::kFloor;
+  const std::string path = floor ? "/healthz" : "/v1/locks/bench-http-probe";
+  asio::io_context io;
+  auto connections = open_connections(io, {target}, clients);
+  std::vector<ClientStats> stats(static_cast<std::size_t>(clients));
+  const auto start = Clock::now();
+  const auto deadline = start + duration;
+  std::function<void(int)> probe = [&](int i) {
+    if (Clock::now() >= deadline) return;
+    auto& out = stats[static_cast<std::size_t>(i)];
+    const auto t0 = Clock::now();
+    connections[static_cast<std::size_t>(i)]->send(
+        http::verb::get, path, "", [&, i, t0](int status, const std::string& body) {
+          // The probed lock is never held: a read answers 404, the health check 200.
+          if (status != (floor ? 200 : 404)) {
+            ++out.errors;
+            report_unexpected(floor ? "healthz" : "read", status, body);
+            if (status < 0) return;
+          } else {
+            ++out.ops;
+            out.op_ms.push_back(ms_between(t0, Clock::now()));
+          }
+          probe(i);
+        });
+  };
+  for (int i = 0; i < clients; ++i) probe(i);
+  io.run();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return summarize(backend, "http", floor ? "floor" : "read", clients, seconds, stats);
+}
+
 Measurement http_keepalives(const HttpTarget& target, const std::string& backend, int clients,
                             const std::vector<std::string>& session_ids,
                             std::chrono::milliseconds duration) {

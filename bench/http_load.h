@@ -103,6 +103,17 @@ std::uint64_t http_blocked_waiters(const HttpTarget& target,
 // GET `path` on a fresh connection (e.g. etcd's /metrics); "" when it cannot be fetched.
 std::string http_get_text(const HttpTarget& target, const std::string& path);
 
+// What an HTTP request through dlockd costs without a write, at `clients` connections each
+// sending one request after another (the decomposition of the hot key's grant interval, in
+// docs/benchmarks.md "Why the hot key misses"):
+// - kFloor ("floor"): GET /healthz, answered on the io thread: the loopback round trip, Beast's
+//   read and write, routing and the client's own turnaround; no worker, no store call;
+// - kRead ("read"): GET /v1/locks/bench-http-probe (never held: 404), a store read on a
+//   worker: the floor plus the two thread hand-offs every store call pays and one read.
+enum class ProbeShape { kFloor, kRead };
+Measurement http_probe(const HttpTarget& target, const std::string& backend, int clients,
+                       std::chrono::milliseconds duration, ProbeShape shape);
+
 // Keepalive throughput: `clients` connections renew `session_ids` round robin for `duration`.
 Measurement http_keepalives(const HttpTarget& target, const std::string& backend, int clients,
                             const std::vector<std::string>& session_ids,

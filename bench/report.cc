@@ -160,6 +160,41 @@ void write_election_failover(std::ostream& md, const std::vector<Measurement>& a
   }
 }
 
+// Why the hot key's grants/s fall short of the serial limit (docs/benchmarks.md, "Why the hot key
+// misses"): each grant is one write (a hand-over) plus one HTTP round trip (the grant out, the
+// next release in), so even a server that added nothing to its HTTP floor would grant at most
+// once per raw acquire + floor round trip.
+void add_hot_key_floor_keys(boost::json::object& o, std::map<std::string, std::string>& notes,
+                            const std::vector<Measurement>& all, const std::string& backend,
+                            const Rate& rate, std::optional<double> raw_acquire_p50, int cmin,
+                            int cmax) {
+  const auto p50_of = [&](const char* workload) -> std::optional<double> {
+    const auto* m = find(all, backend, "http", workload, cmin);
+    if (m == nullptr || m->ops == 0) return std::nullopt;
+    return m->p50_ms;
+  };
+  const auto floor = p50_of("floor");
+  o["http_floor_p50_ms_c1"] = number_or_null(floor);
+  o["http_read_p50_ms_c1"] = number_or_null(p50_of("read"));
+  const auto hot = rate("http", "hot", cmax);
+  const auto serial = rate("raw", "pairs", cmin);
+  std::optional<double> interval, ceiling, above;
+  if (hot) interval = 1000.0 / *hot;
+  if (serial && raw_acquire_p50 && floor) {
+    ceiling = (1000.0 / *serial) / (*raw_acquire_p50 + *floor);
+  }
+  if (interval && raw_acquire_p50 && floor) above = *interval - *raw_acquire_p50 - *floor;
+  o["hot_key_grant_interval_ms"] = number_or_null(interval);
+  o["hot_key_ceiling_over_serial_limit"] = number_or_null(ceiling);
+  o["hot_key_above_floor_ms"] = number_or_null(above);
+  notes["hot_key_ceiling_over_serial_limit"] =
+      "a hot-key grant is one write plus one HTTP round trip: serial-limit interval (1 / raw "
+      "pairs/s at the smallest client count) / (raw_acquire_p50_ms_c1 + http_floor_p50_ms_c1), "
+      "the ratio a server adding nothing above its HTTP floor (GET /healthz, no worker, no "
+      "store) could reach; hot_key_above_floor_ms = hot_key_grant_interval_ms - raw acquire - "
+      "floor is what dlockd adds on top (thread hand-offs, the store call, the holder's 204)";
+}
+
 // Session-bound locks (path http-sb) against raw, the anchor and TTL locks.
 void add_session_bound_keys(boost::json::object& o, std::map<std::string, std::string>& notes,
                             const Rate& rate, const P50& p50, const std::string& backend, int cmin,
@@ -385,6 +420,7 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
     if (!rate("anchor", "hot", cmax) && !notes.count("hot_key_over_anchor_hot")) {
       notes["hot_key_over_anchor_hot"] = "no anchor path for this backend in this run";
     }
+    add_hot_key_floor_keys(o, notes, all, b, rate, raw_acquire_p50, cmin, cmax);
     o["tls_over_plain_throughput_c1"] =
         number_or_null(ratio(rate("tls", "pairs", cmin), rate("tls-plain", "pairs", cmin)));
     o["tls_over_plain_p50_c1"] = number_or_null(ratio(p50("tls", cmin), p50("tls-plain", cmin)));
