@@ -404,71 +404,67 @@ std::string http_get_text(const HttpTarget& target, const std::string& path) {
   }
 }
 
-Measurement http_probe(const HttpTarget& target, const std::string& backend, int clients,
-                       std::chrono::milliseconds duration, ProbeShape shape) {
-  const bool floor = shape == ProbeShape::kFloor;
-  const std::string path = floor ? "/healthz" : "/v1/locks/bench-http-probe";
+namespace {
+
+// `clients` connections, each sending one body-less request after another until `duration`
+// ends: `target_of()` gives the next request's target, `expected` is the status that counts as
+// done; any other status is an error (reported, and the connection stops on a transport error).
+Measurement http_requests(const HttpTarget& target, const std::string& backend, int clients,
+                          std::chrono::milliseconds duration, const std::string& workload,
+                          http::verb verb, const std::function<std::string()>& target_of,
+                          int expected) {
   asio::io_context io;
   auto connections = open_connections(io, {target}, clients);
   std::vector<ClientStats> stats(static_cast<std::size_t>(clients));
   const auto start = Clock::now();
   const auto deadline = start + duration;
-  std::function<void(int)> probe = [&](int i) {
+  std::function<void(int)> next = [&](int i) {
     if (Clock::now() >= deadline) return;
     auto& out = stats[static_cast<std::size_t>(i)];
     const auto t0 = Clock::now();
     connections[static_cast<std::size_t>(i)]->send(
-        http::verb::get, path, "", [&, i, t0](int status, const std::string& body) {
-          // The probed lock is never held: a read answers 404, the health check 200.
-          if (status != (floor ? 200 : 404)) {
+        verb, target_of(), "", [&, i, t0](int status, const std::string& body) {
+          if (status != expected) {
             ++out.errors;
-            report_unexpected(floor ? "healthz" : "read", status, body);
+            report_unexpected(workload.c_str(), status, body);
             if (status < 0) return;
           } else {
             ++out.ops;
             out.op_ms.push_back(ms_between(t0, Clock::now()));
           }
-          probe(i);
+          next(i);
         });
   };
-  for (int i = 0; i < clients; ++i) probe(i);
+  for (int i = 0; i < clients; ++i) next(i);
   io.run();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return summarize(backend, "http", floor ? "floor" : "read", clients, seconds, stats);
+  return summarize(backend, "http", workload, clients, seconds, stats);
+}
+
+}  // namespace
+
+Measurement http_probe(const HttpTarget& target, const std::string& backend, int clients,
+                       std::chrono::milliseconds duration, ProbeShape shape) {
+  // The probed lock is never held: a read answers 404, the health check 200.
+  if (shape == ProbeShape::kFloor) {
+    return http_requests(
+        target, backend, clients, duration, "floor", http::verb::get,
+        [] { return std::string("/healthz"); }, 200);
+  }
+  return http_requests(
+      target, backend, clients, duration, "read", http::verb::get,
+      [] { return std::string("/v1/locks/bench-http-probe"); }, 404);
 }
 
 Measurement http_keepalives(const HttpTarget& target, const std::string& backend, int clients,
                             const std::vector<std::string>& session_ids,
                             std::chrono::milliseconds duration) {
-  asio::io_context io;
-  auto connections = open_connections(io, {target}, clients);
-  std::vector<ClientStats> stats(static_cast<std::size_t>(clients));
+  if (session_ids.empty()) return summarize(backend, "http", "keepalive", clients, 0, {});
   std::size_t next = 0;
-  const auto start = Clock::now();
-  const auto deadline = start + duration;
-  std::function<void(int)> renew = [&](int i) {
-    if (Clock::now() >= deadline || session_ids.empty()) return;
-    auto& out = stats[static_cast<std::size_t>(i)];
-    const auto& sid = session_ids[next++ % session_ids.size()];
-    const auto t0 = Clock::now();
-    connections[static_cast<std::size_t>(i)]->send(
-        http::verb::post, "/v1/sessions/" + sid + "/keepalive", "",
-        [&, i, t0](int status, const std::string& body) {
-          if (status != 200) {
-            ++out.errors;
-            report_unexpected("keepalive", status, body);
-            if (status < 0) return;
-          } else {
-            ++out.ops;
-            out.op_ms.push_back(ms_between(t0, Clock::now()));
-          }
-          renew(i);
-        });
-  };
-  for (int i = 0; i < clients; ++i) renew(i);
-  io.run();
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return summarize(backend, "http", "keepalive", clients, seconds, stats);
+  return http_requests(
+      target, backend, clients, duration, "keepalive", http::verb::post,
+      [&] { return "/v1/sessions/" + session_ids[next++ % session_ids.size()] + "/keepalive"; },
+      200);
 }
 
 }  // namespace dlock::bench

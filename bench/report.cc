@@ -192,7 +192,8 @@ void add_hot_key_floor_keys(boost::json::object& o, std::map<std::string, std::s
       "pairs/s at the smallest client count) / (raw_acquire_p50_ms_c1 + http_floor_p50_ms_c1), "
       "the ratio a server adding nothing above its HTTP floor (GET /healthz, no worker, no "
       "store) could reach; hot_key_above_floor_ms = hot_key_grant_interval_ms - raw acquire - "
-      "floor is what dlockd adds on top (thread hand-offs, the store call, the holder's 204)";
+      "floor is what dlockd adds on top (thread hand-offs, the store call, the holder's 204, the "
+      "next acquire that joins the queue)";
 }
 
 // Session-bound locks (path http-sb) against raw, the anchor and TTL locks.
