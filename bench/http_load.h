@@ -104,8 +104,8 @@ std::uint64_t http_blocked_waiters(const HttpTarget& target,
 std::string http_get_text(const HttpTarget& target, const std::string& path);
 
 // What an HTTP request through dlockd costs without a write, at `clients` connections each
-// sending one request after another (the decomposition of the hot key's grant interval, in
-// docs/benchmarks.md "Why the hot key misses"):
+// sending one request after another (the split of the hot key's grant interval, bench/README.md
+// "The HTTP floor"):
 // - kFloor ("floor"): GET /healthz, answered on the io thread: the loopback round trip, Beast's
 //   read and write, routing and the client's own turnaround; no worker, no store call;
 // - kRead ("read"): GET /v1/locks/bench-http-probe (never held: 404), a store read on a

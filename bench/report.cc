@@ -160,8 +160,8 @@ void write_election_failover(std::ostream& md, const std::vector<Measurement>& a
   }
 }
 
-// Why the hot key's grants/s fall short of the serial limit (docs/benchmarks.md, "Why the hot key
-// misses"): each grant is one write (a hand-over) plus one HTTP round trip (the grant out, the
+// Why the hot key's grants/s fall short of the serial limit (bench/README.md, "The HTTP floor"):
+// each grant is one write (a hand-over) plus one HTTP round trip (the grant out, the
 // next release in), so even a server that added nothing to its HTTP floor would grant at most
 // once per raw acquire + floor round trip.
 void add_hot_key_floor_keys(boost::json::object& o, std::map<std::string, std::string>& notes,
