@@ -131,6 +131,12 @@ const std::vector<Key>& keys() {
        [](ServerConfig& c, const std::string& v) {
          c.write_timeout = positive_duration(v, "server.write.timeout");
        }},
+      {"server.max.unsent.bytes", "67108864",
+       "Bytes of answers not yet taken by slow clients, server-wide; a large answer past it is "
+       "answered 503.",
+       [](ServerConfig& c, const std::string& v) {
+         c.max_unsent_bytes = count(v, "server.max.unsent.bytes");
+       }},
       {"server.max.connections", "10000",
        "Open client connections; beyond it new ones are answered 503 and closed.",
        [](ServerConfig& c, const std::string& v) {

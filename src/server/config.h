@@ -34,6 +34,10 @@ struct ServerConfig {
   std::chrono::milliseconds idle_timeout{60000};
   std::chrono::milliseconds write_timeout{10000};
   std::size_t max_connections = 10000;
+  // Bytes of answers being written and not yet taken by their clients, server-wide. An answer
+  // body over kLargeAnswerBytes that would take the total past it is answered 503 instead, so
+  // clients that ask for large lists and stop reading cannot multiply dlockd's memory.
+  std::size_t max_unsent_bytes = 64 * 1024 * 1024;
   // TLS (contract C6, ADR-0017): HTTPS when cert and key are given; with client_ca, a client
   // certificate signed by it is required (mTLS). Re-read on SIGHUP.
   std::string tls_cert_file;

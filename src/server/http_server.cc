@@ -40,11 +40,14 @@ using std::chrono::steady_clock;
 
 constexpr std::size_t kMaxHeaderBytes = 16 * 1024;  // request line and headers
 constexpr std::size_t kMaxTargetBytes = 8 * 1024;
+// Answers up to this size are always written; larger ones count against max_unsent_bytes.
+constexpr std::size_t kLargeAnswerBytes = 64 * 1024;
 
 struct HttpServer::Shared {
   std::size_t max_body_bytes;
   milliseconds header_timeout, idle_timeout, write_timeout, stall_timeout;
   std::size_t max_connections;
+  std::size_t max_unsent_bytes;
   Handler handler;
   std::shared_ptr<TlsContexts> tls;  // null: plain HTTP
   std::atomic<std::size_t> in_flight{0};
@@ -60,6 +63,23 @@ struct HttpServer::Shared {
                : flying - static_cast<std::size_t>(std::max<std::int64_t>(waiting, 0));
   }
   void progress() { last_progress = steady_clock::now().time_since_epoch().count(); }
+  // Takes `bytes` of the server-wide budget of unsent answers (server.max.unsent.bytes); false,
+  // taking nothing, when they do not fit. Small answers always fit (they may overdraw it: their
+  // total is bounded by max_connections x kLargeAnswerBytes).
+  bool reserve_unsent(std::size_t bytes) {
+    auto& unsent = server_counters().unsent_bytes;
+    auto current = unsent.load();
+    do {
+      if (bytes > kLargeAnswerBytes &&
+          static_cast<std::size_t>(std::max<std::int64_t>(current, 0)) + bytes > max_unsent_bytes) {
+        return false;
+      }
+    } while (!unsent.compare_exchange_weak(current, current + static_cast<std::int64_t>(bytes)));
+    return true;
+  }
+  static void release_unsent(std::size_t bytes) {
+    server_counters().unsent_bytes -= static_cast<std::int64_t>(bytes);
+  }
   // Requests other than waiting acquires in flight, none answered for stall_timeout.
   bool wedged() const {
     const auto idle = steady_clock::now() -
@@ -353,11 +373,28 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   void write(Response response, bool head) {
     // HEAD: the headers a GET would have (Content-Length included), no body.
     if (head) response.body().clear();
+    std::size_t unsent = response.body().size();
+    if (!shared_->reserve_unsent(unsent)) {
+      // Clients that do not take their answers hold the budget: shed this one (it was built,
+      // and goes now), keep the connection (ADR-0007: undelivered, so a grant is given back).
+      ++server_counters().answers_shed;
+      const bool keep_alive = response.keep_alive();
+      response = error_response(503, to_string(ErrorCode::kUnavailable),
+                                "too many answers not yet taken by their clients "
+                                "(server.max.unsent.bytes); retry");
+      response.set(http::field::retry_after, "1");
+      response.keep_alive(keep_alive);
+      response.prepare_payload();
+      undelivered();
+      unsent = response.body().size();
+      shared_->reserve_unsent(unsent);
+    }
     auto message = std::make_shared<Response>(std::move(response));
     lowest().expires_after(shared_->write_timeout);  // a client that stops reading is dropped
     http::async_write(
         stream_, *message,
-        [self = this->shared_from_this(), message](beast::error_code error, std::size_t) {
+        [self = this->shared_from_this(), message, unsent](beast::error_code error, std::size_t) {
+          Shared::release_unsent(unsent);
           if (error) {
             if (error == beast::error::timeout) {
               ++server_counters().connections_timed_out;
@@ -456,6 +493,7 @@ HttpServer::HttpServer(asio::io_context& io, const std::string& listen, const Se
   shared_->stall_timeout =
       std::max<milliseconds>(std::chrono::seconds(10), 2 * config.store.call_timeout);
   shared_->max_connections = config.max_connections;
+  shared_->max_unsent_bytes = config.max_unsent_bytes;
   shared_->handler = std::move(handler);
   if (config.tls_enabled()) {
     shared_->tls = std::make_shared<TlsContexts>(config);

@@ -331,6 +331,12 @@ std::string Telemetry::scrape() const {
                             MetricType::Counter, number(c.connections_timed_out)));
   families.push_back(family("dlock_http_connections_open", "Client connections open now",
                             MetricType::Gauge, number(c.connections_open)));
+  families.push_back(family("dlock_http_unsent_bytes",
+                            "Bytes of answers written and not yet taken by their clients",
+                            MetricType::Gauge, number(c.unsent_bytes)));
+  families.push_back(family("dlock_http_answers_shed_total",
+                            "Large answers replaced by 503 over server.max.unsent.bytes",
+                            MetricType::Counter, number(c.answers_shed)));
   auto dropped = family("dlock_log_dropped_total", "Log lines dropped, by reason",
                         MetricType::Counter, number(c.log_dropped), {{"reason", "queue_full"}});
   dropped.metric.push_back(

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <future>
+#include <iostream>
 #include <iterator>
 #include <memory>
 #include <sstream>
@@ -150,6 +151,89 @@ TEST(HttpHardening, AClientThatStopsReadingIsDropped) {
       [&] { return metric(dlockd.address(), "dlock_http_connection_timeouts_total") >= 1; }, 15s));
   EXPECT_TRUE(lock_round_trip(dlockd.address(), "stalled"));
   writer.join();  // its sends fail once the server has dropped the connection
+}
+
+// The resident memory of a process in KiB (VmRSS of /proc/<pid>/status).
+long resident_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// Clients that ask for a large answer and never read it hold at most server.max.unsent.bytes of
+// dlockd's memory together (C6 "Connections"): past it a large answer is 503 with Retry-After on
+// a connection that stays open, small answers (a lock round trip) carry on, and the budget comes
+// back when the write timeout drops the stalled clients. Before the bound every stalled client
+// kept its whole answer (about 1 MB each for GET /v1/locks?limit=1000).
+TEST(HttpHardening, UnreadLargeAnswersAreBoundedServerWide) {
+  constexpr int kLocks = 600;
+  constexpr int kStalled = 40;
+  constexpr long kBudget = 1 << 20;
+  DlockdProcess dlockd(with(
+      {"--server-max-unsent-bytes", std::to_string(kBudget), "--server-write-timeout", "60s"}));
+  const auto address = dlockd.address();
+  const auto session = http_call(address, "POST", "/v1/sessions", R"({"owner":"lister"})");
+  ASSERT_EQ(session.status, 201);
+  const std::string sid(session.json.at("session_id").as_string());
+  const std::string padding(400, 'k');
+  for (int i = 0; i < kLocks; ++i) {
+    ASSERT_EQ(http_call(address, "POST", "/v1/locks/" + padding + std::to_string(i) + "/acquire",
+                        R"({"session_id":")" + sid + R"(","ttl_ms":120000})")
+                  .status,
+              200);
+  }
+  const auto whole = http_call(address, "GET", "/v1/locks?limit=1000");
+  ASSERT_EQ(whole.status, 200);
+  ASSERT_GT(whole.body.size(), 300'000u);  // a third of the budget: three such answers fit
+  const long rss_before = resident_kib(dlockd.pid());
+
+  // Each stalled client pipelines requests: the kernel takes its first answers (on loopback a
+  // socket's send buffer starts at about 1.4 MB), the next one stays in dlockd.
+  std::string pipelined;
+  for (int i = 0; i < 8; ++i) pipelined += get("/v1/locks?limit=1000");
+  std::vector<std::unique_ptr<RawSocket>> stalled;
+  for (int i = 0; i < kStalled; ++i) {
+    stalled.push_back(std::make_unique<RawSocket>(address, 4096));
+    ASSERT_TRUE(stalled.back()->send(pipelined));
+  }
+  // About three answers fit the budget and stay unsent; the others are shed (their 503 is
+  // small) until the kernel has taken what it will of each connection's answers.
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return metric(address, "dlock_http_unsent_bytes") > 0 &&
+               metric(address, "dlock_http_answers_shed_total") >= kStalled - 4;
+      },
+      30s));
+  double most_unsent = 0;
+  for (int i = 0; i < 10; ++i) {
+    most_unsent = std::max(most_unsent, metric(address, "dlock_http_unsent_bytes"));
+    std::this_thread::sleep_for(100ms);
+  }
+  const long rss_stalled = resident_kib(dlockd.pid());
+  std::cout << "most unsent bytes " << most_unsent << " of budget " << kBudget << "; shed "
+            << metric(address, "dlock_http_answers_shed_total") << " of " << kStalled * 8
+            << " requests; RSS " << rss_before << " -> " << rss_stalled << " KiB\n";
+  EXPECT_LE(most_unsent, static_cast<double>(kBudget) + 64 * 1024);
+  // A shed answer: 503 with Retry-After, on a connection that stays open.
+  int shed_answers = 0;
+  for (auto& socket : stalled) {
+    socket->set_receive_timeout(2s);
+    const auto answers = socket->receive("server.max.unsent.bytes");
+    const auto shed = answers.rfind("HTTP/1.1 503");
+    if (shed == std::string::npos) continue;
+    ++shed_answers;
+    EXPECT_NE(answers.find("Retry-After: 1", shed), std::string::npos);
+    EXPECT_FALSE(socket->closed());
+  }
+  EXPECT_GE(shed_answers, kStalled - 4);
+  EXPECT_TRUE(lock_round_trip(address, "small-answers-carry-on"));
+  // Stalled clients that go away give the budget back.
+  for (auto& socket : stalled) socket->reset();
+  EXPECT_TRUE(
+      wait_for([&] { return metric(address, "dlock_http_unsent_bytes") < 64 * 1024; }, 15s));
+  EXPECT_EQ(http_call(address, "GET", "/v1/locks?limit=1000").status, 200);
 }
 
 TEST(HttpHardening, TransferEncodingOtherThanChunkedIsRefused) {
