@@ -159,7 +159,7 @@ std::string PrincipalCounter::try_add(const std::string& principal) {
   auto& count = counts_[principal];
   if (limit_ > 0 && count >= limit_) {
     if (count == 0) counts_.erase(principal);
-    return "too many " + what_ + " for principal " + principal + " (limit " +
+    return "too many " + what_ + " for " + noun_ + " " + principal + " (limit " +
            std::to_string(limit_) + ")";
   }
   ++count;

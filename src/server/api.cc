@@ -116,7 +116,14 @@ Api::Api(core::LockService& service, Telemetry& telemetry, const ServerConfig& c
       telemetry_(telemetry),
       config_(config),
       auth_(config, telemetry),
-      waiters_per_principal_(config.max_waiters_per_principal, "waiting acquires") {}
+      waiters_per_principal_(config.max_waiters_per_principal, "waiting acquires"),
+      waiting_share_(std::max<std::size_t>(1, config.max_connections / 4),
+                     "waiting requests (a quarter of server.max.connections)",
+                     auth_.enabled() ? "principal" : "address") {}
+
+std::string Api::waiter_key(const RequestContext& context) const {
+  return context.principal ? context.principal->name : context.remote_address;
+}
 
 void Api::handle(Request&& request, Reply reply, const Peer& peer) {
   auto counted = [this, reply = std::move(reply)](Response response) {
@@ -368,11 +375,20 @@ void Api::grant(const RequestContext& context, const Reply& reply, const BodyRea
   const bool auth = auth_.enabled();
   const auto who = audit_who(context);
   const auto cancellation = context.cancellation;
+  const auto waiter = waiter_key(context);
   with_own_session(context, session_id, reply, [=, this] {
-    // A waiting acquire counts against its principal's auth.max.waiters.per.principal (C6).
-    const bool counted = auth && wait.count() > 0;
+    // A waiting acquire counts against its principal's auth.max.waiters.per.principal and its
+    // share of the connections (C6).
+    const bool waits = wait.count() > 0;
+    const bool counted = auth && waits;
+    if (waits) {
+      if (auto refusal = waiting_share_.try_add(waiter); !refusal.empty()) {
+        throw ResourceExhaustedError(refusal);
+      }
+    }
     if (counted) {
       if (auto refusal = waiters_per_principal_.try_add(who.principal); !refusal.empty()) {
+        waiting_share_.remove(waiter);
         throw ResourceExhaustedError(refusal);
       }
     }
@@ -390,9 +406,11 @@ void Api::grant(const RequestContext& context, const Reply& reply, const BodyRea
       return ok(200, handle_json(*handle, ttl, received, auth, request.limit));
     };
     auto done = answer<std::optional<LockHandle>>(reply, render);
-    if (counted) {
-      done = [this, done = std::move(done), principal = who.principal](auto outcome) {
-        waiters_per_principal_.remove(principal);
+    if (waits) {
+      done = [this, done = std::move(done), principal = who.principal, waiter,
+              counted](auto outcome) {
+        if (counted) waiters_per_principal_.remove(principal);
+        waiting_share_.remove(waiter);
         done(std::move(outcome));
       };
     }

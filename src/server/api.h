@@ -111,6 +111,12 @@ class Api {
   std::atomic<bool> ready_{false};
   ApiAuth auth_;
   core::PrincipalCounter waiters_per_principal_;  // waiting acquires, with authentication only
+  // Every waiting request (an acquire with wait_ms, an observer of an election) holds a
+  // connection: a principal (without authentication, a client address) may hold at most a
+  // quarter of server.max.connections that way, so one reader's long polls cannot take every
+  // slot (C6 "Connections"). Keyed by waiter_key().
+  core::PrincipalCounter waiting_share_;
+  std::string waiter_key(const RequestContext& context) const;
 };
 
 }  // namespace dlock::server

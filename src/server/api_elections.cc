@@ -103,9 +103,17 @@ void Api::read_election(const RequestContext& context, const Reply& reply) {
   };
   // A waiting observer counts against its principal's waiters, as a waiting acquire does (C6).
   const auto who = audit_who(context);
-  const bool counted = auth && wait.count() > 0 && after_token;
+  const bool waits = wait.count() > 0 && after_token;
+  const bool counted = auth && waits;
+  const auto waiter = waiter_key(context);
+  if (waits) {
+    if (auto refusal = waiting_share_.try_add(waiter); !refusal.empty()) {
+      throw ResourceExhaustedError(refusal);
+    }
+  }
   if (counted) {
     if (auto refusal = waiters_per_principal_.try_add(who.principal); !refusal.empty()) {
+      waiting_share_.remove(waiter);
       throw ResourceExhaustedError(refusal);
     }
   }
@@ -114,9 +122,11 @@ void Api::read_election(const RequestContext& context, const Reply& reply) {
         if (!info || !info->value) return no_leader(key);
         return ok(200, leader_info_json(*info, caller.get(), auth));
       });
-  if (counted) {
-    done = [this, done = std::move(done), principal = who.principal](auto outcome) {
-      waiters_per_principal_.remove(principal);
+  if (waits) {
+    done = [this, done = std::move(done), principal = who.principal, waiter,
+            counted](auto outcome) {
+      if (counted) waiters_per_principal_.remove(principal);
+      waiting_share_.remove(waiter);
       done(std::move(outcome));
     };
   }

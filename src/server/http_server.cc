@@ -40,6 +40,10 @@ using std::chrono::steady_clock;
 
 constexpr std::size_t kMaxHeaderBytes = 16 * 1024;  // request line and headers
 constexpr std::size_t kMaxTargetBytes = 8 * 1024;
+// Connections accepted beyond max_connections for health probes and scrapes only (/healthz,
+// /readyz, /metrics): a server whose slots are all taken (long polls, a flood) still answers
+// its probes; any other request on such a connection is 503 and the connection closed.
+constexpr std::size_t kProbeConnections = 16;
 // Answers up to this size are always written; larger ones count against max_unsent_bytes.
 constexpr std::size_t kLargeAnswerBytes = 64 * 1024;
 
@@ -91,6 +95,13 @@ struct HttpServer::Shared {
 namespace {
 
 using Shared = HttpServer::Shared;
+
+// Health probes and scrapes: never refused for want of a connection slot, and answering them
+// is not progress (it would hide a wedge from /readyz).
+bool is_probe(const Request& request) {
+  return request.target() == "/healthz" || request.target() == "/readyz" ||
+         request.target() == "/metrics";
+}
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
@@ -107,8 +118,10 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
  public:
-  Connection(tcp::socket socket, std::shared_ptr<Shared> shared, TlsContextPtr tls = nullptr)
-      : tls_(std::move(tls)),
+  Connection(tcp::socket socket, std::shared_ptr<Shared> shared, TlsContextPtr tls = nullptr,
+             bool probes_only = false)
+      : probes_only_(probes_only),
+        tls_(std::move(tls)),
         peer_{
             .address = address_of(socket), .client_cert_cn = std::nullopt, .cancellation = nullptr},
         stream_(make_stream(std::move(socket), tls_.get())),
@@ -281,8 +294,18 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
 
   void on_request() {
     Request request = parser_->release();
-    const bool keep_alive = request.keep_alive();
     const bool head = request.method() == http::verb::head;
+    const bool probe = is_probe(request);
+    if (probes_only_ && !probe) {
+      // A connection of the probes' reserve: anything else waits for a regular slot.
+      ++server_counters().connections_rejected;
+      auto response =
+          error_response(503, to_string(ErrorCode::kUnavailable), "too many open connections");
+      response.set(http::field::retry_after, "1");
+      response.keep_alive(false);
+      return write(std::move(response), head);
+    }
+    const bool keep_alive = request.keep_alive() && !probes_only_;
     if (request.target() == "/readyz" && shared_->wedged()) {
       auto response = error_response(503, to_string(ErrorCode::kUnavailable),
                                      "wedged: requests in flight and none answered for " +
@@ -307,9 +330,6 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
         });
     Peer peer = peer_;
     peer.cancellation = cancellation_;
-    // Answering a probe or a scrape is not progress: it would hide a wedge from /readyz.
-    const bool probe = request.target() == "/healthz" || request.target() == "/readyz" ||
-                       request.target() == "/metrics";
     shared_->handler(std::move(request), peer, [self, keep_alive, head, probe](Response response) {
       asio::post(self->stream_.get_executor(),
                  [self, keep_alive, head, probe, response = std::move(response)]() mutable {
@@ -409,7 +429,8 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
         });
   }
 
-  TlsContextPtr tls_;  // the context this connection started with (null: plain)
+  const bool probes_only_;  // accepted beyond max_connections: probes only (kProbeConnections)
+  TlsContextPtr tls_;       // the context this connection started with (null: plain)
   Peer peer_;
   Stream stream_;
   std::shared_ptr<Shared> shared_;
@@ -544,16 +565,19 @@ void HttpServer::accept() {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (error) return on_accept_error(error);
     backoff_ = milliseconds(0);
-    if (shared_->open >= shared_->max_connections) {
+    const bool probes_only = shared_->open >= shared_->max_connections;
+    if (shared_->open >= shared_->max_connections + kProbeConnections) {
       ++server_counters().connections_rejected;
       turn_away(std::move(socket), shared_->tls != nullptr);
     } else if (shared_->tls) {
       socket.set_option(tcp::no_delay(true), error);
-      std::make_shared<Connection<TlsStream>>(std::move(socket), shared_, shared_->tls->current())
+      std::make_shared<Connection<TlsStream>>(std::move(socket), shared_, shared_->tls->current(),
+                                              probes_only)
           ->start();
     } else {
       socket.set_option(tcp::no_delay(true), error);
-      std::make_shared<Connection<PlainStream>>(std::move(socket), shared_)->start();
+      std::make_shared<Connection<PlainStream>>(std::move(socket), shared_, nullptr, probes_only)
+          ->start();
     }
     accept();
   });

@@ -10,8 +10,11 @@
 //   within another header.timeout; a keep-alive connection may sit server.idle.timeout between
 //   requests; an answer must be taken by the client within server.write.timeout. Each is closed
 //   otherwise (slowloris, clients that stop reading).
-// - beyond server.max.connections open connections, a new one is answered 503 and closed while
-//   the open ones carry on.
+// - beyond server.max.connections open connections, 16 more are accepted for probes and scrapes
+//   only (/healthz, /readyz, /metrics; anything else 503 and closed); beyond those a new one is
+//   answered 503 and closed before it is read, while the open ones carry on.
+// - answers being written and not yet taken by their clients are bounded server-wide by
+//   server.max.unsent.bytes: a large answer past it is 503 with Retry-After.
 // - pipelining: a connection's requests are answered one at a time, in order; the next one is
 //   not parsed before the previous answer is written, and read-ahead is bounded by the header
 //   and body limits, so one connection holds at most one request's worth of memory.

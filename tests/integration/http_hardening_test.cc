@@ -112,28 +112,43 @@ TEST(HttpHardening, KeepAliveConnectionIsClosedAfterTheIdleTimeout) {
   EXPECT_LT(Clock::now() - start, 3s);
 }
 
-TEST(HttpHardening, ConnectionsBeyondTheLimitAre503WhileOpenOnesCarryOn) {
+TEST(HttpHardening, ConnectionsBeyondTheLimitAre503WhileOpenOnesAndProbesCarryOn) {
   DlockdProcess dlockd(with({"--server-max-connections", "20"}));
   RawSocket steady(dlockd.address());  // a well-behaved keep-alive client, there first
   EXPECT_NE(steady.exchange(get("/healthz")).find("200 OK"), std::string::npos);
   std::vector<std::unique_ptr<RawSocket>> flood;
   for (int i = 0; i < 19; ++i) flood.push_back(std::make_unique<RawSocket>(dlockd.address()));
   std::this_thread::sleep_for(200ms);  // accepted
+  // Every slot is taken: a request other than a probe on a new connection is 503 and closed.
   int turned_away = 0;
   for (int i = 0; i < 50; ++i) {
     RawSocket extra(dlockd.address());
-    extra.set_receive_timeout(1000ms);  // turned away at once, or never
+    extra.set_receive_timeout(1000ms);  // answered at once, or never
+    extra.send(get("/v1/locks/flood"));
     const auto answer = extra.receive();
-    if (answer.find("503 Service Unavailable") != std::string::npos || extra.closed()) {
+    if (answer.find("503 Service Unavailable") != std::string::npos && extra.closed()) {
       ++turned_away;
     }
     EXPECT_NE(steady.exchange(get("/healthz")).find("200 OK"), std::string::npos);
   }
   EXPECT_EQ(turned_away, 50);
+  // A health probe or a scrape on a new connection is still answered (16 connections are kept
+  // for them beyond the limit)...
+  for (const char* probe : {"/healthz", "/readyz", "/metrics"}) {
+    RawSocket prober(dlockd.address());
+    EXPECT_NE(prober.exchange(get(probe)).find("200 OK"), std::string::npos) << probe;
+  }
+  // ...and beyond that reserve a new connection is turned away before it is read.
+  for (int i = 0; i < 16; ++i) flood.push_back(std::make_unique<RawSocket>(dlockd.address()));
+  std::this_thread::sleep_for(200ms);
+  RawSocket beyond(dlockd.address());
+  beyond.set_receive_timeout(1000ms);
+  const auto answer = beyond.receive();
+  EXPECT_TRUE(answer.find("503 Service Unavailable") != std::string::npos || beyond.closed());
   flood.clear();
   EXPECT_TRUE(
       wait_for([&] { return metric(dlockd.address(), "dlock_http_connections_open") <= 2; }, 5s));
-  EXPECT_GE(metric(dlockd.address(), "dlock_http_connections_rejected_total"), 50);
+  EXPECT_GE(metric(dlockd.address(), "dlock_http_connections_rejected_total"), 51);
   EXPECT_TRUE(lock_round_trip(dlockd.address(), "flood"));
 }
 

@@ -256,6 +256,77 @@ TEST(WaitsWithAuth, GoneWaitersPlaceUnderItsPrincipalsQuotaIsFree) {
   std::filesystem::remove_all(dir);
 }
 
+// Long polls hold connections: a principal's waiting requests (observers of an election, waiting
+// acquires) may take at most a quarter of server.max.connections, so a read-only principal
+// cannot take every slot; other principals and health probes keep theirs (C6 "Connections").
+// Before the share, one reader's long polls filled every slot and /healthz got 503.
+TEST(WaitsWithAuth, OnePrincipalsLongPollsTakeAtMostAQuarterOfTheConnections) {
+  char pattern[] = "/tmp/dlock-waits-share-XXXXXX";
+  const std::string dir = ::mkdtemp(pattern);
+  const auto reader_token = auth::random_token();
+  const auto writer_token = auth::random_token();
+  std::ofstream(dir + "/tokens")
+      << auth::tokens_file_line("reader", reader_token, auth::parse_permissions("read:*")) << "\n"
+      << auth::tokens_file_line("writer", writer_token, auth::parse_permissions("lock:*")) << "\n";
+  DlockdOptions options;
+  options.dir = dir;
+  options.extra_args = {"--auth-tokens-file", dir + "/tokens", "--server-max-connections", "12"};
+  DlockdProcess dlockd(options);
+  const auto as = [&](const std::string& token) {
+    return std::map<std::string, std::string>{{"Authorization", "Bearer " + token}};
+  };
+  const auto writer_session = std::string(
+      http_call(dlockd.address(), "POST", "/v1/sessions", R"({"owner":"w"})", as(writer_token))
+          .json.at("session_id")
+          .as_string());
+  const auto campaign =
+      http_call(dlockd.address(), "POST", "/v1/elections/e/campaign",
+                R"({"session_id":")" + writer_session + R"(","value":"v"})", as(writer_token));
+  ASSERT_EQ(campaign.status, 200) << campaign.body;
+  const auto token = std::to_string(campaign.json.at("fencing_token").to_number<std::int64_t>());
+  const std::string poll = "GET /v1/elections/e?after_token=" + token +
+                           "&after_value=v&wait_ms=60000 HTTP/1.1\r\nHost: t\r\nAuthorization: "
+                           "Bearer " +
+                           reader_token + "\r\n\r\n";
+  // 12 / 4 = 3 long polls for the reader (the scrape below is the fourth connection); the
+  // fourth poll is refused at once.
+  std::vector<std::unique_ptr<RawSocket>> polls;
+  for (int i = 0; i < 3; ++i) {
+    polls.push_back(std::make_unique<RawSocket>(dlockd.address()));
+    ASSERT_TRUE(polls.back()->send(poll));
+  }
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return http_call(dlockd.address(), "GET", "/metrics")
+                   .body.find("dlock_http_connections_open 4\n") != std::string::npos;
+      },
+      3s));
+  RawSocket fourth(dlockd.address());
+  fourth.set_receive_timeout(3000ms);
+  const auto refused = fourth.exchange(poll);
+  EXPECT_NE(refused.find("429"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("principal reader (limit 3)"), std::string::npos) << refused;
+  // Another principal still waits, and a probe is answered.
+  EXPECT_NE(http_call(dlockd.address(), "GET",
+                      "/v1/elections/e?after_token=" + token + "&after_value=v&wait_ms=200", "",
+                      as(writer_token))
+                .status,
+            429);
+  EXPECT_EQ(http_call(dlockd.address(), "GET", "/healthz").status, 200);
+  // A poll that ends frees its place.
+  polls.front()->close();
+  polls.erase(polls.begin());
+  EXPECT_TRUE(wait_for(
+      [&] {
+        RawSocket again(dlockd.address());
+        again.set_receive_timeout(300ms);
+        again.send(poll);
+        return again.receive().empty();  // waiting, not refused
+      },
+      3s));
+  std::filesystem::remove_all(dir);
+}
+
 // --- over TLS (one backend: the watching is the HTTP server's, whatever the store) -----------
 
 namespace asio = boost::asio;
