@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -34,11 +35,43 @@ void make_private_directories(const std::filesystem::path& directory) {
   }
 }
 
-// Opens (creating 0600 if missing) `path`; O_CLOEXEC so no child inherits the lock.
-int open_private(const std::string& path, const std::string& what) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) fail("cannot create " + what + " " + path, errno);
-  return fd;
+std::string octal(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+// Takes the group's and others' permissions off the file open as `fd` (0644 becomes 0600):
+// a database written before dlockd made its files private, or copied in by hand, is not left
+// readable by every local user.
+void make_private(int fd, const std::string& path) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) fail("cannot stat " + path, errno);
+  if ((info.st_mode & 077) == 0) return;
+  if (::fchmod(fd, info.st_mode & 0700) != 0) {
+    const int error = errno;
+    throw UnavailableError(
+        "sqlite: " + path + " has mode " + octal(info.st_mode) +
+        " (others may read or write it) and cannot be made private: " + std::strerror(error) +
+        "; run chmod 600 " + path + " as its owner (or chown it to the user dlockd runs as)");
+  }
+}
+
+// The same for SQLite's -wal and -shm files when they exist (left by a dlockd that did not
+// close cleanly, or by another program), before SQLite opens them again.
+void make_private_if_present(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return;
+    fail("cannot open " + path, errno);
+  }
+  try {
+    make_private(fd, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
 }
 
 bool is_special(const std::string& path) {
@@ -51,26 +84,33 @@ DataFile::DataFile(const std::string& path) : path_(path) {
   if (is_special(path_)) return;
   const std::filesystem::path file(path_);
   if (file.has_parent_path()) make_private_directories(file.parent_path());
-  lock_fd_ = open_private(lock_path(), "lock file");
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int error = errno;
-    ::close(lock_fd_);
-    lock_fd_ = -1;
-    if (error == EWOULDBLOCK) {
-      throw UnavailableError("sqlite: " + path_ +
-                             " is in use by another dlockd (it holds the lock on " + lock_path() +
-                             "); the embedded store serves one process: stop the other one or "
-                             "use another sqlite.path");
+  // Created 0600 when missing (before SQLite opens it, so the database and its -wal/-shm are
+  // never readable by others, whatever the umask); O_CLOEXEC so no child inherits the lock.
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0) fail("cannot create database file " + path_, errno);
+  try {
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) {
+        throw UnavailableError("sqlite: " + path_ +
+                               " is in use by another dlockd (it holds the lock on the file); "
+                               "the embedded store serves one process: stop the other one or "
+                               "use another sqlite.path");
+      }
+      fail("cannot lock " + path_, errno);
     }
-    fail("cannot lock " + lock_path(), error);
+    make_private(fd_, path_);
+    // SQLite names them after the database's real path (symbolic links resolved).
+    const std::string real = std::filesystem::canonical(file).string();
+    make_private_if_present(real + "-wal");
+    make_private_if_present(real + "-shm");
+  } catch (...) {
+    ::close(fd_);
+    throw;
   }
-  // Created before SQLite opens it, so the database (and its -wal/-shm, which SQLite creates
-  // with the database's mode) is never readable by others, whatever the umask.
-  ::close(open_private(path_, "database file"));
 }
 
 DataFile::~DataFile() {
-  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
 }
 
 }  // namespace dlock::store::sqlite
