@@ -49,6 +49,9 @@ int raise_etcd_revision(const server::ServerConfig& config, std::int64_t target)
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First, before anything starts a thread: a SIGHUP while dlockd starts is held, then one
+  // reload once it serves, instead of its default action, death (server/daemon.h).
+  server::hold_hangups();
   std::signal(SIGPIPE, SIG_IGN);  // a closed stdout or peer is an error to handle, not a death
   if (argc == 2 && std::string(argv[1]) == "--version") {
     std::printf("dlockd %s\n", DLOCK_VERSION);  // the build's version (src/exe/CMakeLists.txt)
@@ -64,6 +67,7 @@ int main(int argc, char** argv) {
     config = parsed.config;
     if (parsed.etcd_raise_revision_to > 0) {
       server::set_log_level(config.log_level);
+      server::release_hangups();  // no server to reload: SIGHUP ends the one-shot as before
       return raise_etcd_revision(config, parsed.etcd_raise_revision_to);
     }
   } catch (const std::exception& error) {

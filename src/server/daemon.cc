@@ -1,5 +1,8 @@
 #include "server/daemon.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -20,6 +23,13 @@ namespace dlock::server {
 namespace {
 
 namespace asio = boost::asio;
+
+void set_hangup_blocked(bool blocked) {
+  sigset_t hangup;
+  sigemptyset(&hangup);
+  sigaddset(&hangup, SIGHUP);
+  pthread_sigmask(blocked ? SIG_BLOCK : SIG_UNBLOCK, &hangup, nullptr);
+}
 
 // Graceful shutdown: stop accepting, answer waiters 503, then wait (bounded) for in-flight
 // requests before stopping the loop. Lives on run_dlockd's stack for the whole run.
@@ -77,6 +87,10 @@ void write_ready_file(const std::string& path, const std::string& address) {
 // Serves on `backend` until a signal has drained the server.
 int serve(const ServerConfig& config, Backend& backend) {
   asio::io_context io;
+  // Installed before anything listens, so that every signal from then on is taken by the loop
+  // once it runs (SIGHUP, held since main, included).
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  asio::signal_set hangup(io, SIGHUP);
   Telemetry telemetry(std::string(backend.backend_id()));
   core::LockService service(backend, io, service_options(config), telemetry);
   std::unique_ptr<Api> loaded;
@@ -109,14 +123,13 @@ int serve(const ServerConfig& config, Backend& backend) {
              {"auth", config.auth_enabled()}});
   write_ready_file(config.ready_file, address);
   Drainer drainer(io, *http, service, api);
-  asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& error, int signal) {
     if (error) return;
     log_event("info", "shutdown", {{"signal", signal}});
     drainer.start();
   });
-  // SIGHUP reloads the tokens file; sessions and locks are untouched (C6).
-  asio::signal_set hangup(io, SIGHUP);
+  // SIGHUP reloads the tokens file; sessions and locks are untouched (C6). One that came while
+  // dlockd started is delivered when it is unblocked here, and reloads once the loop runs.
   std::function<void()> on_hangup = [&] {
     hangup.async_wait([&](const boost::system::error_code& error, int) {
       if (error) return;
@@ -125,11 +138,17 @@ int serve(const ServerConfig& config, Backend& backend) {
     });
   };
   on_hangup();
+  set_hangup_blocked(false);
   io.run();
+  set_hangup_blocked(true);  // held again while the store closes: the handler goes with `hangup`
   return 0;
 }
 
 }  // namespace
+
+void hold_hangups() { set_hangup_blocked(true); }
+
+void release_hangups() { set_hangup_blocked(false); }
 
 int run_dlockd(const ServerConfig& config) {
   set_log_level(config.log_level);

@@ -1,11 +1,15 @@
 // End to end through real dlockd processes, on every backend: two servers on one database,
-// shutdown, kill -9 and a backend taken away under a running server (C3, ADR-0007).
+// shutdown, kill -9, a backend taken away under a running server (C3, ADR-0007), and SIGHUP
+// while dlockd starts.
 
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
 
 #include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -126,6 +130,87 @@ TEST_P(ServerEndToEnd, BackendOutageIs503NeverHeld) {
   EXPECT_TRUE(
       testing::wait_for([&] { return acquire(free_key, bob, 30000, 0, &server).status == 200; },
                         seconds(60), milliseconds(200)));
+}
+
+// Whether `pid` runs dlockd's main past its first two statements, hold_hangups() and ignoring
+// SIGPIPE: exec'd (its /proc/PID/exe is dlockd, not this binary) and SIGPIPE ignored. From then
+// on a signal reaches dlockd's code, not the dynamic loader's.
+bool in_dlockd_main(pid_t pid, const std::filesystem::path& binary) {
+  std::error_code error;
+  const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", error);
+  if (error || exe != binary) return false;
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("SigIgn:", 0) == 0) {
+      return (std::stoull(line.substr(7), nullptr, 16) & (1ULL << (SIGPIPE - 1))) != 0;
+    }
+  }
+  return false;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// SIGHUP (reload the tokens file, C6) while dlockd starts — the configuration loads, the store
+// opens — is held until it serves, then one reload; it used to be SIGHUP's default action,
+// death (exit 129). Twenty starts, the signal 0 to 95 ms after main began; each must then serve
+// /readyz, log the reload and stop cleanly on SIGTERM.
+TEST_P(ServerEndToEnd, ASighupWhileStartingIsAReloadNotADeath) {
+  const std::string dir = testing::make_temp_dir("dlockd-sighup");
+  const DlockdOptions base = options();
+  const auto binary = std::filesystem::canonical(base.binary);
+  for (int start = 0; start < 20; ++start) {
+    const auto delay = milliseconds(5 * start);
+    const std::string name = dir + "/start-" + std::to_string(start);
+    testing::SubprocessOptions process;
+    process.argv = {base.binary,       "--lock-backend", GetParam(),
+                    "--server-listen", "127.0.0.1:0",    "--server-ready-file",
+                    name + ".ready",   "--log-level",    "info"};
+    if (GetParam() == "sqlite") {
+      process.argv.insert(process.argv.end(), {"--sqlite-path", name + ".db"});
+    }
+    if (!base.pg_url.empty()) process.argv.insert(process.argv.end(), {"--pg-url", base.pg_url});
+    if (!base.etcd_endpoints.empty()) {
+      process.argv.insert(process.argv.end(), {"--etcd-endpoints", base.etcd_endpoints});
+    }
+    process.log_path = name + ".log";
+    // dlockd's ignoring SIGPIPE marks its main only if it did not inherit that from us.
+    struct sigaction pipe_default {
+    }, saved{};
+    pipe_default.sa_handler = SIG_DFL;
+    ::sigaction(SIGPIPE, &pipe_default, &saved);
+    testing::Subprocess dlockd(process);
+    ::sigaction(SIGPIPE, &saved, nullptr);
+    const auto give_up = std::chrono::steady_clock::now() + seconds(10);
+    while (!in_dlockd_main(dlockd.pid(), binary) && dlockd.running() &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    ASSERT_TRUE(in_dlockd_main(dlockd.pid(), binary)) << read_text(process.log_path);
+    std::this_thread::sleep_for(delay);
+    dlockd.signal(SIGHUP);
+    testing::wait_for([&] { return !dlockd.running() || std::filesystem::exists(name + ".ready"); },
+                      seconds(30));
+    ASSERT_TRUE(dlockd.running()) << "start " << start << ", SIGHUP " << delay.count()
+                                  << " ms into main: exit status " << dlockd.wait(seconds(1))
+                                  << "\n"
+                                  << read_text(process.log_path);
+    std::string address;
+    std::ifstream(name + ".ready") >> address;
+    EXPECT_EQ(testing::http_call(address, "GET", "/readyz").status, 200) << "start " << start;
+    ASSERT_TRUE(testing::wait_for(
+        [&] { return read_text(process.log_path).find("tokens_reload") != std::string::npos; },
+        seconds(5)))
+        << "start " << start << ": the SIGHUP was not a reload\n"
+        << read_text(process.log_path);
+    dlockd.signal(SIGTERM);
+    EXPECT_EQ(dlockd.wait(seconds(15)), 0) << "start " << start;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
