@@ -9,6 +9,7 @@
 #include "cli/leader_command.h"
 #include "cli/output.h"
 #include "cli/run_command.h"
+#include "cli/terminal_text.h"
 #include "cli/token_command.h"
 #include "dlock/client.h"
 
@@ -68,37 +69,39 @@ FencingToken fencing_token_flag(const std::string& text) {
   return value;
 }
 
-// Maps the library's exceptions to exit statuses, in one place.
+// Maps the library's exceptions to exit statuses, in one place. Messages carry server-supplied
+// text (keys, owners, the server's own message): printable() (docs/cli.md, "Output").
 int report(const std::exception_ptr& failure, std::ostream& err) {
   try {
     std::rethrow_exception(failure);
   } catch (const UnauthenticatedError& error) {
-    err << "dlock: not authenticated: " << error.what() << '\n';
+    err << "dlock: not authenticated: " << printable(error.what()) << '\n';
     return kExitUnauthenticated;
   } catch (const PermissionDeniedError& error) {
-    err << "dlock: permission denied: " << error.what() << '\n';
+    err << "dlock: permission denied: " << printable(error.what()) << '\n';
     return kExitPermission;
   } catch (const client::TlsError& error) {
-    err << "dlock: TLS: " << error.what() << '\n';
+    err << "dlock: TLS: " << printable(error.what()) << '\n';
     return kExitTls;
   } catch (const InvalidArgumentError& error) {
-    err << "dlock: " << error.what() << '\n';
+    err << "dlock: " << printable(error.what()) << '\n';
     return kExitUsage;
   } catch (const UnavailableError& error) {
-    err << "dlock: unavailable: " << error.what() << '\n';
+    err << "dlock: unavailable: " << printable(error.what()) << '\n';
     return kExitUnavailable;
   } catch (const ResourceExhaustedError& error) {
-    err << "dlock: server busy or throttling: " << error.what() << '\n';
+    err << "dlock: server busy or throttling: " << printable(error.what()) << '\n';
     return kExitThrottled;
   } catch (const ConflictError& error) {
     // The request disagrees with the name's live holders (a semaphore's limit, ADR-0020).
-    err << "dlock: conflict on " << error.field() << ": " << error.what() << '\n';
+    err << "dlock: conflict on " << printable(error.field()) << ": " << printable(error.what())
+        << '\n';
     return kExitFailure;
   } catch (const LockLostError& error) {
-    err << "dlock: lock lost: " << error.what() << '\n';
+    err << "dlock: lock lost: " << printable(error.what()) << '\n';
     return kExitLockLost;
   } catch (const std::exception& error) {
-    err << "dlock: " << error.what() << '\n';
+    err << "dlock: " << printable(error.what()) << '\n';
     return kExitFailure;
   }
 }

@@ -37,6 +37,10 @@ EXIT STATUS
   79  server at a limit or throttling this client (429, after retrying)
   run and elect exit with CMD's status (128+N when CMD was killed by signal N).
 
+OUTPUT
+  Text: control characters in keys, owners, values and messages (ESC, \r, C1) are shown as
+  escapes (\x1b, \x0d, \u009b; a backslash as \\), on a terminal or not. --json: exact values.
+
 DURATIONS
   An integer and a unit: 500ms, 30s, 5m, 1h.
 

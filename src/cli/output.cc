@@ -6,6 +6,7 @@
 #include <boost/json/serialize.hpp>
 #include <ostream>
 
+#include "cli/terminal_text.h"
 #include "client/json_codec.h"
 
 namespace dlock::cli {
@@ -39,8 +40,8 @@ boost::json::array locks_json(const std::vector<LockInfo>& infos) {
 void holder_table(std::ostream& out, const std::vector<LockInfo>& holders) {
   out << "FENCING_TOKEN\tMODE\tOWNER\tSESSION\tEXPIRES_AT\n";
   for (const LockInfo& info : holders) {
-    out << info.fencing_token << '\t' << to_string(info.mode) << '\t' << info.owner_id << '\t'
-        << info.session_id << '\t' << time_or_dash(info.expires_at) << '\n';
+    out << info.fencing_token << '\t' << to_string(info.mode) << '\t' << printable(info.owner_id)
+        << '\t' << printable(info.session_id) << '\t' << time_or_dash(info.expires_at) << '\n';
   }
 }
 
@@ -57,8 +58,8 @@ void Printer::session(const SessionInfo& info) {
          << '\n';
     return;
   }
-  out_ << "session " << info.session_id << "  owner " << info.owner_id << "  ttl "
-       << client::format_duration(info.ttl);
+  out_ << "session " << printable(info.session_id) << "  owner " << printable(info.owner_id)
+       << "  ttl " << client::format_duration(info.ttl);
   // Only when set: the line a session without lock-delay prints is unchanged.
   if (info.lock_delay.count() > 0) {
     out_ << "  lock-delay " << client::format_duration(info.lock_delay);
@@ -75,8 +76,8 @@ void Printer::keepalive(const SessionInfo& info) {
          << '\n';
     return;
   }
-  out_ << "session " << info.session_id << " kept alive until " << time_or_dash(info.expires_at)
-       << '\n';
+  out_ << "session " << printable(info.session_id) << " kept alive until "
+       << time_or_dash(info.expires_at) << '\n';
 }
 
 void Printer::session_closed(const std::string& session_id) {
@@ -86,7 +87,7 @@ void Printer::session_closed(const std::string& session_id) {
          << '\n';
     return;
   }
-  out_ << "session " << session_id << " closed (its locks were released)\n";
+  out_ << "session " << printable(session_id) << " closed (its locks were released)\n";
 }
 
 void Printer::granted(const LockHandle& handle, const std::string& ns, std::uint32_t limit) {
@@ -104,7 +105,7 @@ void Printer::granted(const LockHandle& handle, const std::string& ns, std::uint
     out_ << boost::json::serialize(object) << '\n';
     return;
   }
-  out_ << "acquired " << handle.key;
+  out_ << "acquired " << printable(handle.key);
   if (handle.mode == HoldMode::kShared) out_ << " (shared)";
   if (handle.mode == HoldMode::kPermit) out_ << " (a permit of " << limit << ")";
   out_ << "  fencing token " << handle.fencing_token << "  expires "
@@ -122,8 +123,8 @@ void Printer::extended(const std::string& key, const client::ExtendResult& resul
          << '\n';
     return;
   }
-  out_ << "extended " << key << "  fencing token " << result.fencing_token << "  expires "
-       << time_or_dash(result.server_expiry) << '\n';
+  out_ << "extended " << printable(key) << "  fencing token " << result.fencing_token
+       << "  expires " << time_or_dash(result.server_expiry) << '\n';
 }
 
 void Printer::released(const std::string& key, FencingToken token) {
@@ -133,7 +134,7 @@ void Printer::released(const std::string& key, FencingToken token) {
          << '\n';
     return;
   }
-  out_ << "released " << key << " (fencing token " << token << ")\n";
+  out_ << "released " << printable(key) << " (fencing token " << token << ")\n";
 }
 
 void Printer::lock(const std::string& key, const std::vector<LockInfo>& holders) {
@@ -149,16 +150,17 @@ void Printer::lock(const std::string& key, const std::vector<LockInfo>& holders)
     return;
   }
   if (top == holders.end()) {
-    out_ << key << " is free\n";
+    out_ << printable(key) << " is free\n";
     return;
   }
   const LockInfo& info = *top;
-  out_ << "key            " << info.key << '\n' << "mode           " << to_string(info.mode);
+  out_ << "key            " << printable(info.key) << '\n'
+       << "mode           " << to_string(info.mode);
   if (info.limit != 0) out_ << " (semaphore of " << info.limit << ")";
   out_ << '\n'
        << "fencing token  " << info.fencing_token << '\n'
-       << "owner          " << info.owner_id << '\n'
-       << "session        " << info.session_id << '\n'
+       << "owner          " << printable(info.owner_id) << '\n'
+       << "session        " << printable(info.session_id) << '\n'
        << "acquired at    " << time_or_dash(info.acquired_at) << '\n'
        << "expires at     " << time_or_dash(info.expires_at) << '\n';
   // Readers and permits: every holder, each with its own token (the one above is the newest).
@@ -176,11 +178,11 @@ void Printer::semaphore(const client::SemaphoreInfo& info) {
     return;
   }
   if (info.holders.empty()) {
-    out_ << "semaphore " << info.name << ": no permit held\n";
+    out_ << "semaphore " << printable(info.name) << ": no permit held\n";
     return;
   }
-  out_ << "semaphore " << info.name << ": " << info.holders.size() << " of " << info.limit
-       << " permits held\n";
+  out_ << "semaphore " << printable(info.name) << ": " << info.holders.size() << " of "
+       << info.limit << " permits held\n";
   holder_table(out_, info.holders);
 }
 
@@ -195,8 +197,8 @@ void Printer::locks(const std::vector<LockInfo>& infos) {
   }
   out_ << "KEY\tFENCING_TOKEN\tOWNER\tSESSION\tEXPIRES_AT\n";
   for (const LockInfo& info : infos) {
-    out_ << info.key << '\t' << info.fencing_token << '\t' << info.owner_id << '\t'
-         << info.session_id << '\t' << time_or_dash(info.expires_at) << '\n';
+    out_ << printable(info.key) << '\t' << info.fencing_token << '\t' << printable(info.owner_id)
+         << '\t' << printable(info.session_id) << '\t' << time_or_dash(info.expires_at) << '\n';
   }
 }
 
@@ -209,12 +211,12 @@ void Printer::revoked(const std::string& key, const LockOutcome& outcome) {
     return;
   }
   if (!outcome.revoked) {
-    out_ << key << " was not held; nothing revoked\n";
+    out_ << printable(key) << " was not held; nothing revoked\n";
     return;
   }
-  out_ << "revoked " << key;
+  out_ << "revoked " << printable(key);
   if (outcome.fencing_token) out_ << " (fencing token " << *outcome.fencing_token << ")";
-  if (outcome.owner_id) out_ << " from " << *outcome.owner_id;
+  if (outcome.owner_id) out_ << " from " << printable(*outcome.owner_id);
   out_ << '\n';
 }
 
@@ -232,11 +234,12 @@ void Printer::leader(const std::string& name, const std::optional<client::Leader
     return;
   }
   if (!leader) {
-    out_ << name << ": no leader\n";
+    out_ << printable(name) << ": no leader\n";
     return;
   }
-  out_ << name << ": leader " << leader->owner << "  value " << leader->value << "  fencing token "
-       << leader->fencing_token << "  since " << time_or_dash(leader->acquired_at) << '\n';
+  out_ << printable(name) << ": leader " << printable(leader->owner) << "  value "
+       << printable(leader->value) << "  fencing token " << leader->fencing_token << "  since "
+       << time_or_dash(leader->acquired_at) << '\n';
 }
 
 void Printer::held(const std::string& key, std::chrono::milliseconds waited) {
@@ -246,7 +249,7 @@ void Printer::held(const std::string& key, std::chrono::milliseconds waited) {
          << '\n';
     return;
   }
-  out_ << key << " is held by another owner; not acquired within "
+  out_ << printable(key) << " is held by another owner; not acquired within "
        << client::format_duration(waited) << '\n';
 }
 

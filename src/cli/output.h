@@ -1,7 +1,9 @@
 #pragma once
 
-// How the CLI prints results: aligned human text by default, one JSON document with --json
-// (the same field names as the C3 responses, so scripts can switch between them).
+// How the CLI prints results: aligned human text by default, every string in it through
+// printable() (cli/terminal_text.h: control characters shown as escapes, on a terminal or not);
+// one JSON document with --json, values exact (the same field names as the C3 responses, so
+// scripts can switch between them).
 
 #include <cstdint>
 #include <iosfwd>

@@ -16,6 +16,7 @@
 #include "cli/child_process.h"
 #include "cli/exit_codes.h"
 #include "cli/stop_timeline.h"
+#include "cli/terminal_text.h"
 
 namespace dlock::cli {
 namespace {
@@ -265,14 +266,14 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
     siginfo_t info{};
     const int signo = signals.wait(std::nullopt, info);
     if (is_forwarded(signo)) {
-      err << "dlock: interrupted by signal " << signo << " while waiting for " << options.key
-          << '\n';
+      err << "dlock: interrupted by signal " << signo << " while waiting for "
+          << printable(options.key) << '\n';
       // Closing the session on the server drops a grant that may be arriving right now; the
       // acquiring thread is still blocked in its request, so leave without joining it.
       try {
         session.close();
       } catch (const std::exception& error) {
-        err << "dlock: closing the session failed: " << error.what() << '\n';
+        err << "dlock: closing the session failed: " << printable(error.what()) << '\n';
       }
       std::_Exit(128 + signo);
     }
@@ -280,7 +281,7 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   acquirer.join();
   if (acquire_error) std::rethrow_exception(acquire_error);
   if (!lock) {
-    err << "dlock: " << options.key
+    err << "dlock: " << printable(options.key)
         << (options.leader_value  ? ": another session leads (or the name is held)"
             : options.permits > 0 ? ": every permit is taken"
                                   : " is held by another owner")
@@ -293,14 +294,15 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   // acquire waited: that it is this close means they fail, and an extend cannot help.
   if (SteadyClock::now() >= term_time(lock->client_deadline(), times)) {
     if (lock->session_bound()) {
-      err << "dlock: not running CMD: " << options.key << " is session-bound and "
-          << stop_reason(*lock, nullptr, SteadyClock::now(), times) << '\n';
+      err << "dlock: not running CMD: " << printable(options.key) << " is session-bound and "
+          << printable(stop_reason(*lock, nullptr, SteadyClock::now(), times)) << '\n';
       return kExitLockLost;
     }
     try {
       lock->extend();
     } catch (const LockLostError& error) {
-      err << "dlock: lost " << options.key << " before running CMD: " << error.what() << '\n';
+      err << "dlock: lost " << printable(options.key)
+          << " before running CMD: " << printable(error.what()) << '\n';
       return kExitLockLost;
     }
   }
@@ -322,7 +324,7 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   try {
     child.emplace(options.command, env, signals.previous(), /*take_terminal=*/true);
   } catch (const std::system_error& error) {
-    err << "dlock: " << error.what() << '\n';
+    err << "dlock: " << printable(error.what()) << '\n';
     return error.code().value() == ENOENT ? kExitCommandNotFound : kExitCannotExecute;
   }
 
@@ -344,16 +346,17 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
       const std::string reason = stop_reason(*lock, probe ? &*probe : nullptr, now, times);
       if (!reason.empty()) {
         lost = true;
-        err << "dlock: lost " << options.key << " (token " << lock->token() << "): " << reason
-            << '\n';
+        err << "dlock: lost " << printable(options.key) << " (token " << lock->token()
+            << "): " << printable(reason) << '\n';
       }
     }
     if (!kill_at && (lost || leader_done)) {
       if (lost) {
-        err << "dlock: sending SIGTERM to the process group of " << name << '\n';
+        err << "dlock: sending SIGTERM to the process group of " << printable(name) << '\n';
       } else {
-        err << "dlock: " << name << " exited; stopping what it left running in its process "
-            << "group before releasing " << options.key << '\n';
+        err << "dlock: " << printable(name)
+            << " exited; stopping what it left running in its process "
+            << "group before releasing " << printable(options.key) << '\n';
       }
       child->signal_group(SIGTERM);
       child->signal_group(SIGCONT);  // a stopped member acts on SIGTERM only once continued
@@ -361,7 +364,7 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
       kill_at = kill_time(now, deadline, times);
     }
     if (kill_at && !killed && now >= *kill_at) {
-      err << "dlock: the process group of " << name << " still runs "
+      err << "dlock: the process group of " << printable(name) << " still runs "
           << describe(std::chrono::floor<std::chrono::milliseconds>(now - *term_sent))
           << " after SIGTERM; sending SIGKILL\n";
       child->signal_group(SIGKILL);
@@ -392,12 +395,13 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   try {
     lock->release();
   } catch (const std::exception& error) {
-    err << "dlock: releasing " << options.key << " failed: " << error.what() << '\n';
+    err << "dlock: releasing " << printable(options.key) << " failed: " << printable(error.what())
+        << '\n';
   }
   try {
     session.close();
   } catch (const std::exception& error) {
-    err << "dlock: closing the session failed: " << error.what() << '\n';
+    err << "dlock: closing the session failed: " << printable(error.what()) << '\n';
   }
   return status;
 }

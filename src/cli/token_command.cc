@@ -6,6 +6,7 @@
 #include "auth/crypto.h"
 #include "auth/permissions.h"
 #include "auth/tokens_file.h"
+#include "cli/terminal_text.h"
 
 namespace dlock::cli {
 
@@ -24,12 +25,12 @@ void print_new_token(const std::string& principal, const std::string& permission
         << '\n';
     return;
   }
-  out << "# SECRET bearer token for " << principal
+  out << "# SECRET bearer token for " << printable(principal)
       << " (shown once; hand it only to them, e.g. as DLOCK_TOKEN):\n"
       << token << '\n'
       << "# Line for the tokens file of every dlockd (not secret: it holds the token's SHA-256);\n"
       << "# add it, then send each dlockd SIGHUP:\n"
-      << line << '\n';
+      << printable(line) << '\n';
 }
 
 }  // namespace dlock::cli
