@@ -62,24 +62,24 @@ std::shared_ptr<const TokenTable> Authenticator::with_built_ins(TokenTable table
 
 AuthResult Authenticator::authenticate(std::string_view authorization,
                                        std::string_view remote_address) {
-  const auto wait = throttle_.wait_before_attempt(remote_address);
-  if (wait.count() > 0) return deny(AuthOutcome::kThrottled, remote_address, wait);
+  // The token first: a valid one is accepted whatever the throttle holds for this address
+  // (C6); only failures are throttled.
   if (authorization.empty()) return deny(AuthOutcome::kMissing, remote_address);
   const std::string_view token = bearer_token_of(authorization);
-  if (token.size() < kMinBearerTokenChars) {
-    throttle_.record_failure(remote_address);
-    return deny(AuthOutcome::kMalformed, remote_address);
-  }
+  if (token.size() < kMinBearerTokenChars) return fail(AuthOutcome::kMalformed, remote_address);
   std::shared_ptr<const TokenTable> table = this->table();
   const Principal* principal = table->find_by_token(token);
-  if (principal == nullptr) {
-    throttle_.record_failure(remote_address);
-    return deny(AuthOutcome::kUnknown, remote_address);
-  }
+  if (principal == nullptr) return fail(AuthOutcome::kUnknown, remote_address);
   AuthResult result;
   result.outcome = AuthOutcome::kOk;
   result.principal = std::shared_ptr<const Principal>(std::move(table), principal);
   return result;
+}
+
+AuthResult Authenticator::fail(AuthOutcome reason, std::string_view remote_address) {
+  const auto wait = throttle_.fail(remote_address);
+  if (wait.count() > 0) return deny(AuthOutcome::kThrottled, remote_address, wait);
+  return deny(reason, remote_address);
 }
 
 AuthResult Authenticator::deny(AuthOutcome reason, std::string_view remote_address,

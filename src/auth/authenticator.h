@@ -12,10 +12,13 @@
 //   kMalformed  not "Bearer <token68>", or a token shorter -> 401 unauthenticated
 //               than kMinBearerTokenChars (never looked up)
 //   kUnknown    no principal has this token               -> 401 unauthenticated
-//   kThrottled  too many failures from this address       -> 429 too_many_requests with
-//               Retry-After (retry_after), the token not looked at
-// Every 401 carries `WWW-Authenticate: Bearer`. Only kMalformed and kUnknown (guesses) drain
-// the address's FailureThrottle bucket; every failure is counted through AuthObserver.
+//   kThrottled  a malformed or unknown token from an      -> 429 too_many_requests with
+//               address whose bucket is empty                 Retry-After (retry_after)
+// Every 401 carries `WWW-Authenticate: Bearer`. The token is looked at first: a valid token is
+// always kOk, whatever the throttle holds for the address. Only kMalformed and kUnknown
+// (guesses) go to the address's FailureThrottle: they drain its bucket, or, while it is empty,
+// become kThrottled. A missing header guesses nothing. Every failure is counted through
+// AuthObserver.
 
 #include <chrono>
 #include <cstddef>
@@ -98,6 +101,8 @@ class Authenticator {
 
  private:
   std::shared_ptr<const TokenTable> with_built_ins(TokenTable table) const;
+  // A malformed or unknown token: `reason`, or kThrottled while the address's bucket is empty.
+  AuthResult fail(AuthOutcome reason, std::string_view remote_address);
   AuthResult deny(AuthOutcome reason, std::string_view remote_address,
                   std::chrono::milliseconds retry_after = {});
 

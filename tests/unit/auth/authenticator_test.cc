@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <thread>
 
@@ -127,8 +128,10 @@ TEST_F(AuthenticatorTest, ATokenShorterThanTheMinimumIsMalformedEvenWhenListed) 
   // A guess like any malformed header: it drains the address's bucket (burst 3).
   authenticator.authenticate("Bearer " + one_short, "10.0.0.2");
   authenticator.authenticate("Bearer " + one_short, "10.0.0.2");
-  EXPECT_EQ(authenticator.authenticate("Bearer " + at_minimum, "10.0.0.2").outcome,
+  EXPECT_EQ(authenticator.authenticate("Bearer " + one_short, "10.0.0.2").outcome,
             AuthOutcome::kThrottled);
+  // A valid token is never throttled (C6).
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + at_minimum, "10.0.0.2"));
   // What `dlock token new` makes is long enough.
   EXPECT_GE(random_token().size(), kMinBearerTokenChars);
 }
@@ -187,29 +190,112 @@ TEST_F(AuthenticatorTest, FailuresFromOneAddressAreThrottledThenForgiven) {
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(authenticator.authenticate(bad, "10.0.0.9").outcome, AuthOutcome::kUnknown) << i;
   }
-  // The bucket (burst 3) is empty: even the right token is refused, without being looked at.
-  AuthResult refused = authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.9");
+  // The bucket (burst 3) is empty: the next failure is answered 429 with when to try again.
+  AuthResult refused = authenticator.authenticate(bad, "10.0.0.9");
   EXPECT_EQ(refused.outcome, AuthOutcome::kThrottled);
   EXPECT_EQ(refused.retry_after, seconds(10));
-  EXPECT_EQ(authenticator.authenticate("", "10.0.0.9").outcome, AuthOutcome::kThrottled);
-  // Other addresses are not affected.
-  EXPECT_TRUE(authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.10"));
-  // Missing headers do not drain a bucket (no guess was made).
+  EXPECT_EQ(authenticator.authenticate("Basic abc", "10.0.0.9").outcome, AuthOutcome::kThrottled);
+  // A missing header guesses nothing: 401, never 429, and it drains no bucket.
+  EXPECT_EQ(authenticator.authenticate("", "10.0.0.9").outcome, AuthOutcome::kMissing);
   for (int i = 0; i < 10; ++i) authenticator.authenticate("", "10.0.0.11");
-  EXPECT_TRUE(authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.11"));
+  EXPECT_EQ(authenticator.authenticate(bad, "10.0.0.11").outcome, AuthOutcome::kUnknown);
+  // Other addresses are not affected.
+  EXPECT_EQ(authenticator.authenticate(bad, "10.0.0.10").outcome, AuthOutcome::kUnknown);
 
   clock_.advance(seconds(4));
-  refused = authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.9");
+  refused = authenticator.authenticate(bad, "10.0.0.9");
   EXPECT_EQ(refused.outcome, AuthOutcome::kThrottled);
   EXPECT_EQ(refused.retry_after, seconds(6));
-  clock_.advance(seconds(6));  // one failure's worth refilled
-  EXPECT_TRUE(authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.9"));
+  clock_.advance(seconds(6));  // one failure's worth refilled; the throttled ones drained none
   EXPECT_EQ(authenticator.authenticate(bad, "10.0.0.9").outcome, AuthOutcome::kUnknown);
   EXPECT_EQ(authenticator.authenticate(bad, "10.0.0.9").outcome, AuthOutcome::kThrottled);
-  EXPECT_GE(observer_.denied_[AuthOutcome::kThrottled], 4);
+  EXPECT_EQ(observer_.denied_[AuthOutcome::kThrottled], 4);
 }
 
-TEST(FailureThrottleTest, BoundedTableForgetsRefilledAddressesAndOtherwiseFailsClosed) {
+// C6: a valid token is always accepted, whatever the throttle holds for its address -- a
+// principal does not pay for another's failures behind the same NAT or ingress.
+TEST_F(AuthenticatorTest, AValidTokenIsAcceptedFromAThrottledAddress) {
+  Authenticator authenticator(parse_tokens(line("alice", kAliceToken, "read:*"), "t"), {},
+                              options(), &observer_);
+  const std::string bad = "Bearer guess-of-a-token-long-enough-to-be-looked-up";
+  for (int i = 0; i < 3; ++i) authenticator.authenticate(bad, "10.0.0.9");
+  ASSERT_EQ(authenticator.authenticate(bad, "10.0.0.9").outcome, AuthOutcome::kThrottled);
+  const AuthResult ok = authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.9");
+  ASSERT_TRUE(ok) << to_string(ok.outcome);
+  EXPECT_EQ(ok.principal->name, "alice");
+  // The success neither refilled the bucket nor was counted as a denial.
+  EXPECT_EQ(authenticator.authenticate(bad, "10.0.0.9").outcome, AuthOutcome::kThrottled);
+  EXPECT_EQ(observer_.denied_[AuthOutcome::kThrottled], 2);
+  // One bad token every few seconds from a shared address never locks its valid tokens out.
+  for (int i = 0; i < 20; ++i) {
+    clock_.advance(seconds(3));
+    authenticator.authenticate(bad, "10.0.0.9");
+    EXPECT_TRUE(authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.9")) << i;
+  }
+}
+
+// C6: the table of failing addresses is bounded by forgetting the least recently failed one,
+// never by refusing newcomers: a full table throttles no new address, and no valid token.
+TEST_F(AuthenticatorTest, AFullThrottleTableNeverThrottlesANewAddressAndEvictsTheOldest) {
+  AuthenticatorOptions small = options();
+  small.throttle.max_addresses = 3;
+  Authenticator authenticator(parse_tokens(line("alice", kAliceToken, "read:*"), "t"), {}, small,
+                              &observer_);
+  const std::string bad = "Bearer guess-of-a-token-long-enough-to-be-looked-up";
+  for (const char* address : {"10.0.1.1", "10.0.1.2", "10.0.1.3"}) {
+    for (int i = 0; i < 3; ++i) authenticator.authenticate(bad, address);
+  }
+  // Full, and nothing has refilled: a new address is neither throttled nor refused its token.
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + kAliceToken, "10.0.1.4"));
+  EXPECT_EQ(authenticator.authenticate(bad, "10.0.1.4").outcome, AuthOutcome::kUnknown);
+  // 10.0.1.4 took the place of 10.0.1.1, the least recently failed: its bucket starts afresh...
+  EXPECT_EQ(authenticator.authenticate(bad, "10.0.1.1").outcome, AuthOutcome::kUnknown);
+  // ... and took 10.0.1.2's place; 10.0.1.3 is still tracked, and still throttled.
+  EXPECT_EQ(authenticator.authenticate(bad, "10.0.1.3").outcome, AuthOutcome::kThrottled);
+  EXPECT_EQ(authenticator.authenticate(bad, "10.0.1.2").outcome, AuthOutcome::kUnknown);
+  EXPECT_EQ(observer_.denied_[AuthOutcome::kThrottled], 1);
+}
+
+// The review's reproducer at the default settings (10 000 addresses, a burst of 10, one more
+// per 6 s): 10 001 loopback addresses fail twice each; then an address that has only ever
+// authenticated, and a new one, present a valid token. Before the fix both were throttled
+// until the table's oldest buckets refilled.
+TEST(AuthenticatorFloodTest, TwentyThousandFailuresFromTenThousandAddressesLockNobodyOut) {
+  std::chrono::steady_clock::time_point now{seconds(1000)};
+  AuthenticatorOptions options;
+  options.throttle.now = [&now] { return now; };
+  Authenticator authenticator(parse_tokens(line("alice", kAliceToken, "read:*"), "t"), {}, options);
+  ASSERT_TRUE(authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.1"));
+  const std::string bad = "Bearer guess-of-a-token-long-enough-to-be-looked-up";
+  const auto started = std::chrono::steady_clock::now();
+  int failures = 0;
+  for (int i = 0; i <= 10000; ++i) {
+    const std::string address = "127.0." + std::to_string(i / 256) + "." + std::to_string(i % 256);
+    for (int j = 0; j < 2; ++j) {
+      EXPECT_NE(authenticator.authenticate(bad, address).outcome, AuthOutcome::kOk);
+      ++failures;
+    }
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  const AuthResult known = authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.1");
+  const AuthResult fresh = authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.2");
+  int locked_out_seconds = 0;
+  while (!authenticator.authenticate("Bearer " + kAliceToken, "10.0.0.3") &&
+         locked_out_seconds < 60) {
+    now += seconds(1);
+    ++locked_out_seconds;
+  }
+  std::cout << failures << " failures in "
+            << std::chrono::duration_cast<milliseconds>(elapsed).count()
+            << " ms; then a valid token from an address that only ever succeeded: "
+            << to_string(known.outcome) << ", from a new address: " << to_string(fresh.outcome)
+            << "; valid tokens refused for " << locked_out_seconds << " s of the fake clock\n";
+  EXPECT_TRUE(known) << to_string(known.outcome);
+  EXPECT_TRUE(fresh) << to_string(fresh.outcome);
+  EXPECT_EQ(locked_out_seconds, 0);
+}
+
+TEST(FailureThrottleTest, AFullTableForgetsTheLeastRecentlyFailedAddress) {
   std::chrono::steady_clock::time_point now{seconds(1)};
   ThrottleOptions options;
   options.burst = 2;
@@ -218,14 +304,19 @@ TEST(FailureThrottleTest, BoundedTableForgetsRefilledAddressesAndOtherwiseFailsC
   options.now = [&now] { return now; };
   FailureThrottle throttle(options);
   throttle.record_failure("a");
+  throttle.record_failure("a");
   throttle.record_failure("b");
-  throttle.record_failure("c");  // table full, nothing refilled: not tracked, and now saturated
+  throttle.record_failure("b");
+  EXPECT_GT(throttle.wait_before_attempt("a").count(), 0);
+  EXPECT_GT(throttle.wait_before_attempt("b").count(), 0);
+  throttle.record_failure("a");  // a failed last: b is now the least recently failed
+  // The table is full and nothing has refilled: a newcomer is not throttled, and takes b's place.
+  EXPECT_EQ(throttle.wait_before_attempt("c").count(), 0);
+  throttle.record_failure("c");
   EXPECT_EQ(throttle.tracked_addresses_for_test(), 2u);
-  EXPECT_GT(throttle.wait_before_attempt("d").count(), 0);  // fail closed for new addresses
-  EXPECT_EQ(throttle.wait_before_attempt("a").count(), 0);  // a has one failure left
-  now += seconds(2);  // a and b refilled: forgotten to make room
-  EXPECT_EQ(throttle.wait_before_attempt("d").count(), 0);
-  EXPECT_EQ(throttle.tracked_addresses_for_test(), 0u);
+  EXPECT_EQ(throttle.wait_before_attempt("b").count(), 0);  // forgotten: starts afresh
+  EXPECT_GT(throttle.wait_before_attempt("a").count(), 0);  // kept
+  EXPECT_EQ(throttle.wait_before_attempt("c").count(), 0);  // one failure left
 }
 
 TEST_F(AuthenticatorTest, LogHookIsRateLimitedAndCountsWhatItSkipped) {
