@@ -3,6 +3,7 @@
 #include <cctype>
 #include <utility>
 
+#include "auth/admin_token.h"
 #include "auth/tokens_file.h"
 #include "dlock/errors.h"
 
@@ -111,10 +112,15 @@ AuthResult Authenticator::deny(AuthOutcome reason, std::string_view remote_addre
   return result;
 }
 
-std::shared_ptr<const Principal> Authenticator::principal_named(std::string_view name) const {
+std::shared_ptr<const Principal> Authenticator::certificate_principal(std::string_view name) const {
+  // Reserved: `admin` is admin.token's alone, with or without an admin token configured.
+  if (name == kAdminPrincipalName) return nullptr;
+  for (const auto& built_in : built_in_) {
+    if (built_in.name == name) return nullptr;
+  }
   std::shared_ptr<const TokenTable> table = this->table();
   const Principal* principal = table->find_by_name(name);
-  if (principal == nullptr) return nullptr;
+  if (principal == nullptr || principal->token_hash) return nullptr;  // `-` lines only
   return std::shared_ptr<const Principal>(std::move(table), principal);
 }
 

@@ -86,8 +86,12 @@ class Authenticator {
   // keys the throttle (the peer address, without port).
   AuthResult authenticate(std::string_view authorization, std::string_view remote_address);
 
-  // The principal called `name` (a client certificate's CN under mTLS), or null.
-  std::shared_ptr<const Principal> principal_named(std::string_view name) const;
+  // The principal a verified client certificate whose subject CN is `name` authenticates as
+  // (mTLS, C6): a certificate-only principal of the tokens file (hash `-`). Null for any other
+  // name: `admin` and every built-in principal (reserved for admin.token, even when the tokens
+  // file has an `admin -` line), a principal that has a bearer token (it authenticates by its
+  // token only), or no principal.
+  std::shared_ptr<const Principal> certificate_principal(std::string_view name) const;
 
   // Loads `path` and swaps it in; returns how many principals the new table has (built-ins
   // included). When the file does not parse, or clashes with a built-in principal, throws

@@ -66,7 +66,7 @@ ApiAuth::Identity ApiAuth::authenticate(const Request& request, const std::strin
                                         const std::optional<std::string>& client_cert_cn) {
   if (!authenticator_) return {};
   if (client_cert_cn && request.find(http::field::authorization) == request.end()) {
-    if (auto principal = authenticator_->principal_named(*client_cert_cn)) {
+    if (auto principal = authenticator_->certificate_principal(*client_cert_cn)) {
       return {std::move(principal), std::nullopt};
     }
   }

@@ -63,8 +63,9 @@ class ApiAuth final : public auth::AuthObserver {
     std::optional<Response> refusal;
   };
   // Without an Authorization header, a client certificate verified under mTLS whose CN names a
-  // principal of the tokens file authenticates as that principal (C6; a "-" hash line is
-  // certificate-only). A bearer token, when sent, always decides.
+  // certificate-only principal of the tokens file (a "-" hash line) authenticates as that
+  // principal; never as `admin` nor as a principal that has a bearer token (C6). A bearer
+  // token, when sent, always decides.
   Identity authenticate(const Request& request, const std::string& remote_address,
                         const std::optional<std::string>& client_cert_cn = std::nullopt);
 

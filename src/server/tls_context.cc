@@ -112,6 +112,8 @@ std::optional<std::string> verified_peer_common_name(SSL* ssl) {
   X509_NAME* subject = X509_get_subject_name(peer);
   const int index = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
   if (index < 0) return std::nullopt;
+  // Two CNs: which one names the client differs between programs, so neither does here (C6).
+  if (X509_NAME_get_index_by_NID(subject, NID_commonName, index) >= 0) return std::nullopt;
   unsigned char* utf8 = nullptr;
   const int length =
       ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, index)));

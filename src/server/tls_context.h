@@ -52,7 +52,8 @@ class TlsContexts {
 };
 
 // The subject CN of the peer's certificate once the handshake verified it; nullopt without a
-// verified client certificate or without a CN.
+// verified client certificate, without a CN, with more than one CN, or with a NUL in it. The
+// subjectAltName is not consulted (C6 "Certificates and principals").
 std::optional<std::string> verified_peer_common_name(SSL* ssl);
 
 }  // namespace dlock::server

@@ -81,9 +81,14 @@ class TlsClient {
 
   // Throws std::runtime_error when no answer comes (e.g. TLS 1.3 reports a refused client
   // certificate only after the client's handshake finished).
-  int get(const std::string& target) {
-    http::request<http::empty_body> request{http::verb::get, target, 11};
+  int get(const std::string& target) { return request(http::verb::get, target); }
+
+  // `authorization`: the Authorization header's value, none when empty.
+  int request(http::verb method, const std::string& target, const std::string& authorization = "") {
+    http::request<http::empty_body> request{method, target, 11};
     request.set(http::field::host, "localhost");
+    if (!authorization.empty()) request.set(http::field::authorization, authorization);
+    request.prepare_payload();
     boost::system::error_code error;
     http::write(stream_, request, error);
     if (error) throw std::runtime_error("write: " + error.message());
@@ -258,6 +263,45 @@ TEST_F(TlsTest, ClientCertificateCnNamesAPrincipalOfTheTokensFile) {
   EXPECT_EQ(as_alice.get("/v1/locks?prefix="), 200);
   TlsClient as_bob(dlockd.address(), verifying().present(bob.cert_file, bob.key_file));
   EXPECT_EQ(as_bob.get("/v1/locks?prefix="), 401);
+}
+
+// C6 "Certificates and principals": a certificate names only a certificate-only principal (a
+// "-" line of the tokens file), by its one subject CN. Never the built-in `admin` of admin.token
+// (a CN=admin certificate from the trusted CA gets no admin rights), never a principal that has a
+// bearer token, and no principal when the subject has two CNs.
+TEST_F(TlsTest, ACertificateNamesOnlyACertificateOnlyPrincipalNeverAdmin) {
+  const std::string admin_token = "dlk_admin-token-for-tls-tests-only-0123456789";
+  const std::string token_file = dir_ + "/admin-token";
+  std::ofstream(token_file) << admin_token << "\n";
+  std::filesystem::permissions(token_file, std::filesystem::perms::owner_read);
+  const std::string tokens = dir_ + "/tokens";
+  std::ofstream(tokens) << "carol - read:*\n"
+                        << "bob 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef "
+                           "admin:*\n";
+  DlockdProcess dlockd(options({"--tls-client-ca-file", ca_.cert_file, "--auth-tokens-file", tokens,
+                                "--admin-token-file", token_file}));
+  const std::string revoke = "/v1/admin/locks/k/revoke?ns=a";
+
+  const auto admin = make_client_cert(ca_, dir_, "admin", "admin");
+  TlsClient as_admin(dlockd.address(), verifying().present(admin.cert_file, admin.key_file));
+  EXPECT_EQ(as_admin.request(http::verb::post, revoke), 401) << "CN=admin revoked as admin";
+  EXPECT_EQ(as_admin.get("/v1/locks?ns=a"), 401) << "CN=admin is a principal";
+  // The admin token itself still works on that connection: a bearer token decides.
+  EXPECT_EQ(as_admin.request(http::verb::post, revoke, "Bearer " + admin_token), 200);
+
+  const auto bob = make_client_cert(ca_, dir_, "bob", "bob");
+  TlsClient as_bob(dlockd.address(), verifying().present(bob.cert_file, bob.key_file));
+  EXPECT_EQ(as_bob.request(http::verb::post, revoke), 401) << "a token principal by certificate";
+
+  const auto carol = make_client_cert(ca_, dir_, "carol", "carol");
+  TlsClient as_carol(dlockd.address(), verifying().present(carol.cert_file, carol.key_file));
+  EXPECT_EQ(as_carol.get("/v1/locks?ns=a"), 200);
+  EXPECT_EQ(as_carol.request(http::verb::post, revoke), 403);  // read:* only
+
+  // Two CNs (the first names carol): ambiguous, so no principal.
+  const auto twice = make_client_cert(ca_, dir_, "twice", "carol/CN=admin");
+  TlsClient as_twice(dlockd.address(), verifying().present(twice.cert_file, twice.key_file));
+  EXPECT_EQ(as_twice.get("/v1/locks?ns=a"), 401);
 }
 
 TEST_F(TlsTest, SighupSwapsTheCertificateForNewConnectionsAndKeepsOpenOnes) {

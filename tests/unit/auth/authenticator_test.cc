@@ -171,7 +171,7 @@ TEST_F(AuthenticatorTest, AdminPrincipalIsBuiltInAndSurvivesReloads) {
   EXPECT_TRUE(admin.principal->allows(Role::kAdmin, "any"));
   EXPECT_EQ(authenticator.reload(path), 2u);
   EXPECT_TRUE(authenticator.authenticate("Bearer " + kAdminToken, "a"));
-  EXPECT_NE(authenticator.principal_named("admin"), nullptr);
+  EXPECT_EQ(authenticator.certificate_principal("admin"), nullptr);  // the token's alone
   // The file may not define `admin` again, nor reuse its token.
   write("tokens", line("admin", kAliceToken, "read:*"));
   EXPECT_THROW(authenticator.reload(path), TokensFileError);
@@ -181,6 +181,29 @@ TEST_F(AuthenticatorTest, AdminPrincipalIsBuiltInAndSurvivesReloads) {
   EXPECT_THROW(Authenticator(parse_tokens(line("admin", kAliceToken, "read:*"), "t"),
                              {admin_principal(kAdminToken)}),
                InvalidArgumentError);
+}
+
+// C6 "Certificates and principals": a verified client certificate's CN names only a
+// certificate-only principal (hash `-`): never `admin` (with or without admin.token), never a
+// principal that has a bearer token.
+TEST_F(AuthenticatorTest, ACertificateNamesOnlyACertificateOnlyPrincipal) {
+  const std::string file = "carol - read:*\n" + line("bob", kBobToken, "admin:*");
+  Authenticator authenticator(parse_tokens(file, "t"), {admin_principal(kAdminToken)}, options());
+  const auto carol = authenticator.certificate_principal("carol");
+  ASSERT_NE(carol, nullptr);
+  EXPECT_EQ(carol->name, "carol");
+  EXPECT_EQ(authenticator.certificate_principal("admin"), nullptr);
+  EXPECT_EQ(authenticator.certificate_principal("bob"), nullptr);
+  EXPECT_EQ(authenticator.certificate_principal("dave"), nullptr);
+  EXPECT_EQ(authenticator.certificate_principal(""), nullptr);
+  // The admin token and bob's token still authenticate them.
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + kAdminToken, "a"));
+  EXPECT_TRUE(authenticator.authenticate("Bearer " + kBobToken, "a"));
+
+  // Without admin.token a tokens file may define `admin`; no certificate is it all the same.
+  Authenticator without(parse_tokens("admin - admin:*\ncarol - read:*\n", "t"), {}, options());
+  EXPECT_EQ(without.certificate_principal("admin"), nullptr);
+  EXPECT_NE(without.certificate_principal("carol"), nullptr);
 }
 
 TEST_F(AuthenticatorTest, FailuresFromOneAddressAreThrottledThenForgiven) {
