@@ -448,13 +448,8 @@ void Api::revoke(const RequestContext& context, const Reply& reply) {
   if (!config_.admin_enabled) {
     return reply(error_response(403, "forbidden", "the admin API is disabled (admin.enabled)"));
   }
-  const auto authorization = context.request[http::field::authorization];
-  const std::string expected = "Bearer " + config_.admin_token;
-  if (authorization.empty()) {
-    return reply(error_response(401, "unauthorized", "admin token required"));
-  }
-  if (!constant_time_equal(authorization, expected)) {
-    return reply(error_response(403, "forbidden", "admin token rejected"));
+  if (auto refused = auth_.check_admin_token(context.request, context.remote_address)) {
+    return reply(std::move(*refused));
   }
   revoke_as(context, reply);
 }

@@ -1,6 +1,7 @@
 #include "server/authorization.h"
 
 #include <boost/json/object.hpp>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "dlock/errors.h"
 #include "server/api.h"
 #include "server/error_mapping.h"
+#include "server/input_checks.h"
 #include "server/telemetry.h"
 
 namespace dlock::server {
@@ -31,10 +33,27 @@ Response unauthenticated(const std::string& message) {
   return response;
 }
 
+// 429 for failures from an address whose throttle bucket is empty (C6).
+Response throttled(std::chrono::milliseconds retry_after) {
+  auto response = error_response(429, to_string(ErrorCode::kResourceExhausted),
+                                 "too many failed authentications from this address");
+  const auto seconds = (retry_after.count() + 999) / 1000;
+  response.set(http::field::retry_after, std::to_string(seconds < 1 ? 1 : seconds));
+  return response;
+}
+
 }  // namespace
 
 ApiAuth::ApiAuth(const ServerConfig& config, Telemetry& telemetry)
     : config_(config), telemetry_(telemetry) {
+  if (config.admin_token_on_command_line) {
+    // C6: kept for tests and one-off runs; every local user can read a command line.
+    constexpr const char* kWhy =
+        "--admin-token puts the admin token on the command line, where every local user can read "
+        "it (ps, /proc); use admin.token.file (--admin-token-file, mode 0600) or DLOCK_ADMIN_TOKEN";
+    std::fprintf(stderr, "dlockd: warning: %s\n", kWhy);
+    log_event("warn", "admin_token_on_command_line", {{"message", kWhy}});
+  }
   if (!config.auth_enabled()) return;
   std::vector<auth::Principal> built_in;
   if (!config.admin_token.empty()) built_in.push_back(auth::admin_principal(config.admin_token));
@@ -74,16 +93,35 @@ ApiAuth::Identity ApiAuth::authenticate(const Request& request, const std::strin
       authenticator_->authenticate(request[http::field::authorization], remote_address);
   if (result) return {result.principal, std::nullopt};
   if (result.outcome == auth::AuthOutcome::kThrottled) {
-    auto response = error_response(429, to_string(ErrorCode::kResourceExhausted),
-                                   "too many failed authentications from this address");
-    const auto seconds = (result.retry_after.count() + 999) / 1000;
-    response.set(http::field::retry_after, std::to_string(seconds < 1 ? 1 : seconds));
-    return {nullptr, std::move(response)};
+    return {nullptr, throttled(result.retry_after)};
   }
   const char* why = result.outcome == auth::AuthOutcome::kMissing
                         ? "Authorization: Bearer <token> required"
                         : "bearer token not accepted";
   return {nullptr, unauthenticated(why)};
+}
+
+std::optional<Response> ApiAuth::check_admin_token(const Request& request,
+                                                   const std::string& remote_address) {
+  const auto authorization = request[http::field::authorization];
+  if (authorization.empty()) {
+    report_admin_failure(auth::AuthOutcome::kMissing, remote_address);
+    return error_response(401, "unauthorized", "admin token required");
+  }
+  // A valid token is accepted whatever the throttle holds for the address (C6).
+  if (constant_time_equal(authorization, "Bearer " + config_.admin_token)) return std::nullopt;
+  if (const auto wait = admin_throttle_.fail(remote_address); wait.count() > 0) {
+    report_admin_failure(auth::AuthOutcome::kThrottled, remote_address);
+    return throttled(wait);
+  }
+  report_admin_failure(auth::AuthOutcome::kUnknown, remote_address);
+  return error_response(403, "forbidden", "admin token rejected");
+}
+
+void ApiAuth::report_admin_failure(auth::AuthOutcome reason, const std::string& remote_address) {
+  denied(reason);
+  std::uint64_t suppressed = 0;
+  if (may_log_denial(suppressed)) log_denied(reason, remote_address, suppressed);
 }
 
 std::optional<Response> ApiAuth::authorize(const RequestContext& context, auth::Role role,

@@ -69,6 +69,14 @@ class ApiAuth final : public auth::AuthObserver {
   Identity authenticate(const Request& request, const std::string& remote_address,
                         const std::optional<std::string>& client_cert_cn = std::nullopt);
 
+  // Without a tokens file, the revoke route's admin.token check (C3, C6): nullopt when the
+  // request carries `Bearer <admin.token>`; otherwise 401 unauthorized (no header), 403
+  // forbidden (another token), or, once the address has failed a burst of times, 429 with
+  // Retry-After -- the same per-address throttle as bearer tokens. The right token is never
+  // throttled. Denials are counted and logged like the Authenticator's.
+  std::optional<Response> check_admin_token(const Request& request,
+                                            const std::string& remote_address);
+
   // A 403 permission_denied unless the caller has `role` on `ns` (nullopt: allowed). Always
   // allowed when authentication is off.
   std::optional<Response> authorize(const RequestContext& context, auth::Role role,
@@ -90,10 +98,13 @@ class ApiAuth final : public auth::AuthObserver {
                   const std::string& message);
   // The log-line budget of denials; `suppressed`: how many were not logged since the last line.
   bool may_log_denial(std::uint64_t& suppressed);
+  void report_admin_failure(auth::AuthOutcome reason, const std::string& remote_address);
 
   const ServerConfig& config_;
   Telemetry& telemetry_;
   std::unique_ptr<auth::Authenticator> authenticator_;
+  // Failed admin.token checks without a tokens file (with one, the Authenticator's throttle).
+  auth::FailureThrottle admin_throttle_;
   // Rate limit of permission_denied log lines (the Authenticator limits its own).
   std::mutex log_mutex_;
   std::chrono::steady_clock::time_point log_window_start_{};

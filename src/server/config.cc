@@ -156,7 +156,9 @@ const std::vector<Key>& keys() {
        [](ServerConfig& c, const std::string& v) {
          c.admin_enabled = boolean(v, "admin.enabled");
        }},
-      {"admin.token", "", "Bearer token the admin API requires.",
+      {"admin.token", "",
+       "Bearer token the admin API requires. Prefer admin.token.file or DLOCK_ADMIN_TOKEN: as a "
+       "flag it shows in ps, and dlockd warns at start-up (the flag is for tests).",
        [](ServerConfig& c, const std::string& v) { c.admin_token = v; }},
       {"admin.token.file", "",
        "File whose first line is admin.token (mode 0600 or 0400: kept out of ps and the "
@@ -343,7 +345,12 @@ ParsedCommandLine load_config(const std::vector<std::string>& args) {
       apply(parsed.config, key, value, "environment " + env_of(key.name));
     }
   }
-  for (const auto& [key, value] : flags) apply(parsed.config, *key, value, flag_of(key->name));
+  for (const auto& [key, value] : flags) {
+    apply(parsed.config, *key, value, flag_of(key->name));
+    if (std::string_view(key->name) == "admin.token") {
+      parsed.config.admin_token_on_command_line = !value.empty();
+    }
+  }
   check_tls(parsed.config);
   finish_auth(parsed.config);
   if (parsed.config.admin_enabled && parsed.config.admin_token.empty()) {

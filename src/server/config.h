@@ -46,6 +46,9 @@ struct ServerConfig {
   bool tls_enabled() const { return !tls_cert_file.empty(); }
   bool admin_enabled = false;
   std::string admin_token;  // from admin.token or the first line of admin.token.file
+  // admin.token came from the command line (--admin-token), where `ps` shows it: dlockd warns
+  // at start-up (C6; for tests only).
+  bool admin_token_on_command_line = false;
   // Contract C6, ADR-0016: a tokens file turns authentication on for every /v1 route.
   std::string auth_tokens_file;
   std::string admin_token_file;

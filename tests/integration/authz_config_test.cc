@@ -1,8 +1,8 @@
 // dlockd's identity settings end to end (contract C6, C5; sqlite: none of this depends on the
 // backend): the safe default for non-loopback addresses, admin.token strength and
-// admin.token.file, a tokens file that does not parse, SIGHUP reloads that keep sessions and
-// locks, the per-principal quotas for sessions and waiting acquires, and the fields of the
-// audit events.
+// admin.token.file, the warning for --admin-token, the throttle on admin.token without a tokens
+// file, a tokens file that does not parse, SIGHUP reloads that keep sessions and locks, the
+// per-principal quotas for sessions and waiting acquires, and the fields of the audit events.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -162,6 +162,83 @@ TEST_F(AuthzConfig, WeakAdminTokenAndAdminTokenFileChecks) {
   std::tie(status, output) = refused({"--admin-token-file", file});
   EXPECT_EQ(status, 64) << output;
   EXPECT_NE(output.find("admin token file " + file), std::string::npos) << output;
+}
+
+// C6 "admin.token": a token given as --admin-token shows in ps; dlockd still takes it (tests
+// use it) but warns at start-up, on stderr and as a warn event, without quoting it. From the
+// environment or from admin.token.file there is no warning.
+TEST_F(AuthzConfig, AdminTokenOnTheCommandLineIsWarnedAbout) {
+  const auto admin = auth::random_token();
+  DlockdOptions options;
+  options.dir = dir_;
+  options.log_level = "info";
+  options.extra_args = {"--admin-enabled", "true", "--admin-token", admin};
+  server_ = std::make_unique<DlockdProcess>(options);
+  std::string log;
+  EXPECT_TRUE(testing::wait_for(
+      [&] {
+        log = read_all(server_->log_path());
+        return log.find("\"event\":\"admin_token_on_command_line\"") != std::string::npos;
+      },
+      milliseconds(5000)))
+      << log;
+  EXPECT_NE(log.find("dlockd: warning: --admin-token"), std::string::npos) << log;
+  EXPECT_NE(log.find("admin.token.file"), std::string::npos) << log;
+  EXPECT_EQ(log.find(admin), std::string::npos) << "the token is echoed: " << log;
+  EXPECT_EQ(testing::http_call(server_->address(), "POST", "/v1/admin/locks/k/revoke", "",
+                               {{"Authorization", "Bearer " + admin}})
+                .status,
+            200);
+  server_.reset();
+
+  options.dir = dir_ + "/from-env";
+  std::filesystem::create_directories(options.dir);
+  options.extra_args = {"--admin-enabled", "true"};
+  options.env = {"DLOCK_ADMIN_TOKEN=" + admin};
+  server_ = std::make_unique<DlockdProcess>(options);
+  EXPECT_EQ(testing::http_call(server_->address(), "POST", "/v1/admin/locks/k/revoke", "",
+                               {{"Authorization", "Bearer " + admin}})
+                .status,
+            200);
+  log = read_all(server_->log_path());
+  EXPECT_EQ(log.find("admin_token_on_command_line"), std::string::npos) << log;
+  EXPECT_EQ(log.find("dlockd: warning"), std::string::npos) << log;
+}
+
+// C6: without a tokens file the revoke route checks admin.token itself, and its failures go
+// through the same per-address throttle as bearer tokens: ten wrong tokens (403), then 429
+// with Retry-After; the right token is still accepted from that address.
+TEST_F(AuthzConfig, AdminTokenGuessesAreThrottledWithoutATokensFile) {
+  const auto admin = auth::random_token();
+  const std::string token_file = dir_ + "/admin-token";
+  std::ofstream(token_file) << admin << "\n";
+  ::chmod(token_file.c_str(), 0600);
+  DlockdOptions options;
+  options.dir = dir_;
+  options.log_level = "info";
+  options.extra_args = {"--admin-enabled", "true", "--admin-token-file", token_file};
+  server_ = std::make_unique<DlockdProcess>(options);
+  const auto revoke = [&](const std::string& token) {
+    std::map<std::string, std::string> headers;
+    if (!token.empty()) headers["Authorization"] = "Bearer " + token;
+    return testing::http_call(server_->address(), "POST", "/v1/admin/locks/k/revoke", "", headers);
+  };
+  const auto guess = auth::random_token();
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(revoke(guess).status, 403) << i;
+  const auto throttled = revoke(guess);
+  EXPECT_EQ(throttled.status, 429) << throttled.body;
+  EXPECT_EQ(throttled.error_code(), "too_many_requests") << throttled.body;
+  EXPECT_EQ(throttled.headers.count("retry-after"), 1u);
+  EXPECT_EQ(revoke("Basic abc").status, 429);
+  EXPECT_EQ(revoke(admin).status, 200);  // a valid token is never throttled
+  EXPECT_EQ(revoke("").status, 401);     // a missing header guesses nothing
+  // Only the admin route checks admin.token: the others stay open (no tokens file).
+  EXPECT_EQ(testing::http_call(server_->address(), "GET", "/v1/locks").status, 200);
+  const auto metrics = testing::http_call(server_->address(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("dlock_auth_denied_total{reason=\"unknown\"} 10"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("dlock_auth_denied_total{reason=\"throttled\"} 2"), std::string::npos)
+      << metrics;
 }
 
 TEST_F(AuthzConfig, ABadTokensFileStopsStartUpNamingItsLine) {
