@@ -2,6 +2,7 @@
 
 #include <boost/json/object.hpp>
 #include <cstdio>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -17,9 +18,6 @@ namespace dlock::server {
 namespace {
 
 namespace http = boost::beast::http;
-
-constexpr std::size_t kLogBurst = 10;  // denial log lines a second, as the Authenticator's
-constexpr auto kLogInterval = std::chrono::seconds(1);
 
 // Every route that calls ApiAuth::authorize() names its key (lock, semaphore or election) in
 // its one path parameter; /v1/locks (list) and /v1/sessions have none there.
@@ -57,9 +55,15 @@ ApiAuth::ApiAuth(const ServerConfig& config, Telemetry& telemetry)
   if (!config.auth_enabled()) return;
   std::vector<auth::Principal> built_in;
   if (!config.admin_token.empty()) built_in.push_back(auth::admin_principal(config.admin_token));
-  authenticator_ = std::make_unique<auth::Authenticator>(
-      auth::load_tokens_file(config.auth_tokens_file), std::move(built_in),
-      auth::AuthenticatorOptions{}, this);
+  // Every denial is reported to log_denied(): its audit line is bounded per client address by
+  // the log's LogLimiter (C4), so one client's flood cannot take another's lines, and a line over
+  // the bound is counted for its client, never dropped silently. (A server-wide window here
+  // would drop every client's lines once one client spent it.)
+  auth::AuthenticatorOptions options;
+  options.log_burst = std::numeric_limits<std::size_t>::max();
+  authenticator_ =
+      std::make_unique<auth::Authenticator>(auth::load_tokens_file(config.auth_tokens_file),
+                                            std::move(built_in), std::move(options), this);
 }
 
 void ApiAuth::reload() {
@@ -120,8 +124,7 @@ std::optional<Response> ApiAuth::check_admin_token(const Request& request,
 
 void ApiAuth::report_admin_failure(auth::AuthOutcome reason, const std::string& remote_address) {
   denied(reason);
-  std::uint64_t suppressed = 0;
-  if (may_log_denial(suppressed)) log_denied(reason, remote_address, suppressed);
+  log_denied(reason, remote_address, 0);
 }
 
 std::optional<Response> ApiAuth::authorize(const RequestContext& context, auth::Role role,
@@ -143,31 +146,12 @@ std::optional<Response> ApiAuth::authorize_session(const RequestContext& context
                     " may not open sessions (needs lock on some namespace)");
 }
 
-bool ApiAuth::may_log_denial(std::uint64_t& suppressed) {
-  std::lock_guard lock(log_mutex_);
-  const auto now = std::chrono::steady_clock::now();
-  if (now - log_window_start_ >= kLogInterval) {
-    log_window_start_ = now;
-    logged_in_window_ = 0;
-  }
-  if (logged_in_window_ < kLogBurst) {
-    ++logged_in_window_;
-    suppressed = std::exchange(suppressed_, 0);
-    return true;
-  }
-  ++suppressed_;
-  return false;
-}
-
 Response ApiAuth::refuse(const RequestContext& context, std::string_view ns, std::string_view key,
                          const std::string& message) {
   const char* reason = to_string(ErrorCode::kPermissionDenied);
   telemetry_.on_auth_denied(reason);
-  std::uint64_t suppressed = 0;
-  if (may_log_denial(suppressed)) {
-    audit("denied", context.principal->name, ns, key, std::nullopt, context.remote_address, reason);
-    if (suppressed > 0) log_event("info", "denials_suppressed", {{"count", suppressed}});
-  }
+  // Bounded per client address by the log's LogLimiter (C4), like every audit line.
+  audit("denied", context.principal->name, ns, key, std::nullopt, context.remote_address, reason);
   return error_response(403, reason, message);
 }
 
@@ -187,12 +171,8 @@ SessionOwnerRefusal ApiAuth::session_owner_refusal(const RequestContext& context
 void ApiAuth::refuse_session_owner(const SessionOwnerRefusal& refusal) noexcept {
   try {
     telemetry_.on_auth_denied(kSessionOwnerReason);
-    std::uint64_t suppressed = 0;
-    if (may_log_denial(suppressed)) {
-      audit("denied", refusal.principal, "", refusal.key, std::nullopt, refusal.remote,
-            kSessionOwnerReason);
-      if (suppressed > 0) log_event("info", "denials_suppressed", {{"count", suppressed}});
-    }
+    audit("denied", refusal.principal, "", refusal.key, std::nullopt, refusal.remote,
+          kSessionOwnerReason);
   } catch (...) {
   }
 }
@@ -215,18 +195,24 @@ void ApiAuth::log_denied(auth::AuthOutcome reason, std::string_view remote_addre
 }
 
 std::string stored_owner(const auth::Principal* principal, const std::string& owner) {
-  return principal == nullptr ? owner : principal->name + " " + owner;
+  return principal == nullptr ? std::string(kUnownedMark) + owner : principal->name + " " + owner;
 }
 
 std::string_view principal_of_owner(std::string_view stored) noexcept {
+  if (stored.starts_with(kUnownedMark)) return {};
   const auto space = stored.find(' ');
   return space == std::string_view::npos ? std::string_view() : stored.substr(0, space);
 }
 
 std::string shown_owner(std::string_view stored, bool auth_enabled) {
+  if (stored.starts_with(kUnownedMark)) return std::string(stored.substr(kUnownedMark.size()));
   const auto space = stored.find(' ');
   if (!auth_enabled || space == std::string_view::npos) return std::string(stored);
   return std::string(stored.substr(space + 1));
+}
+
+std::string_view logged_owner(std::string_view stored) noexcept {
+  return stored.starts_with(kUnownedMark) ? stored.substr(kUnownedMark.size()) : stored;
 }
 
 bool may_see_session(const auth::Principal* caller, std::string_view stored, std::string_view ns) {

@@ -96,8 +96,6 @@ class ApiAuth final : public auth::AuthObserver {
   // 403 permission_denied, counted and audited with the namespace and key asked for.
   Response refuse(const RequestContext& context, std::string_view ns, std::string_view key,
                   const std::string& message);
-  // The log-line budget of denials; `suppressed`: how many were not logged since the last line.
-  bool may_log_denial(std::uint64_t& suppressed);
   void report_admin_failure(auth::AuthOutcome reason, const std::string& remote_address);
 
   const ServerConfig& config_;
@@ -105,19 +103,20 @@ class ApiAuth final : public auth::AuthObserver {
   std::unique_ptr<auth::Authenticator> authenticator_;
   // Failed admin.token checks without a tokens file (with one, the Authenticator's throttle).
   auth::FailureThrottle admin_throttle_;
-  // Rate limit of permission_denied log lines (the Authenticator limits its own).
-  std::mutex log_mutex_;
-  std::chrono::steady_clock::time_point log_window_start_{};
-  std::size_t logged_in_window_ = 0;
-  std::uint64_t suppressed_ = 0;
 };
 
-// The owner the backend records for a session opened by `principal` (null: no authentication).
+// The owner the backend records for a session opened by `principal`: "<principal> <owner>"; with
+// no authentication (null) kUnownedMark + owner. A session opened without authentication has no
+// principal, and keeps none once a tokens file is in use (C6): its owner string cannot name one,
+// since the mark is a control character no checked owner or principal name contains.
+inline constexpr std::string_view kUnownedMark = "\x1f";
 std::string stored_owner(const auth::Principal* principal, const std::string& owner);
 // The principal part of a stored owner ("" when it has none).
 std::string_view principal_of_owner(std::string_view stored) noexcept;
-// What a client sees as the owner: the stored owner without its principal part.
+// What a client sees as the owner: the stored owner without its principal part or mark.
 std::string shown_owner(std::string_view stored, bool auth_enabled);
+// The stored owner as log lines show it: without the mark of an unowned session.
+std::string_view logged_owner(std::string_view stored) noexcept;
 // Whether the caller may see the session ID of a lock whose session's stored owner is
 // `stored`: its own session, or `admin` on the namespace (C6). Always without authentication.
 bool may_see_session(const auth::Principal* caller, std::string_view stored, std::string_view ns);

@@ -393,7 +393,7 @@ void Telemetry::on_grant(const LockHandle& handle) {
   log_event("info", "grant",
             {{"key", handle.key},
              {"fencing_token", handle.fencing_token},
-             {"owner", handle.owner_id},
+             {"owner", logged_owner(handle.owner_id)},
              {"session", session_fingerprint(handle.session_id)},
              {"expires_at", format_time(handle.server_expiry)}});
 }
@@ -410,7 +410,7 @@ void Telemetry::on_expiry(const LockInfo& info) {
   log_event("info", "expiry",
             {{"key", info.key},
              {"fencing_token", info.fencing_token},
-             {"owner", info.owner_id},
+             {"owner", logged_owner(info.owner_id)},
              {"session", session_fingerprint(info.session_id)},
              {"expired_at", format_time(info.expires_at)}});
   const auto parts = store_key::split(info.key);

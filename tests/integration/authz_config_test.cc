@@ -282,6 +282,37 @@ TEST_F(AuthzConfig, SighupReloadsTheTokensFileKeepingSessionsAndLocks) {
   EXPECT_NE(log.find("\"action\":\"grant\""), std::string::npos) << log;
 }
 
+// A session opened without a tokens file has no principal, and keeps none once one is in use
+// (C6): an owner string that starts with a principal's name does not make it that principal's.
+// Before, the session of owner "alice worker" was adopted by principal alice after a restart
+// with a tokens file: alice could keep it alive and saw its session_id.
+TEST_F(AuthzConfig, ASessionOpenedWithoutAuthIsNobodysOnceAuthIsOn) {
+  std::string session;
+  {
+    DlockdOptions options;
+    options.dir = dir_;  // the same SQLite file as start() below
+    DlockdProcess open(options);
+    const auto opened = testing::http_call(open.address(), "POST", "/v1/sessions",
+                                           R"({"owner":"alice worker","ttl_ms":120000})");
+    ASSERT_EQ(opened.status, 201) << opened.body;
+    session = std::string(opened.json.at("session_id").as_string());
+    EXPECT_EQ(opened.json.at("owner").as_string(), "alice worker");
+    const auto granted =
+        testing::http_call(open.address(), "POST", "/v1/locks/adopted/acquire",
+                           R"({"session_id":")" + session + R"(","ttl_ms":120000})");
+    ASSERT_EQ(granted.status, 200) << granted.body;
+    EXPECT_EQ(granted.json.at("owner").as_string(), "alice worker");
+  }
+  const auto alice = auth::random_token();
+  write_tokens({{"alice", alice, "lock:*"}});
+  start();
+  EXPECT_EQ(call(alice, "POST", "/v1/sessions/" + session + "/keepalive").status, 404);
+  const auto read = call(alice, "GET", "/v1/locks/adopted");
+  ASSERT_EQ(read.status, 200) << read.body;
+  EXPECT_FALSE(read.json.as_object().contains("session_id")) << read.body;
+  EXPECT_EQ(read.json.at("owner").as_string(), "alice worker") << read.body;
+}
+
 TEST_F(AuthzConfig, PerPrincipalQuotasForSessionsAndWaiters) {
   const auto alice = auth::random_token();
   const auto bob = auth::random_token();

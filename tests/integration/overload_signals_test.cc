@@ -15,12 +15,16 @@
 #include <boost/beast/http.hpp>
 #include <boost/json/parse.hpp>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "auth/crypto.h"
+#include "auth/permissions.h"
+#include "auth/tokens_file.h"
 #include "support/dlockd_process.h"
 #ifdef DLOCK_WITH_PG
 #include <libpq-fe.h>
@@ -119,7 +123,7 @@ TEST(Readiness, ReadyzIs503WhileBackendCallsHangAndHealthzStays200) {
 // One request from `source` (a loopback address of its own, so dlockd sees another client).
 HttpResult call_from(const std::string& source, const std::string& address,
                      const std::string& method, const std::string& target,
-                     const std::string& body = "") {
+                     const std::string& body = "", const std::string& bearer = "") {
   namespace beast = boost::beast;
   namespace http = beast::http;
   using tcp = boost::asio::ip::tcp;
@@ -131,6 +135,7 @@ HttpResult call_from(const std::string& source, const std::string& address,
   http::request<http::string_body> request{http::string_to_verb(method), target, 11};
   request.set(http::field::host, address);
   request.set(http::field::content_type, "application/json");
+  if (!bearer.empty()) request.set(http::field::authorization, "Bearer " + bearer);
   request.body() = body;
   request.prepare_payload();
   http::write(socket, request);
@@ -240,6 +245,62 @@ TEST(LogVolume, OneClientsFloodIsBoundedAndCountedWhileAnotherClientsLinesAppear
   // Bounded: the burst plus the rate over the flood (and a margin for the clock).
   EXPECT_LE(static_cast<double>(tally.flood_written), 200 + 100 * seconds + 50)
       << tally.flood_written << " lines in " << seconds << " s";
+}
+
+// Denials (401 and 403) follow the per-client log bounds of C4 like every audit line: one
+// client's flood of forbidden requests is bounded and counted for that client, and another
+// client's denials are each written. Before, a server-wide window of 10 denial lines a second
+// dropped the other client's lines and counted them only in an anonymous denials_suppressed.
+TEST(LogVolume, OneClientsDenialsDoNotEraseAnothersAuditLines) {
+  char pattern[] = "/tmp/dlock-denials-XXXXXX";
+  const std::string dir = ::mkdtemp(pattern);
+  const auto token = auth::random_token();
+  std::ofstream(dir + "/tokens") << auth::tokens_file_line("reader", token,
+                                                           auth::parse_permissions("read:else"))
+                                 << "\n";
+  DlockdOptions options;
+  options.dir = dir;
+  options.extra_args = {"--auth-tokens-file", dir + "/tokens"};
+  DlockdProcess dlockd(options);
+  const std::string& address = dlockd.address();
+  constexpr int kFlood = 400;
+  const auto flood = [&](int requests) {
+    for (int i = 0; i < requests; ++i) {
+      ASSERT_EQ(call_from("127.0.0.1", address, "GET", "/v1/locks", "", token).status, 403);
+    }
+  };
+  flood(kFlood / 2);
+  for (int i = 0; i < 5; ++i) {  // in the middle of the flood
+    ASSERT_EQ(
+        call_from("127.0.0.2", address, "GET", "/v1/locks/k" + std::to_string(i), "", token).status,
+        403);
+  }
+  flood(kFlood / 2);
+  struct Tally {
+    std::int64_t flood_written = 0, flood_dropped = 0, other = 0;
+  } tally;
+  const auto count = [&] {
+    tally = {};
+    for (const auto& line : log_lines(dlockd.log_path())) {
+      const auto event = field(line, "event");
+      const bool denied = event == "audit" && field(line, "action") == "denied";
+      if (denied && field(line, "remote") == "127.0.0.1") ++tally.flood_written;
+      if (denied && field(line, "remote") == "127.0.0.2") ++tally.other;
+      if (event != "client_log_limited" || field(line, "client") != "127.0.0.1") continue;
+      if (field(line, "state") != "end") continue;
+      if (const auto* dropped =
+              line.at("dropped_by_kind").as_object().if_contains("audit:denied")) {
+        tally.flood_dropped += dropped->as_int64();
+      }
+    }
+    return tally.flood_written + tally.flood_dropped == kFlood && tally.other == 5;
+  };
+  // Every denial of the flooder written or counted for it (its end notice comes once it has
+  // been quiet for a second); each of the other client's five written.
+  EXPECT_TRUE(wait_for(count, 10s, 200ms))
+      << tally.flood_written << " written + " << tally.flood_dropped << " counted of " << kFlood
+      << "; the other client's: " << tally.other << " of 5";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
