@@ -121,8 +121,9 @@ Api::Api(core::LockService& service, Telemetry& telemetry, const ServerConfig& c
                      "waiting requests (a quarter of server.max.connections)",
                      auth_.enabled() ? "principal" : "address") {}
 
-std::string Api::waiter_key(const RequestContext& context) const {
-  return context.principal ? context.principal->name : context.remote_address;
+Api::Waiter Api::waiter_of(const RequestContext& context) const {
+  if (!context.principal) return {context.remote_address, ""};
+  return {context.principal->name, context.principal->name};
 }
 
 void Api::handle(Request&& request, Reply reply, const Peer& peer) {
@@ -375,23 +376,8 @@ void Api::grant(const RequestContext& context, const Reply& reply, const BodyRea
   const bool auth = auth_.enabled();
   const auto who = audit_who(context);
   const auto cancellation = context.cancellation;
-  const auto waiter = waiter_key(context);
+  const auto waiter = waiter_of(context);
   with_own_session(context, session_id, reply, [=, this] {
-    // A waiting acquire counts against its principal's auth.max.waiters.per.principal and its
-    // share of the connections (C6).
-    const bool waits = wait.count() > 0;
-    const bool counted = auth && waits;
-    if (waits) {
-      if (auto refusal = waiting_share_.try_add(waiter); !refusal.empty()) {
-        throw ResourceExhaustedError(refusal);
-      }
-    }
-    if (counted) {
-      if (auto refusal = waiters_per_principal_.try_add(who.principal); !refusal.empty()) {
-        waiting_share_.remove(waiter);
-        throw ResourceExhaustedError(refusal);
-      }
-    }
     auto render = [=](std::optional<LockHandle> handle) {
       if (!handle) {
         return error_response(409, "held",
@@ -406,14 +392,9 @@ void Api::grant(const RequestContext& context, const Reply& reply, const BodyRea
       return ok(200, handle_json(*handle, ttl, received, auth, request.limit));
     };
     auto done = answer<std::optional<LockHandle>>(reply, render);
-    if (waits) {
-      done = [this, done = std::move(done), principal = who.principal, waiter,
-              counted](auto outcome) {
-        if (counted) waiters_per_principal_.remove(principal);
-        waiting_share_.remove(waiter);
-        done(std::move(outcome));
-      };
-    }
+    // A waiting acquire counts against its share of the connections and its principal's
+    // auth.max.waiters.per.principal (C6).
+    if (wait.count() > 0) done = count_waiter(waiter, std::move(done));
     // A wait ends when its client's connection closes; a grant its client never receives is
     // given back (ADR-0007 "A wait belongs to its connection").
     service_.acquire(key, session_id, lease, wait, std::move(done), cancellation, request,

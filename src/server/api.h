@@ -114,9 +114,19 @@ class Api {
   // Every waiting request (an acquire with wait_ms, an observer of an election) holds a
   // connection: a principal (without authentication, a client address) may hold at most a
   // quarter of server.max.connections that way, so one reader's long polls cannot take every
-  // slot (C6 "Connections"). Keyed by waiter_key().
+  // slot (C6 "Connections"). Keyed by the principal's name, else the client address.
   core::PrincipalCounter waiting_share_;
-  std::string waiter_key(const RequestContext& context) const;
+  // Who waits: the waiting_share_ key and the principal ("" without authentication).
+  struct Waiter {
+    std::string key;
+    std::string principal;
+  };
+  Waiter waiter_of(const RequestContext& context) const;
+  // Counts a waiting request against its share of the connections and, with authentication,
+  // against its principal's waiters; throws ResourceExhaustedError naming the limit it would
+  // pass, counting nothing. `done`, wrapped, uncounts it when the request is answered.
+  template <class Done>
+  Done count_waiter(const Waiter& waiter, Done done);
 };
 
 }  // namespace dlock::server

@@ -101,35 +101,13 @@ void Api::read_election(const RequestContext& context, const Reply& reply) {
     if (info->fencing_token > *after_token) return true;
     return info->fencing_token == *after_token && after_value && *info->value != *after_value;
   };
-  // A waiting observer counts against its principal's waiters, as a waiting acquire does (C6).
-  const auto who = audit_who(context);
-  const bool waits = wait.count() > 0 && after_token;
-  const bool counted = auth && waits;
-  const auto waiter = waiter_key(context);
-  if (waits) {
-    if (auto refusal = waiting_share_.try_add(waiter); !refusal.empty()) {
-      throw ResourceExhaustedError(refusal);
-    }
-  }
-  if (counted) {
-    if (auto refusal = waiters_per_principal_.try_add(who.principal); !refusal.empty()) {
-      waiting_share_.remove(waiter);
-      throw ResourceExhaustedError(refusal);
-    }
-  }
   auto done = answer<std::optional<LockInfo>>(
       reply, [key, caller = context.principal, auth](std::optional<LockInfo> info) {
         if (!info || !info->value) return no_leader(key);
         return ok(200, leader_info_json(*info, caller.get(), auth));
       });
-  if (waits) {
-    done = [this, done = std::move(done), principal = who.principal, waiter,
-            counted](auto outcome) {
-      if (counted) waiters_per_principal_.remove(principal);
-      waiting_share_.remove(waiter);
-      done(std::move(outcome));
-    };
-  }
+  // A waiting observer counts as a waiting acquire does (C6).
+  if (wait.count() > 0 && after_token) done = count_waiter(waiter_of(context), std::move(done));
   service_.observe(key, std::move(newer), after_token ? wait : std::chrono::milliseconds(0),
                    std::move(done), context.cancellation);
 }

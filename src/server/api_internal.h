@@ -51,3 +51,27 @@ inline AuditWho audit_who(const RequestContext& context) {
 }
 
 }  // namespace dlock::server::api_internal
+
+namespace dlock::server {
+
+// Api::count_waiter (api.h): here, where both api.cc and api_elections.cc see it.
+template <class Done>
+Done Api::count_waiter(const Waiter& waiter, Done done) {
+  if (auto refusal = waiting_share_.try_add(waiter.key); !refusal.empty()) {
+    throw ResourceExhaustedError(refusal);
+  }
+  const bool per_principal = auth_.enabled();
+  if (per_principal) {
+    if (auto refusal = waiters_per_principal_.try_add(waiter.principal); !refusal.empty()) {
+      waiting_share_.remove(waiter.key);
+      throw ResourceExhaustedError(refusal);
+    }
+  }
+  return [this, done = std::move(done), waiter, per_principal](auto outcome) {
+    if (per_principal) waiters_per_principal_.remove(waiter.principal);
+    waiting_share_.remove(waiter.key);
+    done(std::move(outcome));
+  };
+}
+
+}  // namespace dlock::server

@@ -284,8 +284,8 @@ TEST_F(AuthzConfig, SighupReloadsTheTokensFileKeepingSessionsAndLocks) {
 
 // A session opened without a tokens file has no principal, and keeps none once one is in use
 // (C6): an owner string that starts with a principal's name does not make it that principal's.
-// Before, the session of owner "alice worker" was adopted by principal alice after a restart
-// with a tokens file: alice could keep it alive and saw its session_id.
+// Here the owner "alice worker": after a restart with a tokens file, alice may neither keep it
+// alive nor see its session_id.
 TEST_F(AuthzConfig, ASessionOpenedWithoutAuthIsNobodysOnceAuthIsOn) {
   std::string session;
   {

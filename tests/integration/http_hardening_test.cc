@@ -180,8 +180,7 @@ long resident_kib(pid_t pid) {
 // Clients that ask for a large answer and never read it hold at most server.max.unsent.bytes of
 // dlockd's memory together (C6 "Connections"): past it a large answer is 503 with Retry-After on
 // a connection that stays open, small answers (a lock round trip) carry on, and the budget comes
-// back when the write timeout drops the stalled clients. Before the bound every stalled client
-// kept its whole answer (about 1 MB each for GET /v1/locks?limit=1000).
+// back when the stalled clients go.
 TEST(HttpHardening, UnreadLargeAnswersAreBoundedServerWide) {
   constexpr int kLocks = 600;
   constexpr int kStalled = 40;

@@ -249,8 +249,7 @@ TEST(LogVolume, OneClientsFloodIsBoundedAndCountedWhileAnotherClientsLinesAppear
 
 // Denials (401 and 403) follow the per-client log bounds of C4 like every audit line: one
 // client's flood of forbidden requests is bounded and counted for that client, and another
-// client's denials are each written. Before, a server-wide window of 10 denial lines a second
-// dropped the other client's lines and counted them only in an anonymous denials_suppressed.
+// client's denials are each written; no denial is dropped without being counted for its client.
 TEST(LogVolume, OneClientsDenialsDoNotEraseAnothersAuditLines) {
   char pattern[] = "/tmp/dlock-denials-XXXXXX";
   const std::string dir = ::mkdtemp(pattern);

@@ -259,7 +259,6 @@ TEST(WaitsWithAuth, GoneWaitersPlaceUnderItsPrincipalsQuotaIsFree) {
 // Long polls hold connections: a principal's waiting requests (observers of an election, waiting
 // acquires) may take at most a quarter of server.max.connections, so a read-only principal
 // cannot take every slot; other principals and health probes keep theirs (C6 "Connections").
-// Before the share, one reader's long polls filled every slot and /healthz got 503.
 TEST(WaitsWithAuth, OnePrincipalsLongPollsTakeAtMostAQuarterOfTheConnections) {
   char pattern[] = "/tmp/dlock-waits-share-XXXXXX";
   const std::string dir = ::mkdtemp(pattern);
