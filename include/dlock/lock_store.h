@@ -152,6 +152,18 @@ class LockStore {
   // within a key.
   virtual std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) = 0;
 
+  // Lock-delay (C2 "Lock-delay"): the names starting with `prefix` that a lock-delay keeps from
+  // every new grant now, ordered by key, at most `limit` of them, each with the end of the latest
+  // of its running delays. etcd lists a grant that ended but whose delay it has not started yet
+  // (no store has found the end) as ending its delay from now: the delay starts then, if later.
+  virtual std::vector<KeyDelay> list_delays(std::string_view prefix, std::size_t limit) = 0;
+
+  // An administrator's end of every lock-delay of `key` running now (C2 "Lock-delay"): the name is
+  // then granted as if its ended grants had been released. Live grants, and the delays they will
+  // carry when they end, are untouched. Returns whether a delay was running; when one was,
+  // watch_releases fires for `key` (waiters try again).
+  virtual bool clear_delay(std::string_view key) = 0;
+
   // Extends `handle`'s grant to expire `ttl` from now (backend clock). Keeps the token.
   // Returns the updated handle (same token, new client_deadline and server_expiry).
   // Throws LockLostError when `handle` is no longer the live grant of its key (expired,

@@ -101,6 +101,13 @@ struct LockInfo {
   std::optional<std::string> value{};
 };
 
+// A name that a lock-delay (C2 "Lock-delay") keeps from every new grant: LockStore::list_delays.
+struct KeyDelay {
+  std::string key;
+  // When the latest of its running delays ends, by the backend's clock (as LockInfo::expires_at).
+  WallClock::time_point until{};
+};
+
 // Result of an administrative force-revoke. Appears nowhere on the acquire path.
 struct LockOutcome {
   // True when a live grant was removed.

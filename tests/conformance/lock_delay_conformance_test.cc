@@ -285,6 +285,103 @@ TEST_P(LockStoreConformance, LockDelayEndIsAnnouncedToWatchers) {
       << "announced, but not grantable";
 }
 
+// Visibility (C2 "Lock-delay", issue 36 item 8): a running delay is listed with its end, by
+// prefix, ordered by key; a live grant, a clean release and a name without a delay are not.
+TEST_P(LockStoreConformance, LockDelayIsListedWithItsEndUntilItEnds) {
+  const auto base = fresh_key("listed");
+  const auto revoked = base + "/a", expired = base + "/b", released = base + "/c",
+             live = base + "/d";
+  const auto alice = store_->open_session("alice", seconds(60), kDelay);
+  ASSERT_TRUE(store_->try_insert(revoked, "alice", alice.session_id, seconds(30)));
+  const auto short_grant = store_->try_insert(expired, "alice", alice.session_id, kMinTtl);
+  ASSERT_TRUE(short_grant.has_value());
+  const auto clean = acquire(released, alice);
+  ASSERT_TRUE(store_->try_insert(live, "alice", alice.session_id, seconds(30)));
+  ASSERT_TRUE(store_->delete_if_owner(released, "alice", alice.session_id, clean.fencing_token));
+  const auto revoked_at = WallClock::now();
+  ASSERT_TRUE(store_->revoke(revoked).revoked);
+  wait_until_expired(expired);
+
+  const auto delays = store_->list_delays(base, 100);
+  ASSERT_EQ(delays.size(), 2u) << "expected the revoked and the expired name only";
+  EXPECT_EQ(delays[0].key, revoked);
+  EXPECT_EQ(delays[1].key, expired);
+  // The end: the revoke (or the expiry) plus the delay; etcd counts whole lease seconds, from
+  // when a store found the end.
+  EXPECT_GE(delays[0].until, revoked_at + kDelay - kSlack);
+  EXPECT_LE(delays[0].until, WallClock::now() + kDelay + seconds(2) + kSlack);
+  EXPECT_GE(delays[1].until, short_grant->server_expiry + kDelay - kSlack);
+  EXPECT_EQ(store_->list_delays(base, 1).size(), 1u) << "the limit was not kept";
+  EXPECT_EQ(store_->list_delays(expired, 100).size(), 1u) << "the prefix was not kept";
+  EXPECT_TRUE(store_->list_delays(fresh_key("elsewhere"), 100).empty());
+  EXPECT_TRUE(testing::wait_for(
+      [&] {
+        store_->reap_expired();
+        return store_->list_delays(base, 100).empty();
+      },
+      kEventually))
+      << "a delay that ended is still listed";
+}
+
+// An administrator ends a running delay: the name is granted at once, with a greater token, and
+// waiters are told; a live grant and its own future delay are untouched.
+TEST_P(LockStoreConformance, LockDelayClearedByAnAdministratorFreesTheNameAtOnce) {
+  const auto key = fresh_key("cleared"), kept = fresh_key("kept"), shared = fresh_key("shared");
+  const auto alice = store_->open_session("alice", seconds(60), seconds(60));
+  const auto bob = open("bob");
+  const auto held = store_->try_insert(key, "alice", alice.session_id, seconds(30));
+  ASSERT_TRUE(held.has_value());
+  ASSERT_TRUE(store_->revoke(key).revoked);
+  ASSERT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)));
+  std::atomic<int> fired{0};
+  auto subscription = store_->watch_releases(key, [&] { ++fired; });
+
+  EXPECT_TRUE(store_->clear_delay(key)) << "a running delay was not reported cleared";
+  EXPECT_TRUE(store_->list_delays(key, 10).empty()) << "a cleared delay is still listed";
+  const auto next = store_->try_insert(key, "bob", bob.session_id, seconds(30));
+  ASSERT_TRUE(next.has_value()) << "the name stayed delayed after the delay was cleared";
+  EXPECT_GT(next->fencing_token, held->fencing_token);
+  EXPECT_TRUE(testing::wait_for([&] { return fired.load() > 0; }, seconds(10)))
+      << "watchers were not told that the delay was cleared";
+  EXPECT_FALSE(store_->clear_delay(key)) << "a name without a delay was reported cleared";
+
+  // A live grant keeps its name, and its own delay still follows its end.
+  const auto live = store_->try_insert(kept, "alice", alice.session_id, seconds(30));
+  ASSERT_TRUE(live.has_value());
+  EXPECT_FALSE(store_->clear_delay(kept));
+  EXPECT_NO_THROW(store_->extend(*live, seconds(30))) << "clearing a delay ended a live grant";
+  ASSERT_TRUE(store_->revoke(kept).revoked);
+  EXPECT_FALSE(store_->try_insert(kept, "bob", bob.session_id, seconds(30)))
+      << "clearing a delay before the grant ended cancelled the delay of its end";
+
+  // A holder set: an expired reader's delay, cleared, lets a writer in.
+  const auto carol = store_->open_session("carol", seconds(60), seconds(60));
+  ASSERT_TRUE(store_->try_insert_holder(shared, "carol", carol.session_id, kMinTtl, HoldRequest{}));
+  wait_until_expired(shared);
+  ASSERT_FALSE(store_->try_insert(shared, "bob", bob.session_id, seconds(30)));
+  EXPECT_TRUE(store_->clear_delay(shared));
+  EXPECT_TRUE(store_->try_insert(shared, "bob", bob.session_id, seconds(30)).has_value())
+      << "the writer stayed delayed after the reader's delay was cleared";
+
+  // Permits: the expired holder's delay goes; the live holder keeps its permit and its delay.
+  const auto permits = fresh_key("permits");
+  const HoldRequest two{HoldMode::kPermit, 2};
+  const auto dave = store_->open_session("dave", seconds(60), seconds(60));
+  ASSERT_TRUE(store_->try_insert_holder(permits, "carol", carol.session_id, kMinTtl, two));
+  const auto lives = store_->try_insert_holder(permits, "dave", dave.session_id, seconds(30), two);
+  ASSERT_TRUE(lives.has_value());
+  ASSERT_TRUE(
+      testing::wait_for([&] { return store_->read_holders(permits).size() == 1; }, seconds(10)));
+  ASSERT_FALSE(store_->try_insert_holder(permits, "bob", bob.session_id, seconds(30), two));
+  EXPECT_TRUE(store_->clear_delay(permits));
+  EXPECT_NO_THROW(store_->extend(*lives, seconds(30))) << "clearing a delay ended a live permit";
+  EXPECT_TRUE(store_->try_insert_holder(permits, "bob", bob.session_id, seconds(30), two))
+      << "the permit stayed delayed after the expired holder's delay was cleared";
+  ASSERT_TRUE(store_->revoke(permits).revoked);
+  EXPECT_FALSE(store_->try_insert_holder(permits, "bob", bob.session_id, seconds(30), two))
+      << "clearing a delay cancelled the delay of a permit holder that was still live";
+}
+
 // The delay lives in the storage, not in one server's memory: another store on the same
 // storage keeps it too.
 TEST_P(LockStoreConformance, LockDelayIsKeptByAnotherStoreOnTheSameStorage) {

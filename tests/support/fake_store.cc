@@ -391,6 +391,54 @@ LockOutcome FakeStore::revoke(std::string_view key) {
   return outcome;
 }
 
+std::vector<KeyDelay> FakeStore::list_delays(std::string_view prefix, std::size_t limit) {
+  const auto lock = enter();
+  const auto now = options_.now();
+  std::map<std::string, WallClock::time_point, std::less<>> ends;
+  const auto keep = [&](const std::string& key, WallClock::time_point until) {
+    if (!key.starts_with(prefix) || until <= now) return;
+    auto [entry, added] = ends.try_emplace(key, until);
+    if (!added) entry->second = std::max(entry->second, until);
+  };
+  const auto keep_row = [&](const LockInfo& row) {
+    const auto delay = s_.grant_delay.find(row.fencing_token);
+    if (delay != s_.grant_delay.end() && !live(row, now)) {
+      keep(row.key, reported(row).expires_at + delay->second);
+    }
+  };
+  for (const auto& [key, until] : s_.delayed_until) keep(key, until);
+  for (const auto& [key, row] : s_.locks) keep_row(row);
+  for (const auto& [key, rows] : s_.holders) {
+    for (const auto& [session, row] : rows) keep_row(row);
+  }
+  std::vector<KeyDelay> delays;
+  for (const auto& [key, until] : ends) {
+    if (delays.size() == limit) break;
+    delays.push_back({key, until});
+  }
+  return delays;
+}
+
+bool FakeStore::clear_delay(std::string_view key) {
+  {
+    const auto lock = enter();
+    const auto now = options_.now();
+    if (!delayed(key, now)) return false;
+    if (const auto until = s_.delayed_until.find(key); until != s_.delayed_until.end()) {
+      s_.delayed_until.erase(until);
+    }
+    const auto forget = [&](const LockInfo& row) {
+      if (!live(row, now)) s_.grant_delay.erase(row.fencing_token);
+    };
+    if (const auto row = s_.locks.find(key); row != s_.locks.end()) forget(row->second);
+    if (const auto rows = s_.holders.find(key); rows != s_.holders.end()) {
+      for (const auto& [session, row] : rows->second) forget(row);
+    }
+  }
+  s_.hub.notify(key);
+  return true;
+}
+
 ReapReport FakeStore::reap_expired() {
   ReapReport report;
   std::vector<std::string> delays_over;

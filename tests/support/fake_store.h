@@ -87,6 +87,8 @@ class FakeStore : public Backend {
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override;
   LockOutcome revoke(std::string_view key) override;
+  std::vector<KeyDelay> list_delays(std::string_view prefix, std::size_t limit) override;
+  bool clear_delay(std::string_view key) override;
   ReapReport reap_expired() override;
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                         std::function<void()> on_released) override;

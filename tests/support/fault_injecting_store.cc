@@ -159,6 +159,14 @@ LockOutcome FaultInjectingStore::revoke(std::string_view key) {
   return invoke("revoke", [&] { return inner_.revoke(key); });
 }
 
+std::vector<KeyDelay> FaultInjectingStore::list_delays(std::string_view prefix, std::size_t limit) {
+  return invoke("list_delays", [&] { return inner_.list_delays(prefix, limit); });
+}
+
+bool FaultInjectingStore::clear_delay(std::string_view key) {
+  return invoke("clear_delay", [&] { return inner_.clear_delay(key); });
+}
+
 ReapReport FaultInjectingStore::reap_expired() {
   return invoke("reap_expired", [&] { return inner_.reap_expired(); });
 }

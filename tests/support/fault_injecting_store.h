@@ -3,9 +3,10 @@
 // Wraps any dlock::Backend and makes chosen calls misbehave, so the code above the store SPI
 // can be tested against backend faults in milliseconds (LevelDB's FaultInjectionEnv is the
 // model). Faults are chosen per operation, by the SPI method's name ("try_insert", "read",
-// "list", "extend", "delete_if_owner", "handover", "revoke", "reap_expired", "watch_releases",
-// "open_session", "heartbeat", "get_session", "close_session"), for the next N calls or until
-// cleared. Thread-safe; counts every call per operation, faulty or not.
+// "list", "extend", "delete_if_owner", "handover", "revoke", "list_delays", "clear_delay",
+// "reap_expired", "watch_releases", "open_session", "heartbeat", "get_session",
+// "close_session"), for the next N calls or until cleared. Thread-safe; counts every call per
+// operation, faulty or not.
 
 #include <chrono>
 #include <condition_variable>
@@ -72,6 +73,8 @@ class FaultInjectingStore : public Backend {
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override;
   LockOutcome revoke(std::string_view key) override;
+  std::vector<KeyDelay> list_delays(std::string_view prefix, std::size_t limit) override;
+  bool clear_delay(std::string_view key) override;
   ReapReport reap_expired() override;
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                         std::function<void()> on_released) override;

@@ -212,6 +212,65 @@ etcdserverpb::TxnResponse revoke_with_delays(EtcdClient& client, std::string_vie
                         " changed during every attempt to revoke it; retry");
 }
 
+std::vector<KeyDelay> list_delays(EtcdClient& client, std::string_view prefix, std::size_t limit) {
+  const auto now = WallClock::now();
+  std::map<std::string, WallClock::time_point, std::less<>> ends;
+  const auto keep = [&](const std::string& key, WallClock::time_point until) {
+    auto [entry, added] = ends.try_emplace(key, until);
+    if (!added) entry->second = std::max(entry->second, until);
+  };
+  std::map<std::int64_t, std::int64_t> lease_seconds_left;
+  std::vector<std::pair<DelayStateKey, milliseconds>> markers;
+  etcdserverpb::RangeRequest request = prefix_request(delay_scan_prefix_for(prefix));
+  request.set_limit(1000);
+  while (true) {
+    const auto response = client.range(request);
+    for (const auto& kv : response.kvs()) {
+      auto parsed = parse_delay_state_key(kv.key());
+      if (!parsed || !parsed->key.starts_with(prefix)) continue;
+      if (parsed->marker) {
+        markers.emplace_back(std::move(*parsed), marker_delay(kv));
+        continue;
+      }
+      if (kv.lease() == 0) continue;
+      auto left = lease_seconds_left.find(kv.lease());
+      if (left == lease_seconds_left.end()) {
+        left = lease_seconds_left
+                   .emplace(kv.lease(), client.lease_time_to_live(kv.lease(), false).ttl())
+                   .first;
+      }
+      if (left->second < 0) continue;  // expired: its key goes with it
+      keep(parsed->key, now + std::chrono::seconds(left->second + 1));
+    }
+    if (!response.more() || response.kvs_size() == 0) break;
+    request.set_key(response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0'));
+    request.set_revision(response.header().revision());
+  }
+  if (!markers.empty()) {
+    std::vector<std::string> grant_keys;
+    for (const auto& marker : markers) grant_keys.push_back(marker.first.grant_key);
+    std::set<std::string> live;
+    for (const auto& kv : read_keys(client, grant_keys)) live.insert(kv.key());
+    for (const auto& [marker, delay] : markers) {
+      if (!live.contains(marker.grant_key)) keep(marker.key, now + delay);
+    }
+  }
+  std::vector<KeyDelay> delays;
+  for (auto& [key, until] : ends) {
+    if (delays.size() == limit) break;
+    delays.push_back({key, until});
+  }
+  return delays;
+}
+
+bool clear_delays(EtcdClient& client, std::string_view key) {
+  settle_delays(client, key);
+  etcdserverpb::TxnRequest request;
+  *request.add_success() = delete_range_op(delay_range(key));
+  const auto response = client.txn(request, CallKind::kWrite);
+  return response.responses(0).response_delete_range().deleted() > 0;
+}
+
 void clear_markers_of(EtcdClient& client, std::string_view session_id) {
   const auto entries = client.range(prefix_request(session_record_key(session_id) + "/"));
   std::vector<std::string> grant_keys;

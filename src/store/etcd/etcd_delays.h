@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "dlock/types.h"
 #include "store/etcd/etcd_client.h"
 #include "store/etcd/etcd_sessions.h"
 
@@ -73,6 +74,14 @@ void settle_all_delays(EtcdClient& client);
 // `request`'s.
 etcdserverpb::TxnResponse revoke_with_delays(EtcdClient& client, std::string_view key,
                                              const etcdserverpb::TxnRequest& request);
+// LockStore::list_delays: every delay key of a name starting with `prefix` ends when its lease
+// does (LeaseTimeToLive counts whole seconds, so the end is rounded up to the next one); a marker
+// whose grant is gone is a delay that starts when it is converted, shown as starting now.
+std::vector<KeyDelay> list_delays(EtcdClient& client, std::string_view prefix, std::size_t limit);
+// LockStore::clear_delay: converts `key`'s markers of ended grants (settle_delays), then deletes
+// every delay key of `key` in one Txn; whether one was deleted. Markers of live grants stay.
+bool clear_delays(EtcdClient& client, std::string_view key);
+
 // close_session's part, before the session's lease is revoked: deletes the markers of the
 // session's grants (a close ends them cleanly).
 void clear_markers_of(EtcdClient& client, std::string_view session_id);

@@ -224,6 +224,10 @@ std::string delay_key(std::string_view key, std::string_view grant_key) {
   return delay_base(key) + "d" + std::string(grant_key);
 }
 
+std::string delay_scan_prefix_for(std::string_view prefix) {
+  return std::string(kDelayPrefix) + escape(prefix);
+}
+
 std::optional<DelayStateKey> parse_delay_state_key(std::string_view etcd_key) {
   if (!etcd_key.starts_with(kDelayPrefix)) return std::nullopt;
   const std::string_view rest = etcd_key.substr(kDelayPrefix.size());

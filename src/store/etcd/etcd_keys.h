@@ -117,5 +117,8 @@ struct DelayStateKey {
   std::string grant_key;
 };
 std::optional<DelayStateKey> parse_delay_state_key(std::string_view etcd_key);
+// Where a scan for the markers and delays of SPI keys starting with `prefix` begins (a prefix
+// range; escape() keeps prefixes).
+std::string delay_scan_prefix_for(std::string_view prefix);
 
 }  // namespace dlock::store::etcd

@@ -315,6 +315,15 @@ class EtcdStore final : public Backend {
     return holders_.revoke(key);
   }
 
+  std::vector<KeyDelay> list_delays(std::string_view prefix, std::size_t limit) override {
+    return etcd::list_delays(client_, prefix, limit);
+  }
+
+  bool clear_delay(std::string_view key) override {
+    util::check_key(key);
+    return clear_delays(client_, key);
+  }
+
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                         std::function<void()> on_released) override {
     // The lock key and, for holders (docs/adr/0020), the key's holder range.

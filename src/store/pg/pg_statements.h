@@ -202,6 +202,12 @@ inline constexpr const char* kProclaim = kProclaimText.text;
 // lock-delay ends and stays, in its delay): token, owner, live.
 inline constexpr const char* kRevoke = "SELECT * FROM dlock_revoke($1)";
 
+// Lock-delay visibility (C2 "Lock-delay", migrations/009_delay_visibility.sql): the names in a
+// delay by prefix (key, the end in microseconds since the epoch); an administrator's clear.
+inline constexpr const char* kListDelays =
+    "SELECT key, dlock_us(ends_at) FROM dlock_delays($1, $2)";
+inline constexpr const char* kClearDelay = "SELECT dlock_clear_delay($1)";
+
 // Lock-delay (migrations/007_lock_delay.sql), before kReapLocks: a grant with a delay that ended
 // with its session gets its end written: a session-bound one its session's expiry (now() once the
 // session row is gone: later, never earlier), a TTL one of a dead session now(). It stays.

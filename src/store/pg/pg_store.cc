@@ -42,6 +42,8 @@ const std::vector<PreparedStatement>& prepared_statements() {
       {"delete_if_owner", sql::kDeleteIfOwner},
       {"handover", sql::kHandover},
       {"revoke", sql::kRevoke},
+      {"list_delays", sql::kListDelays},
+      {"clear_delay", sql::kClearDelay},
       {"reap_delays", sql::kReapDelays},
       {"reap_locks", sql::kReapLocks},
       {"reap_sessions", sql::kReapSessions},
@@ -220,6 +222,21 @@ class PgStore final : public Backend {
     std::vector<LockInfo> locks;
     for (int row = 0; row < result.rows(); ++row) locks.push_back(read_info_from(result, row));
     return locks;
+  }
+
+  std::vector<KeyDelay> list_delays(std::string_view prefix, std::size_t limit) override {
+    const auto result = pool_.lease()->execute("list_delays", {prefix, std::to_string(limit)});
+    std::vector<KeyDelay> delays;
+    for (int row = 0; row < result.rows(); ++row) {
+      delays.push_back({result.text(row, 0), util::from_unix_micros(result.int64(row, 1))});
+    }
+    return delays;
+  }
+
+  bool clear_delay(std::string_view key) override {
+    util::check_key(key);
+    const auto result = pool_.lease()->execute("clear_delay", {key});
+    return result.rows() == 1 && result.boolean(0, 0);
   }
 
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {

@@ -130,6 +130,27 @@ class SqliteStore final : public Backend {
     return select_live(sql, prefix, static_cast<std::int64_t>(limit));
   }
 
+  std::vector<KeyDelay> list_delays(std::string_view prefix, std::size_t limit) override {
+    std::lock_guard lock(mutex_);
+    std::vector<KeyDelay> delays;
+    for (auto& [key, ends_at] :
+         delays_by_prefix(statements_, prefix, static_cast<std::int64_t>(limit))) {
+      delays.push_back({std::move(key), util::from_unix_micros(ends_at * 1000)});
+    }
+    return delays;
+  }
+
+  bool clear_delay(std::string_view key) override {
+    util::check_key(key);
+    bool cleared = false;
+    writes_.write([&] {
+      cleared = clear_delays_of(statements_, key);
+      return cleared;
+    });
+    if (cleared) releases_.notify(key);
+    return cleared;
+  }
+
   // The token names the grant -- exclusive, or one holder alone (ADR-0020) -- whatever
   // handle.mode says: a handle the server rebuilds from a token has the default mode. The answer
   // carries the grant's own mode.
