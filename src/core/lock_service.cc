@@ -335,6 +335,21 @@ void LockService::revoke(std::string key, Callback<LockOutcome> done) {
   });
 }
 
+void LockService::list_delays(std::string prefix, std::size_t limit,
+                              Callback<std::vector<KeyDelay>> done) {
+  run<std::vector<KeyDelay>>(std::move(done), [this, prefix = std::move(prefix), limit] {
+    return backend_.list_delays(prefix, limit);
+  });
+}
+
+void LockService::clear_delay(std::string key, Callback<bool> done) {
+  run<bool>(std::move(done), [this, key = std::move(key)] {
+    const bool cleared = backend_.clear_delay(key);
+    if (cleared) pump(key);
+    return cleared;
+  });
+}
+
 void LockService::reap() {
   reap_timer_->expires_after(options_.reap_interval);
   reap_timer_->async_wait([this](auto error) {

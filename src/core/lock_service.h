@@ -129,6 +129,10 @@ class LockService {
   void read(std::string key, Callback<std::optional<LockInfo>> done);
   void list(std::string prefix, std::size_t limit, Callback<std::vector<LockInfo>> done);
   void revoke(std::string key, Callback<LockOutcome> done);
+  // Lock-delay (C2 "Lock-delay"): the keys under `prefix` a delay keeps from new grants, and an
+  // administrator's end of `key`'s delays (its waiters are tried again at once).
+  void list_delays(std::string prefix, std::size_t limit, Callback<std::vector<KeyDelay>> done);
+  void clear_delay(std::string key, Callback<bool> done);
 
   std::string_view backend_id() const { return backend_.backend_id(); }
 

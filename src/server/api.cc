@@ -48,6 +48,7 @@ const std::array kRoutes{
     Route{http::verb::delete_, "v1/sessions/{}", &Api::close_session},
     Route{http::verb::get, "v1/locks", &Api::list_locks},
     Route{http::verb::post, "v1/admin/locks/{}/revoke", &Api::revoke},
+    Route{http::verb::post, "v1/admin/locks/{}/clear-delay", &Api::clear_delay},
     Route{http::verb::get, "v1/locks/{}", &Api::read_lock},
     Route{http::verb::delete_, "v1/locks/{}", &Api::release},
     Route{http::verb::post, "v1/locks/{}/acquire", &Api::acquire},
@@ -97,6 +98,20 @@ void check_session_owner(std::string_view stored_owner, std::string_view princip
 
 Response not_found(const RequestContext& context) {
   return error_response(404, "not_found", "no such route: " + std::string(context.url.path()));
+}
+
+// The end of `key`'s running lock-delay among `delays` (list_delays of the key as a prefix,
+// whose first entry is the key itself when it is delayed).
+std::optional<WallClock::time_point> delay_of(const std::string& key,
+                                              const std::vector<KeyDelay>& delays) {
+  if (delays.empty() || delays.front().key != key) return std::nullopt;
+  return delays.front().until;
+}
+
+// An error answer that names a running lock-delay (C3 "Lock-delay").
+Response delayed_error(unsigned status, const std::string& code, const std::string& message,
+                       WallClock::time_point until) {
+  return error_response(status, code, message, "", {{"delayed_until", format_time(until)}});
 }
 
 }  // namespace
@@ -269,15 +284,28 @@ void Api::list_locks(const RequestContext& context, const Reply& reply) {
   checked_prefix(prefix);
   if (auto denied = auth_.authorize(context, auth::Role::kRead, ns)) return reply(*denied);
   const bool auth = auth_.enabled();
-  service_.list(store_key::join(ns, prefix), limit,
-                answer<std::vector<LockInfo>>(
-                    reply, [caller = context.principal, auth](std::vector<LockInfo> locks) {
-                      json::array items;
-                      for (const auto& info : locks) {
-                        items.push_back(info_json(info, caller.get(), auth));
-                      }
-                      return ok(200, {{"locks", std::move(items)}});
-                    }));
+  const auto stored_prefix = store_key::join(ns, prefix);
+  // The grants, then the names a lock-delay keeps (C3 "Lock-delay"): two reads, one answer.
+  service_.list(stored_prefix, limit,
+                [this, reply, stored_prefix, limit, caller = context.principal,
+                 auth](core::Outcome<std::vector<LockInfo>> listed) {
+                  if (listed.error) return reply(error_response(listed.error));
+                  json::array items;
+                  for (const auto& info : *listed.value) {
+                    items.push_back(info_json(info, caller.get(), auth));
+                  }
+                  service_.list_delays(
+                      stored_prefix, limit,
+                      answer<std::vector<KeyDelay>>(
+                          reply, [items = std::move(items)](std::vector<KeyDelay> delays) {
+                            json::array delayed;
+                            for (const auto& delay : delays) {
+                              delayed.push_back({{"key", api_key(delay.key)},
+                                                 {"delayed_until", format_time(delay.until)}});
+                            }
+                            return ok(200, {{"locks", items}, {"delays", std::move(delayed)}});
+                          }));
+                });
 }
 
 // GET /v1/locks/{key}: the holder with the greatest token at the top level (an exclusive lock's
@@ -285,8 +313,15 @@ void Api::list_locks(const RequestContext& context, const Reply& reply) {
 void Api::read_lock(const RequestContext& context, const Reply& reply) {
   read_holders(context, reply,
                [](const std::string& key, const std::vector<LockInfo>& holders, json::array items,
-                  const json::object& top) {
+                  const json::object& top, std::optional<WallClock::time_point> delayed_until) {
                  if (holders.empty()) {
+                   if (delayed_until) {
+                     return delayed_error(404, "lock_not_found",
+                                          "no live lock " + api_key(key) +
+                                              "; a lock-delay keeps it from new grants until " +
+                                              format_time(*delayed_until),
+                                          *delayed_until);
+                   }
                    return error_response(404, "lock_not_found", "no live lock " + api_key(key));
                  }
                  auto body = top;
@@ -300,11 +335,12 @@ void Api::read_lock(const RequestContext& context, const Reply& reply) {
 void Api::read_semaphore(const RequestContext& context, const Reply& reply) {
   read_holders(context, reply,
                [](const std::string& key, const std::vector<LockInfo>& holders, json::array items,
-                  const json::object&) {
+                  const json::object&, std::optional<WallClock::time_point> delayed_until) {
                  json::object body{{"name", api_key(key)}};
                  if (!holders.empty() && holders.back().limit != 0) {
                    body["limit"] = holders.back().limit;
                  }
+                 if (delayed_until) body["delayed_until"] = format_time(*delayed_until);
                  body["holders"] = std::move(items);
                  return ok(200, body);
                });
@@ -317,15 +353,27 @@ void Api::read_holders(const RequestContext& context, const Reply& reply,
   const auto key = store_key::join(ns, name);
   if (auto denied = auth_.authorize(context, auth::Role::kRead, ns)) return reply(*denied);
   const bool auth = auth_.enabled();
-  service_.read_holders(
-      key, answer<std::vector<LockInfo>>(reply, [key, caller = context.principal, auth,
-                                                 render](std::vector<LockInfo> holders) {
-        json::array items;
-        for (const auto& holder : holders) items.push_back(info_json(holder, caller.get(), auth));
-        const auto top =
-            holders.empty() ? json::object{} : info_json(holders.back(), caller.get(), auth);
-        return render(key, holders, std::move(items), top);
-      }));
+  service_.read_holders(key, [this, reply, key, caller = context.principal, auth,
+                              render](core::Outcome<std::vector<LockInfo>> read) {
+    const auto rendered = [=](const std::vector<LockInfo>& holders,
+                              std::optional<WallClock::time_point> delayed_until) {
+      json::array items;
+      for (const auto& holder : holders) items.push_back(info_json(holder, caller.get(), auth));
+      const auto top =
+          holders.empty() ? json::object{} : info_json(holders.back(), caller.get(), auth);
+      return render(key, holders, std::move(items), top, delayed_until);
+    };
+    if (read.error || !read.value->empty()) {
+      return answer<std::vector<LockInfo>>(reply, [rendered](std::vector<LockInfo> holders) {
+        return rendered(holders, std::nullopt);
+      })(std::move(read));
+    }
+    // Nobody holds it: a running lock-delay is named (C3 "Lock-delay").
+    service_.list_delays(
+        key, 1, answer<std::vector<KeyDelay>>(reply, [key, rendered](std::vector<KeyDelay> delays) {
+          return rendered({}, delay_of(key, delays));
+        }));
+  });
 }
 
 void Api::release(const RequestContext& context, const Reply& reply) {
@@ -391,7 +439,23 @@ void Api::grant(const RequestContext& context, const Reply& reply, const BodyRea
       if (leader_value) return ok(200, leader_json(*handle, *leader_value, received, auth));
       return ok(200, handle_json(*handle, ttl, received, auth, request.limit));
     };
-    auto done = answer<std::optional<LockHandle>>(reply, render);
+    // "held" because of a lock-delay says so, and until when (C3 "Lock-delay"): one more read,
+    // on this answer only. If that read fails, the answer is the plain "held".
+    core::LockService::Callback<std::optional<LockHandle>> done =
+        [this, key, reply, answered = answer<std::optional<LockHandle>>(reply, render)](
+            core::Outcome<std::optional<LockHandle>> outcome) {
+          if (outcome.error || outcome.value->has_value()) return answered(std::move(outcome));
+          service_.list_delays(
+              key, 1, [key, reply, answered](core::Outcome<std::vector<KeyDelay>> delays) {
+                const auto until = delays.error ? std::nullopt : delay_of(key, *delays.value);
+                if (!until) return answered({std::optional<LockHandle>{}, nullptr});
+                reply(delayed_error(409, "held",
+                                    api_key(key) + " is in a lock-delay until " +
+                                        format_time(*until) +
+                                        " (a grant of it ended without a release)",
+                                    *until));
+              });
+        };
     // A waiting acquire counts against its share of the connections and its principal's
     // auth.max.waiters.per.principal (C6).
     if (wait.count() > 0) done = count_waiter(waiter, std::move(done));
@@ -424,20 +488,23 @@ void Api::extend(const RequestContext& context, const Reply& reply) {
 
 // --- admin ----------------------------------------------------------------------------------
 
-void Api::revoke(const RequestContext& context, const Reply& reply) {
-  if (auth_.enabled()) return revoke_as(context, reply);
+bool Api::admin_refused(const RequestContext& context, const Reply& reply) {
+  if (auth_.enabled()) return false;
   if (!config_.admin_enabled) {
-    return reply(error_response(403, "forbidden", "the admin API is disabled (admin.enabled)"));
+    reply(error_response(403, "forbidden", "the admin API is disabled (admin.enabled)"));
+    return true;
   }
   if (auto refused = auth_.check_admin_token(context.request, context.remote_address)) {
-    return reply(std::move(*refused));
+    reply(std::move(*refused));
+    return true;
   }
-  revoke_as(context, reply);
+  return false;
 }
 
-// With authentication on, revoke needs `admin` on the namespace (the admin.token principal
-// has admin:*); without it, the caller presented admin.token (above).
-void Api::revoke_as(const RequestContext& context, const Reply& reply) {
+// With authentication on, revoke and clear-delay need `admin` on the namespace (the admin.token
+// principal has admin:*); without it, the caller presented admin.token (admin_refused).
+void Api::revoke(const RequestContext& context, const Reply& reply) {
+  if (admin_refused(context, reply)) return;
   const auto name = checked_key(context.params[0]);
   const auto ns = context.query_namespace();
   const auto key = store_key::join(ns, name);
@@ -454,6 +521,23 @@ void Api::revoke_as(const RequestContext& context, const Reply& reply) {
                     }
                     return ok(200, body);
                   }));
+}
+
+// Ends the lock-delays running on a key (C3 "Lock-delay"): the key is granted at once.
+void Api::clear_delay(const RequestContext& context, const Reply& reply) {
+  if (admin_refused(context, reply)) return;
+  const auto name = checked_key(context.params[0]);
+  const auto ns = context.query_namespace();
+  const auto key = store_key::join(ns, name);
+  if (auto denied = auth_.authorize(context, auth::Role::kAdmin, ns)) return reply(*denied);
+  const auto who = audit_who(context);
+  service_.clear_delay(key, answer<bool>(reply, [=](bool cleared) {
+                         log_event("info", "clear_delay", {{"key", key}, {"cleared", cleared}});
+                         if (cleared) {
+                           audit("clear_delay", who.principal, ns, name, std::nullopt, who.remote);
+                         }
+                         return ok(200, {{"cleared", cleared}});
+                       }));
 }
 
 }  // namespace dlock::server

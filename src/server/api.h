@@ -75,7 +75,7 @@ class Api {
   void close_session(const RequestContext& context, const Reply& reply);
   void list_locks(const RequestContext& context, const Reply& reply);
   void revoke(const RequestContext& context, const Reply& reply);
-  void revoke_as(const RequestContext& context, const Reply& reply);
+  void clear_delay(const RequestContext& context, const Reply& reply);
   void read_lock(const RequestContext& context, const Reply& reply);
   void release(const RequestContext& context, const Reply& reply);
   void acquire(const RequestContext& context, const Reply& reply);
@@ -94,11 +94,15 @@ class Api {
   // principal's session is answered 404 session_not_found, as a missing one is.
   void with_own_session(const RequestContext& context, const std::string& session_id,
                         const Reply& reply, std::function<void()> act);
+  // The admin routes' gate without authentication: admin.enabled and the admin.token header.
+  // Answers the refusal and returns true when the request may not go on.
+  bool admin_refused(const RequestContext& context, const Reply& reply);
   // GET of a name's holders (a lock's or a semaphore's): checks the key and the read role, then
   // renders the holders (ordered by token) as `items`, and the latest one as `top` ({} if none).
-  using RenderHolders =
-      std::function<Response(const std::string& key, const std::vector<LockInfo>& holders,
-                             boost::json::array items, const boost::json::object& top)>;
+  // With no holder, `delayed_until` is the end of a running lock-delay of the name, if any.
+  using RenderHolders = std::function<Response(
+      const std::string& key, const std::vector<LockInfo>& holders, boost::json::array items,
+      const boost::json::object& top, std::optional<WallClock::time_point> delayed_until)>;
   void read_holders(const RequestContext& context, const Reply& reply, const RenderHolders& render);
   // The acquire of a lock (exclusive or shared) or of a permit, from its checked body; with
   // `leader_value`, a campaign (session-bound, answered as an election).

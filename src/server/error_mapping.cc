@@ -20,10 +20,11 @@ Response json_response(unsigned status, std::string body) {
 }
 
 Response error_response(unsigned status, const std::string& code, const std::string& message,
-                        const std::string& field) {
+                        const std::string& field, const boost::json::object& extra) {
   // The message and field may echo request bytes (a path, a header): keep the body valid JSON.
   boost::json::object error{{"code", code}, {"message", to_utf8(message)}};
   if (!field.empty()) error["field"] = to_utf8(field);
+  for (const auto& member : extra) error[member.key()] = member.value();
   auto response =
       json_response(status, boost::json::serialize(boost::json::object{{"error", error}}));
   if (status == 503 || status == 429) response.set(http::field::retry_after, "1");

@@ -1,10 +1,10 @@
 // The authorization matrix of contract C6 end to end, through a real dlockd with a tokens file,
 // on every backend: principals (reader on a, locker on a, locker on b*, admin, an unknown token,
 // no token) x routes (open session, acquire, extend, release, keepalive, close, get, list,
-// revoke) x namespace (allowed or not) x session (the caller's own or another principal's) ->
-// the expected status; that nothing changes when a request is refused; that lock reads show
-// session_id only to the session's principal and to admins; and the failure throttle, which
-// never refuses a valid token.
+// revoke, clear-delay, and the holder and election routes) x namespace (allowed or not) x session
+// (the caller's own or another principal's) -> the expected status; that nothing changes when a
+// request is refused; that lock reads show session_id only to the session's principal and to
+// admins; and the failure throttle, which never refuses a valid token.
 
 #include <gtest/gtest.h>
 
@@ -50,6 +50,7 @@ enum class Route {
   kGet,
   kList,
   kRevoke,
+  kClearDelay,
   kSharedAcquire,
   kPermitAcquire,
   kPermitExtend,
@@ -60,19 +61,21 @@ enum class Route {
   kResign,
   kElectionGet
 };
-constexpr Route kRoutes[] = {Route::kOpen,          Route::kAcquire,       Route::kExtend,
-                             Route::kRelease,       Route::kKeepalive,     Route::kClose,
-                             Route::kGet,           Route::kList,          Route::kRevoke,
-                             Route::kSharedAcquire, Route::kPermitAcquire, Route::kPermitExtend,
-                             Route::kPermitRelease, Route::kSemaphoreGet,  Route::kCampaign,
-                             Route::kProclaim,      Route::kResign,        Route::kElectionGet};
+constexpr Route kRoutes[] = {
+    Route::kOpen,         Route::kAcquire,       Route::kExtend,        Route::kRelease,
+    Route::kKeepalive,    Route::kClose,         Route::kGet,           Route::kList,
+    Route::kRevoke,       Route::kClearDelay,    Route::kSharedAcquire, Route::kPermitAcquire,
+    Route::kPermitExtend, Route::kPermitRelease, Route::kSemaphoreGet,  Route::kCampaign,
+    Route::kProclaim,     Route::kResign,        Route::kElectionGet};
 
 const char* name_of(Route route) {
-  static const char* kNames[] = {
-      "open",           "acquire",       "extend",         "release",       "keepalive",
-      "close",          "get",           "list",           "revoke",        "shared-acquire",
-      "permit-acquire", "permit-extend", "permit-release", "semaphore-get", "campaign",
-      "proclaim",       "resign",        "election-get"};
+  static const char* kNames[] = {"open",          "acquire",        "extend",
+                                 "release",       "keepalive",      "close",
+                                 "get",           "list",           "revoke",
+                                 "clear-delay",   "shared-acquire", "permit-acquire",
+                                 "permit-extend", "permit-release", "semaphore-get",
+                                 "campaign",      "proclaim",       "resign",
+                                 "election-get"};
   return kNames[static_cast<int>(route)];
 }
 
@@ -189,6 +192,7 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
       case Route::kElectionGet:
         return allows(caller, "read", ns) ? 200 : 403;
       case Route::kRevoke:
+      case Route::kClearDelay:
         return allows(caller, "admin", ns) ? 200 : 403;
       case Route::kKeepalive:
         return own ? 200 : 404;
@@ -268,6 +272,9 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
         break;
       case Route::kRevoke:
         result = call(caller, "POST", "/v1/admin/locks/" + key + "/revoke?ns=" + ns);
+        break;
+      case Route::kClearDelay:  // of the victim's live lock: nothing to clear, nothing changes
+        result = call(caller, "POST", "/v1/admin/locks/" + key + "/clear-delay?ns=" + ns);
         break;
       case Route::kSharedAcquire:
         result = call(caller, "POST", "/v1/locks/" + fresh + "/acquire?ns=" + ns,

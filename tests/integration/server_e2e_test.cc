@@ -6,6 +6,9 @@
 
 #include <atomic>
 #include <boost/json.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <string>
 #include <thread>
 #include <vector>
@@ -347,6 +350,74 @@ TEST_P(ServerEndToEnd, AdminRevokeNeedsTheToken) {
       call("POST", target, "", {{"Authorization", std::string("Bearer ") + kAdminToken}}, &no_admin)
           .status,
       403);
+}
+
+// Milliseconds since the epoch of a C3 time ("2026-12-06T08:18:51.267Z").
+std::int64_t unix_ms(const json::value& time) {
+  std::tm parts{};
+  int ms = 0;
+  const std::string text(time.as_string());
+  std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &parts.tm_year, &parts.tm_mon, &parts.tm_mday,
+              &parts.tm_hour, &parts.tm_min, &parts.tm_sec, &ms);
+  parts.tm_year -= 1900;
+  parts.tm_mon -= 1;
+  return static_cast<std::int64_t>(timegm(&parts)) * 1000 + ms;
+}
+
+// Lock-delay is visible (C3 "Lock-delay", issue 36 item 8): after a revoke, the key's GET (404)
+// and the list name the delay's end, a refused acquire says why, and an administrator's
+// clear-delay frees the key at once -- for a waiting acquire too.
+TEST_P(ServerEndToEnd, LockDelayIsShownAndAnAdministratorClearsIt) {
+  const auto opened =
+      call("POST", "/v1/sessions",
+           json::serialize(json::object{{"owner", "alice"}, {"lock_delay_ms", 60000}}));
+  ASSERT_EQ(opened.status, 201) << opened.body;
+  const std::string alice(opened.json.at("session_id").as_string());
+  const auto bob = open_session("bob");
+  const auto key = fresh_key();
+  const std::map<std::string, std::string> admin{
+      {"Authorization", std::string("Bearer ") + kAdminToken}};
+  ASSERT_EQ(acquire(key, alice).status, 200);
+  ASSERT_EQ(call("POST", "/v1/admin/locks/" + key + "/revoke", "", admin).status, 200);
+
+  const auto read = call("GET", "/v1/locks/" + key);
+  EXPECT_EQ(read.status, 404);
+  EXPECT_EQ(read.error_code(), "lock_not_found");
+  ASSERT_TRUE(read.json.at("error").as_object().contains("delayed_until")) << read.body;
+  const auto until = read.json.at("error").at("delayed_until");
+  const auto listed = call("GET", "/v1/locks?prefix=" + key);
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  EXPECT_TRUE(listed.json.at("locks").as_array().empty());
+  ASSERT_EQ(listed.json.at("delays").as_array().size(), 1u) << listed.body;
+  EXPECT_EQ(listed.json.at("delays").at(0).at("key").as_string(), key);
+  // etcd reads the end off the delay's lease (whole seconds, rounded up) at every read.
+  const auto same_end = [&](const json::value& other) {
+    return GetParam() == "etcd" ? std::abs(unix_ms(other) - unix_ms(until)) <= 2000
+                                : other == until;
+  };
+  EXPECT_TRUE(same_end(listed.json.at("delays").at(0).at("delayed_until"))) << listed.body;
+  EXPECT_GT(unix_ms(until), unix_ms(opened.json.at("expires_at")) - 5000)
+      << "the delay of 60 s ends before the revoke: " << read.body;
+  const auto refused = acquire(key, bob);
+  EXPECT_EQ(refused.status, 409);
+  EXPECT_EQ(refused.error_code(), "held");
+  EXPECT_TRUE(same_end(refused.json.at("error").at("delayed_until"))) << refused.body;
+  EXPECT_NE(refused.body.find("lock-delay"), std::string::npos) << refused.body;
+
+  const auto target = "/v1/admin/locks/" + key + "/clear-delay";
+  EXPECT_EQ(call("POST", target).status, 401);
+  EXPECT_EQ(call("POST", target, "", {{"Authorization", "Bearer wrong"}}).status, 403);
+  HttpResult waited;
+  std::thread waiter([&] { waited = acquire(key, bob, 30000, 20000); });
+  EXPECT_TRUE(wait_for_waiters(1)) << "the waiting acquire was never queued";
+  const auto cleared = call("POST", target, "", admin);
+  ASSERT_EQ(cleared.status, 200) << cleared.body;
+  EXPECT_TRUE(cleared.json.at("cleared").as_bool());
+  waiter.join();
+  EXPECT_EQ(waited.status, 200) << "the waiter was not granted once the delay was cleared: "
+                                << waited.body;
+  EXPECT_EQ(call("GET", "/v1/locks?prefix=" + key).json.at("delays").as_array().size(), 0u);
+  EXPECT_FALSE(call("POST", target, "", admin).json.at("cleared").as_bool());
 }
 
 TEST_P(ServerEndToEnd, MetricsAndHealth) {
