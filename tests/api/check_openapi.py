@@ -278,6 +278,7 @@ def exercise(c, server):
         fail(f"revoke answered {outcome}, not the grant {regrant.get('fencing_token')}")
     c.send("POST", revoke, f"/v1/admin/locks/{encoded}/revoke", 200)
     c.send("POST", revoke, "/v1/admin/locks/bad%zzkey/revoke", 400)
+    exercise_lock_delay(c)
     # Read-write locks and semaphores; closing carol frees her permit.
     _, carol = c.send("POST", "/v1/sessions", "/v1/sessions", 201, {"owner": "carol"})
     exercise_modes(c, sid, bob_sid, carol["session_id"])
@@ -320,6 +321,39 @@ def exercise(c, server):
     server.process.send_signal(signal.SIGTERM)
     for thread in waiting:
         thread.join(timeout=30)
+
+
+def exercise_lock_delay(c):
+    """C3 "Lock-delay": a revoked grant of a session with a delay; the key's GET (404), the list
+    and a refused acquire name the delay's end; an admin clears it."""
+    _, dave = c.send("POST", "/v1/sessions", "/v1/sessions", 201,
+                     {"owner": "dave", "lock_delay_ms": 60000})
+    key = "delayed%2Fkey"
+    acquire = "/v1/locks/{key}/acquire"
+    c.send("POST", acquire, f"/v1/locks/{key}/acquire", 200, {"session_id": dave["session_id"]})
+    c.send("POST", "/v1/admin/locks/{key}/revoke", f"/v1/admin/locks/{key}/revoke", 200)
+    _, missing = c.send("GET", "/v1/locks/{key}", f"/v1/locks/{key}", 404)
+    until = missing.get("error", {}).get("delayed_until")
+    if not until:
+        fail(f"the read of a delayed key does not name the delay: {missing}")
+    _, listed = c.send("GET", "/v1/locks", "/v1/locks?prefix=delayed", 200)
+    if [entry["key"] for entry in listed.get("delays", [])] != ["delayed/key"]:
+        fail(f"the list does not name the delayed key: {listed}")
+    _, held = c.send("POST", acquire, f"/v1/locks/{key}/acquire", 409,
+                     {"session_id": dave["session_id"]})
+    if "delayed_until" not in held.get("error", {}):
+        fail(f"a 409 caused by a lock-delay does not say so: {held}")
+    clear = "/v1/admin/locks/{key}/clear-delay"
+    _, cleared = c.send("POST", clear, f"/v1/admin/locks/{key}/clear-delay", 200)
+    if cleared != {"cleared": True}:
+        fail(f"clear-delay answered {cleared}")
+    c.send("POST", clear, f"/v1/admin/locks/{key}/clear-delay", 200)
+    c.send("POST", clear, "/v1/admin/locks/bad%zzkey/clear-delay", 400)
+    c.send("POST", clear, f"/v1/admin/locks/{key}/clear-delay", 401, headers={})
+    c.send("POST", clear, f"/v1/admin/locks/{key}/clear-delay", (401, 403),
+           headers={"Authorization": "Bearer dlk_wrongToken0123456789abcdefghijklmnopqrstu"})
+    c.send("POST", acquire, f"/v1/locks/{key}/acquire", 200, {"session_id": dave["session_id"]})
+    c.send("DELETE", "/v1/sessions/{session_id}", f"/v1/sessions/{dave['session_id']}", 204)
 
 
 def exercise_modes(c, sid, bob_sid, carol_sid):

@@ -40,6 +40,7 @@ REQUESTS = [
      {"session_id": "s0", "fencing_token": 1}),
     ("GET", "/v1/elections/{name}", "/v1/elections/k", None),
     ("POST", "/v1/admin/locks/{key}/revoke", "/v1/admin/locks/k/revoke", None),
+    ("POST", "/v1/admin/locks/{key}/clear-delay", "/v1/admin/locks/k/clear-delay", None),
 ]
 # C6's table: these two need no role, only the caller's own session (else 404).
 NO_ROLE = {"/v1/sessions/{session_id}/keepalive", "/v1/sessions/{session_id}"}
