@@ -335,6 +335,20 @@ void LockService::revoke(std::string key, Callback<LockOutcome> done) {
   });
 }
 
+std::vector<LockService::QueuedWaiter> LockService::waiters(const std::string& key) {
+  const auto now = SteadyClock::now();
+  std::vector<QueuedWaiter> queued;
+  std::lock_guard lock(mutex_);
+  const auto found = queues_.find(key);
+  if (found == queues_.end()) return queued;
+  for (const auto& waiter : found->second->queue.waiters()) {
+    queued.push_back(
+        {waiter->session_id, waiter->owner_id, waiter->request,
+         std::chrono::duration_cast<std::chrono::milliseconds>(now - waiter->queued_at)});
+  }
+  return queued;
+}
+
 void LockService::list_delays(std::string prefix, std::size_t limit,
                               Callback<std::vector<KeyDelay>> done) {
   run<std::vector<KeyDelay>>(std::move(done), [this, prefix = std::move(prefix), limit] {

@@ -129,6 +129,15 @@ class LockService {
   void read(std::string key, Callback<std::optional<LockInfo>> done);
   void list(std::string prefix, std::size_t limit, Callback<std::vector<LockInfo>> done);
   void revoke(std::string key, Callback<LockOutcome> done);
+  // The acquires waiting for `key` on this dlockd, in queue order (there is no common queue
+  // across several dlockd, C3): answered at once, from memory.
+  struct QueuedWaiter {
+    std::string session_id;
+    std::string owner_id;
+    HoldRequest request;
+    std::chrono::milliseconds waiting{0};
+  };
+  std::vector<QueuedWaiter> waiters(const std::string& key);
   // Lock-delay (C2 "Lock-delay"): the keys under `prefix` a delay keeps from new grants, and an
   // administrator's end of `key`'s delays (its waiters are tried again at once).
   void list_delays(std::string prefix, std::size_t limit, Callback<std::vector<KeyDelay>> done);

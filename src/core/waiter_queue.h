@@ -40,6 +40,8 @@ struct Waiter {
   // handed over (a handover's grant has no value): its own try_insert_leader grants it.
   std::optional<std::string> value;
   std::function<void(AcquireOutcome)> done;
+  // When it joined the queue (GET /v1/locks/{key} reports how long it has waited).
+  SteadyClock::time_point queued_at = SteadyClock::now();
   std::unique_ptr<boost::asio::steady_timer> deadline;
   bool finished = false;  // guarded by the service's mutex: a waiter is answered exactly once
   // Its wait_ms ended while an acquire attempt for it was in flight: that attempt answers it.
@@ -117,6 +119,8 @@ class WaiterQueue {
   // Nobody waits and no attempt is in flight: the queue can be dropped.
   bool idle() const { return !busy_ && waiters_.empty(); }
   std::vector<std::string> waiting_sessions() const;
+  // The waiters in queue order, the head first.
+  std::vector<WaiterPtr> waiters() const { return {waiters_.begin(), waiters_.end()}; }
 
  private:
   std::deque<WaiterPtr> waiters_;

@@ -312,20 +312,20 @@ void Api::list_locks(const RequestContext& context, const Reply& reply) {
 // one grant), its mode, and every holder (several for shared holders, ADR-0020).
 void Api::read_lock(const RequestContext& context, const Reply& reply) {
   read_holders(context, reply,
-               [](const std::string& key, const std::vector<LockInfo>& holders, json::array items,
-                  const json::object& top, std::optional<WallClock::time_point> delayed_until) {
+               [](const std::string& key, const std::vector<LockInfo>& holders, HoldersView view) {
                  if (holders.empty()) {
-                   if (delayed_until) {
+                   if (view.delayed_until) {
                      return delayed_error(404, "lock_not_found",
                                           "no live lock " + api_key(key) +
                                               "; a lock-delay keeps it from new grants until " +
-                                              format_time(*delayed_until),
-                                          *delayed_until);
+                                              format_time(*view.delayed_until),
+                                          *view.delayed_until);
                    }
                    return error_response(404, "lock_not_found", "no live lock " + api_key(key));
                  }
-                 auto body = top;
-                 body["holders"] = std::move(items);
+                 auto body = std::move(view.top);
+                 body["holders"] = std::move(view.items);
+                 body["waiters"] = std::move(view.waiters);
                  return ok(200, body);
                });
 }
@@ -334,14 +334,14 @@ void Api::read_lock(const RequestContext& context, const Reply& reply) {
 // holder; 200 with no holders when every permit is free.
 void Api::read_semaphore(const RequestContext& context, const Reply& reply) {
   read_holders(context, reply,
-               [](const std::string& key, const std::vector<LockInfo>& holders, json::array items,
-                  const json::object&, std::optional<WallClock::time_point> delayed_until) {
+               [](const std::string& key, const std::vector<LockInfo>& holders, HoldersView view) {
                  json::object body{{"name", api_key(key)}};
                  if (!holders.empty() && holders.back().limit != 0) {
                    body["limit"] = holders.back().limit;
                  }
-                 if (delayed_until) body["delayed_until"] = format_time(*delayed_until);
-                 body["holders"] = std::move(items);
+                 if (view.delayed_until) body["delayed_until"] = format_time(*view.delayed_until);
+                 body["holders"] = std::move(view.items);
+                 body["waiters"] = std::move(view.waiters);
                  return ok(200, body);
                });
 }
@@ -353,15 +353,30 @@ void Api::read_holders(const RequestContext& context, const Reply& reply,
   const auto key = store_key::join(ns, name);
   if (auto denied = auth_.authorize(context, auth::Role::kRead, ns)) return reply(*denied);
   const bool auth = auth_.enabled();
-  service_.read_holders(key, [this, reply, key, caller = context.principal, auth,
+  service_.read_holders(key, [this, reply, key, ns, caller = context.principal, auth,
                               render](core::Outcome<std::vector<LockInfo>> read) {
-    const auto rendered = [=](const std::vector<LockInfo>& holders,
-                              std::optional<WallClock::time_point> delayed_until) {
-      json::array items;
-      for (const auto& holder : holders) items.push_back(info_json(holder, caller.get(), auth));
-      const auto top =
-          holders.empty() ? json::object{} : info_json(holders.back(), caller.get(), auth);
-      return render(key, holders, std::move(items), top, delayed_until);
+    const auto rendered = [=, this](const std::vector<LockInfo>& holders,
+                                    std::optional<WallClock::time_point> delayed_until) {
+      HoldersView view;
+      for (const auto& holder : holders) {
+        view.items.push_back(info_json(holder, caller.get(), auth));
+      }
+      if (!holders.empty()) view.top = info_json(holders.back(), caller.get(), auth);
+      view.delayed_until = delayed_until;
+      // The queue on this dlockd (C3 "Waiters"): session IDs as for holders (C6).
+      std::size_t position = 0;
+      for (const auto& waiter : service_.waiters(key)) {
+        json::object entry{{"position", ++position},
+                           {"owner", shown_owner(waiter.owner_id, auth)},
+                           {"mode", to_string(waiter.request.mode)},
+                           {"waiting_ms", waiter.waiting.count()}};
+        if (waiter.request.limit != 0) entry["limit"] = waiter.request.limit;
+        if (may_see_session(caller.get(), waiter.owner_id, ns)) {
+          entry["session_id"] = waiter.session_id;
+        }
+        view.waiters.push_back(std::move(entry));
+      }
+      return render(key, holders, std::move(view));
     };
     if (read.error || !read.value->empty()) {
       return answer<std::vector<LockInfo>>(reply, [rendered](std::vector<LockInfo> holders) {

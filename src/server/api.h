@@ -100,9 +100,15 @@ class Api {
   // GET of a name's holders (a lock's or a semaphore's): checks the key and the read role, then
   // renders the holders (ordered by token) as `items`, and the latest one as `top` ({} if none).
   // With no holder, `delayed_until` is the end of a running lock-delay of the name, if any.
+  // `waiters`: the acquires queued for the name on this dlockd, in order.
+  struct HoldersView {
+    boost::json::array items;
+    boost::json::object top;
+    std::optional<WallClock::time_point> delayed_until;
+    boost::json::array waiters;
+  };
   using RenderHolders = std::function<Response(
-      const std::string& key, const std::vector<LockInfo>& holders, boost::json::array items,
-      const boost::json::object& top, std::optional<WallClock::time_point> delayed_until)>;
+      const std::string& key, const std::vector<LockInfo>& holders, HoldersView view)>;
   void read_holders(const RequestContext& context, const Reply& reply, const RenderHolders& render);
   // The acquire of a lock (exclusive or shared) or of a permit, from its checked body; with
   // `leader_value`, a campaign (session-bound, answered as an election).

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include "auth/crypto.h"
 #include "auth/permissions.h"
@@ -466,6 +467,44 @@ TEST_P(AuthzMatrix, ReadsHideOtherPrincipalsSessionIds) {
     EXPECT_EQ(listed.json.at("locks").at(0).as_object().contains("session_id"), shown)
         << caller.name;
   }
+}
+
+// The waiters of a key (C3 "Waiters") follow the same rule as its holders: a waiter's session
+// ID only for its own principal and for admins.
+TEST_P(AuthzMatrix, WaitersShowSessionIdsOnlyToTheirPrincipalAndAdmins) {
+  victim_session_ = open_session(victim_);
+  const auto [key, token] = hold(victim_, victim_session_, "a");
+  const auto& locker = callers_[1];  // locker-a
+  const auto session = open_session(locker);
+  HttpResult waited;
+  std::thread waiter([&, key = key] {
+    waited = call(locker, "POST", "/v1/locks/" + key + "/acquire?ns=a",
+                  {{"session_id", session}, {"wait_ms", 20000}});
+  });
+  const auto& ops = callers_[3];
+  ASSERT_TRUE(testing::wait_for(
+      [&] {
+        const auto got = call(ops, "GET", "/v1/locks/" + key + "?ns=a");
+        return got.status == 200 && got.json.at("waiters").as_array().size() == 1;
+      },
+      std::chrono::seconds(10)))
+      << "the waiting acquire never showed";
+  for (const auto& caller : callers_) {
+    if (!caller.listed || !allows(caller, "read", "a")) continue;
+    const auto got = call(caller, "GET", "/v1/locks/" + key + "?ns=a");
+    ASSERT_EQ(got.status, 200) << caller.name << " " << got.body;
+    const auto& entry = got.json.at("waiters").at(0).as_object();
+    const bool shown = caller.name == "locker-a" || caller.name == "ops";
+    EXPECT_EQ(entry.contains("session_id"), shown) << caller.name << " " << got.body;
+    EXPECT_EQ(entry.at("owner").as_string(), "locker-a-app") << caller.name;
+  }
+  EXPECT_EQ(call(victim_, "DELETE",
+                 "/v1/locks/" + key + "?ns=a&session_id=" + victim_session_ +
+                     "&fencing_token=" + std::to_string(token))
+                .status,
+            204);
+  waiter.join();
+  EXPECT_EQ(waited.status, 200) << waited.body;
 }
 
 // Ten bad tokens from one address, then every further bad token from it is 429 with

@@ -55,6 +55,53 @@ TEST_P(ServerEndToEnd, ThirtyTwoClientsRaceOneKeyOneGrantPerRound) {
   }
 }
 
+// Who waits (C3 "Waiters", issue 41): GET /v1/locks/{key} lists the acquires queued on this
+// dlockd in order, with owner, mode and how long each has waited; a granted waiter leaves it.
+TEST_P(ServerEndToEnd, ReadShowsTheWaitersInQueueOrder) {
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob");
+  const auto carol = open_session("carol");
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice);
+  ASSERT_EQ(held.status, 200);
+  HttpResult bob_result, carol_result;
+  std::thread bob_waits([&] { bob_result = acquire(key, bob, 30000, 20000); });
+  ASSERT_TRUE(wait_for_waiters(1));
+  std::thread carol_waits([&] {
+    carol_result = call("POST", "/v1/locks/" + key + "/acquire",
+                        json::serialize(json::object{
+                            {"session_id", carol}, {"wait_ms", 20000}, {"mode", "shared"}}));
+  });
+  ASSERT_TRUE(wait_for_waiters(2));
+
+  const auto read = call("GET", "/v1/locks/" + key);
+  ASSERT_EQ(read.status, 200) << read.body;
+  const auto& waiters = read.json.at("waiters").as_array();
+  ASSERT_EQ(waiters.size(), 2u) << read.body;
+  EXPECT_EQ(waiters[0].at("position").to_number<int>(), 1);
+  EXPECT_EQ(waiters[0].at("owner").as_string(), "bob");
+  EXPECT_EQ(waiters[0].at("mode").as_string(), "exclusive");
+  EXPECT_EQ(waiters[0].at("session_id").as_string(), bob);
+  EXPECT_GE(waiters[0].at("waiting_ms").to_number<std::int64_t>(),
+            waiters[1].at("waiting_ms").to_number<std::int64_t>())
+      << "the head has waited less than the one behind it";
+  EXPECT_EQ(waiters[1].at("position").to_number<int>(), 2);
+  EXPECT_EQ(waiters[1].at("owner").as_string(), "carol");
+  EXPECT_EQ(waiters[1].at("mode").as_string(), "shared");
+
+  ASSERT_EQ(release(key, alice, token_of(held)).status, 204);
+  bob_waits.join();
+  ASSERT_EQ(bob_result.status, 200) << bob_result.body;
+  const auto after = call("GET", "/v1/locks/" + key);
+  ASSERT_EQ(after.json.at("waiters").as_array().size(), 1u) << after.body;
+  EXPECT_EQ(after.json.at("waiters").at(0).at("owner").as_string(), "carol");
+  EXPECT_EQ(after.json.at("waiters").at(0).at("position").to_number<int>(), 1);
+  ASSERT_EQ(release(key, bob, token_of(bob_result)).status, 204);
+  carol_waits.join();
+  EXPECT_EQ(carol_result.status, 200) << carol_result.body;
+  EXPECT_TRUE(call("GET", "/v1/locks/" + key).json.at("waiters").as_array().empty());
+}
+
 TEST_P(ServerEndToEnd, WaiterIsGrantedOnReleaseWithAGreaterToken) {
   const auto alice = open_session("alice");
   const auto bob = open_session("bob");
