@@ -271,6 +271,15 @@ class SessionRegistry {
   // lock_delay as opened.
   virtual std::optional<SessionInfo> get_session(std::string_view session_id) = 0;
 
+  // Visibility (C3 "Sessions"): the live sessions whose owner starts with `owner_prefix` and
+  // whose ID is greater than `after` (a page's last ID; "" for the first page), ordered by ID, at
+  // most `limit` of them.
+  virtual std::vector<SessionInfo> list_sessions(std::string_view owner_prefix,
+                                                 std::string_view after, std::size_t limit) = 0;
+  // The live grants of `session_id` (every mode), ordered by key, then token; none for a session
+  // that does not exist.
+  virtual std::vector<LockInfo> session_grants(std::string_view session_id) = 0;
+
   // Closes the session and releases every lock it holds (exclusive, shared and permit holders),
   // session-bound or not; returns the released grants.
   // Throws SessionNotFoundError when the session does not exist or has expired.

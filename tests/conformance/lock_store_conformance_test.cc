@@ -520,6 +520,69 @@ TEST_P(LockStoreConformance, SessionIdsAreRandomHexAndNotSequential) {
   EXPECT_LE(nearby, 1) << "session IDs look like consecutive numbers";
 }
 
+// Visibility (C3 "Sessions"): the live sessions of an owner prefix, by ID, in pages that
+// neither repeat nor skip one; an expired or closed session is not listed.
+TEST_P(LockStoreConformance, SessionsAreListedByOwnerInPagesOfIds) {
+  const auto prefix = fresh_key("owner") + " ";
+  std::set<std::string> opened;
+  for (int i = 0; i < 5; ++i) {
+    opened.insert(store_->open_session(prefix + std::to_string(i), seconds(60)).session_id);
+  }
+  const auto closed = store_->open_session(prefix + "closed", seconds(60));
+  store_->close_session(closed.session_id);
+  const auto short_lived = store_->open_session(prefix + "expired", kMinTtl);
+  store_->open_session(fresh_key("another owner"), seconds(60));
+  ASSERT_TRUE(testing::wait_for(
+      [&] { return !store_->get_session(short_lived.session_id).has_value(); }, seconds(15)));
+
+  std::vector<std::string> seen;
+  std::string after;
+  for (int page = 0; page < 10; ++page) {
+    const auto listed = store_->list_sessions(prefix, after, 2);
+    ASSERT_LE(listed.size(), 2u);
+    for (const auto& session : listed) {
+      EXPECT_TRUE(session.owner_id.starts_with(prefix)) << session.owner_id;
+      EXPECT_EQ(session.ttl, seconds(60));
+      EXPECT_GT(session.expires_at, WallClock::now());
+      seen.push_back(session.session_id);
+    }
+    if (listed.size() < 2) break;
+    after = listed.back().session_id;
+  }
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()), opened)
+      << "a page repeated or skipped a session, or listed a closed or expired one";
+  EXPECT_EQ(seen.size(), opened.size());
+}
+
+// A session's grants, every mode, by key: what GET /v1/sessions/{id} shows it holds.
+TEST_P(LockStoreConformance, SessionGrantsAreItsLiveGrantsOfEveryMode) {
+  const auto exclusive = fresh_key("a"), shared = fresh_key("b"), permit = fresh_key("c"),
+             bound = fresh_key("d"), others = fresh_key("e"), released = fresh_key("f");
+  const auto alice = open("alice"), bob = open("bob");
+  ASSERT_TRUE(store_->try_insert(exclusive, "alice", alice.session_id, seconds(30)));
+  ASSERT_TRUE(store_->try_insert_holder(shared, "alice", alice.session_id, seconds(30), {}));
+  ASSERT_TRUE(store_->try_insert_holder(permit, "alice", alice.session_id, seconds(30),
+                                        HoldRequest{HoldMode::kPermit, 3}));
+  ASSERT_TRUE(store_->try_insert(bound, "alice", alice.session_id, LockLease::session()));
+  ASSERT_TRUE(store_->try_insert(others, "bob", bob.session_id, seconds(30)));
+  const auto gone = acquire(released, alice);
+  ASSERT_TRUE(store_->delete_if_owner(released, "alice", alice.session_id, gone.fencing_token));
+
+  const auto grants = store_->session_grants(alice.session_id);
+  std::vector<std::string> keys;
+  for (const auto& grant : grants) {
+    EXPECT_EQ(grant.session_id, alice.session_id);
+    keys.push_back(grant.key);
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{exclusive, shared, permit, bound}));
+  ASSERT_EQ(grants.size(), 4u);
+  EXPECT_EQ(grants[1].mode, HoldMode::kShared);
+  EXPECT_EQ(grants[2].mode, HoldMode::kPermit);
+  EXPECT_TRUE(grants[3].session_bound);
+  EXPECT_TRUE(store_->session_grants(std::string(32, 'f')).empty());
+}
+
 TEST_P(LockStoreConformance, BackendIdNamesTheBackend) {
   EXPECT_EQ(store_->backend_id(), GetParam());
 }

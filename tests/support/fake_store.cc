@@ -527,6 +527,38 @@ std::optional<SessionInfo> FakeStore::get_session(std::string_view session_id) {
                      session.lock_delay};
 }
 
+std::vector<SessionInfo> FakeStore::list_sessions(std::string_view owner_prefix,
+                                                  std::string_view after, std::size_t limit) {
+  const auto lock = enter();
+  const auto now = options_.now();
+  std::vector<SessionInfo> listed;
+  for (auto it = s_.sessions.upper_bound(after); it != s_.sessions.end() && listed.size() < limit;
+       ++it) {
+    const auto& [id, session] = *it;
+    if (session.expires_at <= now || !session.owner_id.starts_with(owner_prefix)) continue;
+    listed.push_back({id, session.owner_id, session.ttl, session.expires_at, session.lock_delay});
+  }
+  return listed;
+}
+
+std::vector<LockInfo> FakeStore::session_grants(std::string_view session_id) {
+  const auto lock = enter();
+  const auto now = options_.now();
+  std::vector<LockInfo> found;
+  for (const auto& [key, row] : s_.locks) {
+    if (row.session_id == session_id && live(row, now)) found.push_back(reported(row));
+  }
+  for (const auto& [key, rows] : s_.holders) {
+    for (const auto& [session, row] : rows) {
+      if (row.session_id == session_id && live(row, now)) found.push_back(reported(row));
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const LockInfo& a, const LockInfo& b) {
+    return std::tie(a.key, a.fencing_token) < std::tie(b.key, b.fencing_token);
+  });
+  return found;
+}
+
 std::vector<LockInfo> FakeStore::close_session(std::string_view session_id) {
   std::vector<LockInfo> released;
   {

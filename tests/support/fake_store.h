@@ -99,6 +99,9 @@ class FakeStore : public Backend {
                            std::chrono::milliseconds lock_delay) override;
   SessionInfo heartbeat(std::string_view session_id) override;
   std::optional<SessionInfo> get_session(std::string_view session_id) override;
+  std::vector<SessionInfo> list_sessions(std::string_view owner_prefix, std::string_view after,
+                                         std::size_t limit) override;
+  std::vector<LockInfo> session_grants(std::string_view session_id) override;
   std::vector<LockInfo> close_session(std::string_view session_id) override;
 
   // Test access: the last token minted (for any key), 0 before the first grant.

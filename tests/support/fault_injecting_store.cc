@@ -167,6 +167,16 @@ bool FaultInjectingStore::clear_delay(std::string_view key) {
   return invoke("clear_delay", [&] { return inner_.clear_delay(key); });
 }
 
+std::vector<SessionInfo> FaultInjectingStore::list_sessions(std::string_view owner_prefix,
+                                                            std::string_view after,
+                                                            std::size_t limit) {
+  return invoke("list_sessions", [&] { return inner_.list_sessions(owner_prefix, after, limit); });
+}
+
+std::vector<LockInfo> FaultInjectingStore::session_grants(std::string_view session_id) {
+  return invoke("session_grants", [&] { return inner_.session_grants(session_id); });
+}
+
 ReapReport FaultInjectingStore::reap_expired() {
   return invoke("reap_expired", [&] { return inner_.reap_expired(); });
 }

@@ -5,8 +5,8 @@
 // model). Faults are chosen per operation, by the SPI method's name ("try_insert", "read",
 // "list", "extend", "delete_if_owner", "handover", "revoke", "list_delays", "clear_delay",
 // "reap_expired", "watch_releases", "open_session", "heartbeat", "get_session",
-// "close_session"), for the next N calls or until cleared. Thread-safe; counts every call per
-// operation, faulty or not.
+// "list_sessions", "session_grants", "close_session"), for the next N calls or until cleared.
+// Thread-safe; counts every call per operation, faulty or not.
 
 #include <chrono>
 #include <condition_variable>
@@ -85,6 +85,9 @@ class FaultInjectingStore : public Backend {
                            std::chrono::milliseconds lock_delay) override;
   SessionInfo heartbeat(std::string_view session_id) override;
   std::optional<SessionInfo> get_session(std::string_view session_id) override;
+  std::vector<SessionInfo> list_sessions(std::string_view owner_prefix, std::string_view after,
+                                         std::size_t limit) override;
+  std::vector<LockInfo> session_grants(std::string_view session_id) override;
   std::vector<LockInfo> close_session(std::string_view session_id) override;
 
  private:

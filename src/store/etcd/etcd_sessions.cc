@@ -193,6 +193,47 @@ std::vector<LockInfo> Sessions::close(std::string_view session_id) {
   return released;
 }
 
+std::vector<SessionInfo> Sessions::list(std::string_view owner_prefix, std::string_view after,
+                                        std::size_t limit) {
+  std::vector<SessionInfo> listed;
+  // Past `after`'s record and its index entries ("<after>/..."): "<after>\x01" sorts before any
+  // longer ID ('-' is the smallest ID character) and after "<after>" itself.
+  etcdserverpb::RangeRequest request = prefix_request(std::string(kSessionPrefix));
+  if (!after.empty()) request.set_key(session_record_key(after) + '\x01');
+  request.set_limit(1000);
+  while (listed.size() < limit) {
+    const auto response = client_.range(request);
+    for (const auto& kv : response.kvs()) {
+      const auto parts = parse_session_key(kv.key());
+      if (!parts || !parts->lock_key.empty()) continue;  // an index entry
+      auto session = get(parts->session_id);
+      if (!session || !session->owner_id.starts_with(owner_prefix)) continue;
+      listed.push_back(std::move(*session));
+      if (listed.size() == limit) break;
+    }
+    if (!response.more() || response.kvs_size() == 0) break;
+    request.set_key(response.kvs(response.kvs_size() - 1).key() + std::string(1, '\0'));
+  }
+  return listed;
+}
+
+std::vector<LockInfo> Sessions::grants(std::string_view session_id) {
+  std::vector<LockInfo> found;
+  const auto record = lookup(session_id);
+  if (!record) return found;
+  const auto entries = client_.range(index_request(session_id));
+  for (const auto& kv : read_keys(client_, grant_keys(entries.kvs()))) {
+    if (decode_grant(kv).session_id() != session_id) continue;  // handed over since
+    if (kv.lease() == record->lease_id()) continue;             // session-bound: below
+    found.push_back(lock_info(kv));
+  }
+  for (auto& info : session_bound_grants(session_id, *record)) found.push_back(std::move(info));
+  std::sort(found.begin(), found.end(), [](const LockInfo& a, const LockInfo& b) {
+    return std::tie(a.key, a.fencing_token) < std::tie(b.key, b.fencing_token);
+  });
+  return found;
+}
+
 std::string PrefixCursor::slice_start(std::uint64_t index, std::uint64_t count) const {
   if (index == 0) return prefix_;
   // Slice `index` of `count` (count <= kMaxSlices = 16^3) starts at the 3-digit hex spelling of

@@ -89,6 +89,12 @@ class Sessions {
   bool try_heartbeat_async(std::string_view session_id, SessionRegistry::HeartbeatDone& done);
   std::optional<SessionInfo> get(std::string_view session_id);
   std::vector<LockInfo> close(std::string_view session_id);
+  // SessionRegistry::list_sessions: a walk of the session records from `after`, each read as
+  // get() reads it (one LeaseTimeToLive per record), filtered by owner.
+  std::vector<SessionInfo> list(std::string_view owner_prefix, std::string_view after,
+                                std::size_t limit);
+  // SessionRegistry::session_grants: the grants its index entries name that are still its own.
+  std::vector<LockInfo> grants(std::string_view session_id);
   // Ends the grants whose session ended first (their own leases would keep them): of the
   // sessions with index entries on the next page of the session prefix (PrefixCursor), so a
   // pass reads one page however many sessions live (docs/adr/0022).

@@ -343,6 +343,13 @@ class EtcdStore final : public Backend {
   SessionInfo heartbeat(std::string_view session_id) override {
     return sessions_.heartbeat(session_id);
   }
+  std::vector<SessionInfo> list_sessions(std::string_view owner_prefix, std::string_view after,
+                                         std::size_t limit) override {
+    return sessions_.list(owner_prefix, after, limit);
+  }
+  std::vector<LockInfo> session_grants(std::string_view session_id) override {
+    return sessions_.grants(session_id);
+  }
   bool try_heartbeat_async(std::string_view session_id, HeartbeatDone& done) override {
     return sessions_.try_heartbeat_async(session_id, done);
   }

@@ -275,6 +275,16 @@ inline constexpr const char* kHeartbeatMany =
     "WHERE s.session_id = ANY($1::text[]) "
     "AND NOT EXISTS (SELECT 1 FROM target t WHERE t.session_id = s.session_id)";
 
+// Visibility (C3 "Sessions"): the live sessions of an owner prefix after an ID, by ID; and a
+// session's live grants, by key.
+inline constexpr const char* kListSessions =
+    "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") ", lock_delay_ms, session_id "
+    "FROM lock_session WHERE expires_at > now() AND starts_with(owner_id, $1) "
+    "AND session_id > $2 ORDER BY session_id LIMIT $3";
+inline constexpr const char* kSessionGrants =
+    "SELECT " DLOCK_PG_READ_COLUMNS
+    " FROM " DLOCK_PG_GRANTS("session_id = $1") " ORDER BY key, fencing_token";
+
 inline constexpr const char* kGetSession =
     "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") ", lock_delay_ms FROM lock_session "
     "WHERE session_id = $1 AND expires_at > now()";

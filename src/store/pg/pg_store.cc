@@ -51,6 +51,8 @@ const std::vector<PreparedStatement>& prepared_statements() {
       {"heartbeat", sql::kHeartbeat},
       {"heartbeat_many", sql::kHeartbeatMany},
       {"get_session", sql::kGetSession},
+      {"list_sessions", sql::kListSessions},
+      {"session_grants", sql::kSessionGrants},
       {"close_session", sql::kCloseSession},
       {"release_session_locks", sql::kReleaseSessionLocks},
       {"read_holders", sql::kReadHolders},
@@ -353,6 +355,27 @@ class PgStore final : public Backend {
     const auto result = writes_.execute("heartbeat", {session_id});
     if (result.rows() == 0) throw SessionNotFoundError("session not found or expired");
     return session_from(session_id, result);
+  }
+
+  std::vector<SessionInfo> list_sessions(std::string_view owner_prefix, std::string_view after,
+                                         std::size_t limit) override {
+    const auto result =
+        pool_.lease()->execute("list_sessions", {owner_prefix, after, std::to_string(limit)});
+    std::vector<SessionInfo> sessions;
+    for (int row = 0; row < result.rows(); ++row) {
+      sessions.push_back(SessionInfo{result.text(row, 4), result.text(row, 0),
+                                     std::chrono::milliseconds(result.int64(row, 1)),
+                                     util::from_unix_micros(result.int64(row, 2)),
+                                     std::chrono::milliseconds(result.int64(row, 3))});
+    }
+    return sessions;
+  }
+
+  std::vector<LockInfo> session_grants(std::string_view session_id) override {
+    const auto result = pool_.lease()->execute("session_grants", {session_id});
+    std::vector<LockInfo> grants;
+    for (int row = 0; row < result.rows(); ++row) grants.push_back(read_info_from(result, row));
+    return grants;
   }
 
   std::optional<SessionInfo> get_session(std::string_view session_id) override {

@@ -270,6 +270,27 @@ class SqliteStore final : public Backend {
     return *renewed;
   }
 
+  std::vector<SessionInfo> list_sessions(std::string_view owner_prefix, std::string_view after,
+                                         std::size_t limit) override {
+    std::lock_guard lock(mutex_);
+    Statement& select = statements_.get(
+        "SELECT owner_id, ttl_ms, expires_at, lock_delay_ms, session_id FROM lock_session "
+        "WHERE expires_at > " DLOCK_SQLITE_NOW
+        " AND substr(owner_id, 1, length(?1)) = ?1 "
+        "AND session_id > ?2 ORDER BY session_id LIMIT ?3");
+    ResetGuard reset(select);
+    select.bind(1, owner_prefix).bind(2, after).bind(3, static_cast<std::int64_t>(limit));
+    std::vector<SessionInfo> sessions;
+    while (select.step()) sessions.push_back(session_from(select.column_text(4), select));
+    return sessions;
+  }
+
+  std::vector<LockInfo> session_grants(std::string_view session_id) override {
+    static const std::string sql =
+        live_grants_sql("session_id = ?1", "ORDER BY key, fencing_token");
+    return select_live(sql, session_id);
+  }
+
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
     util::check_session_id(session_id);
     std::lock_guard lock(mutex_);
