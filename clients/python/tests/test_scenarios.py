@@ -36,5 +36,7 @@ def test_scenario(scenario, backend, harnesses, tmp_path):
     try:
         run.run()
     finally:
-        run.close()
-        harness.bring_back()
+        try:
+            harness.bring_back()  # first: closing sessions needs a server
+        finally:
+            run.close()
