@@ -113,7 +113,10 @@ class Transport:
             return self._exchange(connection, method, target, body, headers, timeout, cancel)
         except _StaleConnection as error:
             connection.close()
-            raise TransportError(MAYBE_SENT, f"{self.url}: {error}") from None
+            # On a fresh connection a TLS error while sending is the server refusing us (our
+            # certificate, under TLS 1.3): configuration, not an outage.
+            raise TransportError(TLS_FAILED if error.tls else MAYBE_SENT,
+                                 f"{self.url}: {error}") from None
 
     def _pooled(self) -> http.client.HTTPConnection | None:
         """An idle connection the server has not closed (readable while idle means EOF)."""
@@ -138,7 +141,7 @@ class Transport:
             connection.sock.settimeout(timeout)
             connection.request(method, self.prefix + target, body=body, headers=all_headers)
         except OSError as error:
-            raise _StaleConnection(f"sending: {error}") from None
+            raise _StaleConnection(f"sending: {error}", isinstance(error, ssl.SSLError)) from None
         try:
             # Wait for the first byte of the answer while watching `cancel`.
             while True:
@@ -155,6 +158,11 @@ class Transport:
             connection.sock.settimeout(max(deadline - time.monotonic(), 0.001))
             response = connection.getresponse()
             data = response.read()
+        except ssl.SSLError as error:
+            # Under TLS 1.3 a refused client certificate arrives as an alert instead of the
+            # answer: configuration, not an outage.
+            connection.close()
+            raise TransportError(TLS_FAILED, f"TLS with {self.url}: {error}") from None
         except (OSError, http.client.HTTPException) as error:
             connection.close()
             raise TransportError(MAYBE_SENT, f"{self.url}: {error or type(error).__name__}") from None
@@ -174,5 +182,9 @@ class Transport:
 
 
 class _StaleConnection(Exception):
-    pass
+    """Sending failed: on a pooled connection, most likely one the server had closed."""
+
+    def __init__(self, message: str, tls: bool = False):
+        super().__init__(message)
+        self.tls = tls
 

@@ -8,9 +8,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeServer:
-    """``routes`` maps "METHOD /path" (no query) to a function(body) -> (status, dict|None)."""
+    """``routes`` maps "METHOD /path" (no query) to a function(body) -> (status, dict|None);
+    status 0 drops the connection without an answer. With ``tls_context``: HTTPS."""
 
-    def __init__(self):
+    def __init__(self, tls_context=None):
         self.routes: dict[str, object] = {}
         self.requests: list[tuple[str, str, dict | None]] = []
         fake = self
@@ -29,6 +30,9 @@ class FakeServer:
                 fake.requests.append((self.command, self.path, body))
                 route = fake.routes.get(f"{self.command} {path}")
                 status, answer = route(body) if route else (404, {"error": {"code": "not_found"}})
+                if status == 0:  # drop the connection without an answer
+                    self.close_connection = True
+                    return
                 data = json.dumps(answer).encode() if answer is not None else b""
                 self.send_response(status)
                 if status in (429, 503):
@@ -42,8 +46,12 @@ class FakeServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        scheme = "http"
+        if tls_context is not None:
+            scheme = "https"
+            self._server.socket = tls_context.wrap_socket(self._server.socket, server_side=True)
+        self.url = f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
 
     def close(self):
         self._server.shutdown()
