@@ -11,8 +11,9 @@ Standard library only. See clients/python/README.md and docs/clients.md.
 """
 
 from ._lease import DEFAULT_CLOCK_DRIFT, duration_ms, lease_deadline, trusted_ttl_ms
-from .client import (Client, LeaderInfo, Leadership, Lock, LockInfo, SemaphoreInfo, Session,
-                     default_owner)
+from .client import Client
+from .info import LeaderInfo, LockInfo, SemaphoreInfo
+from .session import Leadership, Lock, Session, default_owner
 from .errors import (Cancelled, Conflict, DlockError, Held, Internal, InvalidArgument, LockLost,
                      NotLeader, PermissionDenied, ResourceExhausted, SessionNotFound, TlsError,
                      Unauthenticated, Unavailable, UnknownOutcome)
