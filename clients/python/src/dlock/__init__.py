@@ -10,6 +10,7 @@
 Standard library only. See clients/python/README.md and docs/clients.md.
 """
 
+from . import aio
 from ._lease import DEFAULT_CLOCK_DRIFT, duration_ms, lease_deadline, trusted_ttl_ms
 from .client import Client
 from .info import LeaderInfo, LockInfo, SemaphoreInfo
@@ -21,7 +22,7 @@ from .errors import (Cancelled, Conflict, DlockError, Held, Internal, InvalidArg
 __version__ = "0.1.0"
 
 __all__ = [
-    "Cancelled", "Client", "Conflict", "DEFAULT_CLOCK_DRIFT", "DlockError", "Held", "Internal",
+    "Cancelled", "Client", "aio", "Conflict", "DEFAULT_CLOCK_DRIFT", "DlockError", "Held", "Internal",
     "InvalidArgument", "LeaderInfo", "Leadership", "Lock", "LockInfo", "LockLost", "NotLeader",
     "PermissionDenied", "ResourceExhausted", "SemaphoreInfo", "Session", "SessionNotFound",
     "TlsError", "Unauthenticated", "Unavailable", "UnknownOutcome", "default_owner",

@@ -217,6 +217,7 @@ class Session:
         if granted is None:
             return None
         answer, sent_at = granted
+        answer["lease"] = "session"  # a leader lives exactly as long as its session (C3)
         leadership = Leadership(self, name, ns, answer, sent_at, "exclusive", False, on_lost)
         leadership.value = (answer.get("leader") or {}).get("value", value)
         return leadership
@@ -254,6 +255,8 @@ class Lock:
         self._stop = threading.Event()
         self._thread = None
         session._locks.append(self)
+        if session.lost.is_set():  # lost while the acquire was in flight
+            self._mark_lost(f"session lost: {session.lost_reason}")
         if auto_extend and not self.session_bound:
             self._thread = threading.Thread(target=self._extend_loop, args=(sent_at,),
                                             name=f"dlock-extend-{key}", daemon=True)
@@ -297,6 +300,8 @@ class Lock:
     def _extend_loop(self, sent_at: float) -> None:
         next_at = sent_at + self.ttl_ms / 3000
         while not self._stop.wait(max(0.0, next_at - time.monotonic())):
+            if self.lost.is_set():
+                return  # lost with its session: nothing left to extend
             with self._mutex:
                 deadline = self._deadline
                 ttl_ms = self.ttl_ms
