@@ -7,11 +7,13 @@
 // exit) and on it: the plain servers (two on pg and etcd, sharing one database, for failover;
 // one on sqlite), each with the admin route enabled, and one more server that requires bearer
 // tokens (a tokens file with a `writer` principal, role lock on every namespace, and a `reader`,
-// role read). Prints one JSON line on stdout:
+// role read), and one serving HTTPS that requires a client certificate (mTLS; certificates
+// made at start-up with the openssl tool). Prints one JSON line on stdout:
 //
 //   {"backend": "pg", "servers": ["http://127.0.0.1:p0", "http://127.0.0.1:p1"],
-//    "auth_server": "http://127.0.0.1:p2", "admin_token": "...",
-//    "tokens": {"writer": "dlk_...", "reader": "dlk_..."}}
+//    "auth_server": "http://127.0.0.1:p2", "tls_server": "https://127.0.0.1:p3",
+//    "tls": {"ca": PEM, "other_ca": PEM, "client_cert": PEM, "client_key": PEM},
+//    "admin_token": "...", "tokens": {"writer": "dlk_...", "reader": "dlk_..."}}
 //
 // then reads one command a line on stdin and answers each with one JSON line,
 // {"ok": true, ...} or {"ok": false, "error": "..."}. SERVER is an index into "servers" or the
@@ -44,6 +46,7 @@
 #include "support/dlockd_backends.h"
 #include "support/dlockd_process.h"
 #include "support/subprocess.h"
+#include "support/test_certs.h"
 
 namespace dlock::testing {
 namespace {
@@ -79,11 +82,23 @@ class Harness {
     DlockdOptions options = base_options("dlock_clients_auth");
     options.extra_args = {"--auth-tokens-file", tokens_path};
     auth_server_ = std::make_unique<DlockdProcess>(options);
+    // HTTPS with client certificates (mTLS). Its port may change on a restart (the ready file
+    // reports it; a fixed port's readiness probe speaks clear HTTP): no command restarts it.
+    ca_ = make_test_ca(dir_, "ca");
+    other_ca_ = make_test_ca(dir_, "other-ca");
+    const ServerCert server_cert = make_server_cert(ca_, dir_, "server");
+    client_cert_ = make_client_cert(ca_, dir_, "client", "writer");
+    DlockdOptions tls = dlockd_options(backend_, "dlock_clients");
+    tls.log_level = "info";
+    tls.extra_args = {"--tls-cert-file",    server_cert.cert_file,  "--tls-key-file",
+                      server_cert.key_file, "--tls-client-ca-file", ca_.cert_file};
+    tls_server_ = std::make_unique<DlockdProcess>(tls);
   }
 
   ~Harness() {
     servers_.clear();
     auth_server_.reset();
+    tls_server_.reset();
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
@@ -95,6 +110,12 @@ class Harness {
         boost::json::object{{"backend", backend_},
                             {"servers", urls},
                             {"auth_server", auth_server_->url()},
+                            {"tls_server", "https://" + tls_server_->address()},
+                            {"tls",
+                             {{"ca", ca_.cert_file},
+                              {"other_ca", other_ca_.cert_file},
+                              {"client_cert", client_cert_.cert_file},
+                              {"client_key", client_cert_.key_file}}},
                             {"admin_token", tokens_.admin},
                             {"tokens", {{"writer", tokens_.writer}, {"reader", tokens_.reader}}}});
   }
@@ -174,6 +195,10 @@ class Harness {
   Tokens tokens_;
   std::vector<std::unique_ptr<DlockdProcess>> servers_;
   std::unique_ptr<DlockdProcess> auth_server_;
+  TestCa ca_;
+  TestCa other_ca_;
+  ClientCert client_cert_;
+  std::unique_ptr<DlockdProcess> tls_server_;
 };
 
 int run_harness(const std::string& backend) {

@@ -24,6 +24,8 @@ class Harness:
             raise HarnessError(f"harness for {backend} did not start: {hello}")
         self.servers: list[str] = hello["servers"]
         self.auth_server: str = hello["auth_server"]
+        self.tls_server: str = hello["tls_server"]
+        self.tls_files: dict[str, str] = hello["tls"]
         self.admin_token: str = hello["admin_token"]
         self.tokens: dict[str, str] = hello["tokens"]
         self.stopped: set[str] = set()  # servers (and "backend") a scenario left down

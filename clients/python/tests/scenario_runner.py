@@ -7,6 +7,7 @@ import os
 import secrets
 import threading
 import time
+import contextlib
 from contextlib import contextmanager
 
 import dlock
@@ -25,6 +26,7 @@ ERRORS = {
     "invalid_argument": dlock.InvalidArgument,
     "too_many_requests": dlock.ResourceExhausted,
     "cancelled": dlock.Cancelled,
+    "tls": dlock.TlsError,
 }
 BOGUS_TOKEN = "dlk_" + "A" * 43  # well-formed, known to no server
 
@@ -157,9 +159,27 @@ class ScenarioRun:
     def do_client(self, step: dict) -> None:
         which = step.get("servers", "first")
         servers = {"first": self.harness.servers[:1], "all": self.harness.servers,
-                   "auth": [self.harness.auth_server]}[which]
+                   "auth": [self.harness.auth_server], "tls": [self.harness.tls_server]}[which]
         options = dict(namespace=self.ns, retry_budget=step.get("retry_budget", "5s"),
                        request_timeout="5s", backoff_max="500ms")
+        tls = step.get("tls")
+        if tls:
+            files = self.harness.tls_files
+            chosen = {"ca_file": files[tls["ca"]]}
+            if tls.get("client_cert"):
+                chosen.update(cert_file=files["client_cert"], key_file=files["client_key"])
+            if tls.get("source", "option") == "option":
+                options.update(chosen)
+            else:  # the CLI's variables, read when the client is made
+                names = {"ca_file": "DLOCK_CACERT", "cert_file": "DLOCK_CERT",
+                         "key_file": "DLOCK_KEY"}
+                with contextlib.ExitStack() as stack:
+                    for option, path in chosen.items():
+                        stack.enter_context(environment(names[option], path))
+                    client = dlock.Client(servers, **options)
+                self.clients.append(client)
+                self.names[step["as"]] = client
+                return
         if "clock_drift" in step:
             options["clock_drift"] = step["clock_drift"]
         if step.get("admin_token") == "admin":
