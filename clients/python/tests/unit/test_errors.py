@@ -132,3 +132,19 @@ def test_a_bad_duration_names_its_field():
     with pytest.raises(dlock.InvalidArgument) as error:
         dlock.duration_ms("ten seconds", "ttl")
     assert error.value.field == "ttl"
+
+
+def test_leaving_the_block_after_the_lock_was_lost_raises_lock_lost():
+    server = FakeServer()
+    try:
+        server.session_routes()
+        server.grant("/v1/locks/k", ttl_ms=3_000)
+        server.routes["POST /v1/locks/k/extend"] = lambda b: (
+            409, {"error": {"code": "lock_lost", "message": "not the live grant"}})
+        client = dlock.Client(server.url)
+        with pytest.raises(dlock.LockLost):
+            with client.lock("k", ttl="3s") as lock:
+                assert lock.lost.wait(3), "the extend's lock_lost did not mark the lock lost"
+        assert "lock lost" in lock.lost_reason
+    finally:
+        server.close()
