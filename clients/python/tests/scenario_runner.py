@@ -119,6 +119,8 @@ class ScenarioRun:
                 else f"expected error {want['error']}, got {outcome.value!r}")
             if "field" in want:
                 assert error.field == want["field"], f"field {error.field!r}"
+            if want.get("delayed"):
+                assert getattr(error, "delayed_until", None), f"no lock-delay named: {error}"
             for text in want.get("message_excludes", []):
                 assert text not in str(error), f"the message names {text!r}: {error}"
         elif error is not None:
@@ -137,6 +139,8 @@ class ScenarioRun:
         if "token_of" in want:
             token = value.fencing_token if hasattr(value, "fencing_token") else value.token
             assert token == self.names[want["token_of"]].token, f"token {token}"
+        if "cleared" in want:
+            assert value == want["cleared"], f"cleared {value!r}"
         if "value" in want:
             assert value is not None and value.value == want["value"], f"value {value!r}"
 
@@ -271,6 +275,10 @@ class ScenarioRun:
     def do_revoke(self, step: dict) -> None:
         client = self.names[step["client"]]
         self.outcome_of(step, lambda _cancel: client.revoke(step["key"]), {})
+
+    def do_clear_delay(self, step: dict) -> None:
+        client = self.names[step["client"]]
+        self.outcome_of(step, lambda _cancel: client.clear_delay(step["key"]), {})
 
     def do_close(self, step: dict) -> None:
         session = self.names[step["session"]]

@@ -13,7 +13,7 @@ Standard library only. See clients/python/README.md and docs/clients.md.
 from . import aio
 from ._lease import DEFAULT_CLOCK_DRIFT, duration_ms, lease_deadline, trusted_ttl_ms
 from .client import Client
-from .info import LeaderInfo, LockInfo, SemaphoreInfo
+from .info import KeyDelay, LeaderInfo, LockInfo, SemaphoreInfo
 from .session import Leadership, Lock, Session, default_owner
 from .errors import (Cancelled, Conflict, DlockError, Held, Internal, InvalidArgument, LockLost,
                      NotLeader, PermissionDenied, ResourceExhausted, SessionNotFound, TlsError,
@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Cancelled", "Client", "aio", "Conflict", "DEFAULT_CLOCK_DRIFT", "DlockError", "Held", "Internal",
-    "InvalidArgument", "LeaderInfo", "Leadership", "Lock", "LockInfo", "LockLost", "NotLeader",
+    "InvalidArgument", "KeyDelay", "LeaderInfo", "Leadership", "Lock", "LockInfo", "LockLost", "NotLeader",
     "PermissionDenied", "ResourceExhausted", "SemaphoreInfo", "Session", "SessionNotFound",
     "TlsError", "Unauthenticated", "Unavailable", "UnknownOutcome", "default_owner",
     "duration_ms", "lease_deadline", "trusted_ttl_ms",

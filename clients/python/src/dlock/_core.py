@@ -301,7 +301,8 @@ class Core:
 
     def acquire(self, key, session_id, *, ttl_ms, session_bound, wait_ms, ns, mode, limit,
                 leader_value, call: Call):
-        """The grant's answer and its send time, or None when held after ``wait_ms``."""
+        """The grant's answer and its send time; raises Held when still held after ``wait_ms``
+        (with the lock-delay's end when the server named one)."""
         campaign = leader_value is not None
         what = ("campaign " if campaign else "acquire ") + key
         if campaign:
@@ -347,7 +348,8 @@ class Core:
             # Held. The server may cap the wait below ours: keep asking until ours is spent.
             left = wait_until - time.monotonic()
             if left <= 0.02:
-                return None
+                raise errors.Held(key, wait_ms / 1000,
+                                  errors.error_object(exchange.body).get("delayed_until"))
             if time.monotonic() - exchange.sent_at < asked_wait[0] / 2000.0:
                 # Answered early without waiting: pace the retries instead of spinning.
                 pause = min(left, backoff_delay(self.backoff_initial, self.backoff_max, round_,
@@ -411,6 +413,16 @@ class Core:
             "POST", f"/v1/elections/{quote(name)}/resign" + query(ns=self.ns(ns)), body, what, call
         )
         self.expect(exchange, 204, what, name)
+
+    def clear_delay(self, key, ns, call: Call) -> bool:
+        what = f"clear the lock-delay of {key}"
+        call.repeat_safe = False  # a repeat could end a delay that started after the first
+        exchange = self.call(
+            "POST", f"/v1/admin/locks/{quote(key)}/clear-delay" + query(ns=self.ns(ns)), None,
+            what, call, authorization=self.admin_token or None,
+        )
+        self.expect(exchange, 200, what, key)
+        return bool(exchange.json(what).get("cleared"))
 
     def revoke(self, key, ns, call: Call) -> dict:
         what = f"revoke {key}"

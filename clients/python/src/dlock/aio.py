@@ -16,7 +16,6 @@ import functools
 import threading
 
 from . import errors
-from ._lease import duration_ms
 from .client import Client
 from .info import LeaderInfo
 from .session import Leadership, Lock, Session, _Holding
@@ -82,16 +81,12 @@ class lock:
             self._holding = _Holding(lambda: self._owner, False, self._key, self._options)
         holding = self._holding
         try:
-            granted = await _cancellable(holding._open_session().acquire, self._key,
+            granted = await _cancellable(holding._open_session().acquire_or_raise, self._key,
                                          **self._options)
-        except BaseException:
+        except BaseException:  # Held among them
             if holding._owns:
                 await asyncio.to_thread(holding._open_session().close)
             raise
-        if granted is None:
-            if holding._owns:
-                await asyncio.to_thread(holding._open_session().close)
-            raise errors.Held(self._key, duration_ms(self._options.get("wait"), "wait") / 1000)
         holding._session = holding._open_session()
         holding._lock = granted
         return granted

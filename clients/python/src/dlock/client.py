@@ -7,7 +7,7 @@ import threading
 
 from ._core import Core, quote, query
 from ._lease import duration_ms
-from .info import LeaderInfo, LockInfo, SemaphoreInfo
+from .info import KeyDelay, LeaderInfo, LockInfo, SemaphoreInfo
 from .session import LostCallback, Session, _Holding
 
 
@@ -127,6 +127,18 @@ class Client:
         o = self._core.get(f"/v1/elections/{quote(name)}" + query(**params),
                            f"observe {name}", call, "no_leader")
         return None if o is None else LeaderInfo.decode(o, name)
+
+    def delays(self, prefix: str = "", *, limit: int = 100, ns: str | None = None) -> list[KeyDelay]:
+        """The keys under ``prefix`` a lock-delay keeps ungranted, and when each delay ends."""
+        o = self._core.get("/v1/locks" + query(prefix=prefix, limit=limit, ns=self._core.ns(ns)),
+                           "list", self._core.call_for(), "")
+        return [KeyDelay(d.get("key", ""), d.get("delayed_until", ""))
+                for d in (o or {}).get("delays", [])]
+
+    def clear_delay(self, key: str, *, ns: str | None = None) -> bool:
+        """Admin: ends the lock-delays running on ``key`` (it is granted at once, its waiters
+        tried); whether one was running. The admin token as for ``revoke``."""
+        return self._core.clear_delay(key, ns, self._core.call_for())
 
     def revoke(self, key: str, *, ns: str | None = None) -> dict:
         """Admin: ends the key's grant (``admin_token`` or DLOCK_ADMIN_TOKEN, else the token)."""

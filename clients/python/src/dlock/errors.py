@@ -63,15 +63,21 @@ class LockLost(DlockError):
 
 
 class Held(DlockError):
-    """The key is held by another session (409 ``held``) after the wait. Only the ``with``-forms
-    raise it; the message names the key and never a holder (the client does not know one)."""
+    """Not granted within the wait (409 ``held``). Only the ``with``-forms raise it; the message
+    names the key and never a holder (the client does not know one). ``delayed_until`` is set
+    (the backend's time, RFC 3339) when the server said a lock-delay keeps the name ungranted."""
 
     code = "held"
 
-    def __init__(self, key: str, wait_s: float = 0.0):
+    def __init__(self, key: str, wait_s: float = 0.0, delayed_until: str | None = None):
         waited = f" after waiting {wait_s:g} s" if wait_s > 0 else ""
-        super().__init__(f"{key} is held by another session{waited}", status=409)
+        if delayed_until:
+            message = f"{key} is kept ungranted by a lock-delay until {delayed_until}{waited}"
+        else:
+            message = f"{key} is held by another session{waited}"
+        super().__init__(message, status=409)
         self.key = key
+        self.delayed_until = delayed_until
 
 
 class Conflict(DlockError):
@@ -151,14 +157,18 @@ _BY_STATUS: dict[int, type[DlockError]] = {
 }
 
 
-def parse_error_body(body: bytes) -> tuple[str, str, str | None]:
-    """(code, message, field) of a C3 error body; empty strings when it is not one."""
+def error_object(body: bytes) -> dict:
+    """The ``error`` object of a C3 error body; empty when it is not one."""
     try:
         inner = json.loads(body.decode("utf-8", "replace")).get("error")
     except (ValueError, AttributeError):
         inner = None
-    if not isinstance(inner, dict):
-        return "", "", None
+    return inner if isinstance(inner, dict) else {}
+
+
+def parse_error_body(body: bytes) -> tuple[str, str, str | None]:
+    """(code, message, field) of a C3 error body; empty strings when it is not one."""
+    inner = error_object(body)
     code, message, field = inner.get("code"), inner.get("message"), inner.get("field")
     return (
         code if isinstance(code, str) else "",
@@ -175,7 +185,7 @@ def error_from_response(status: int, body: bytes, what: str, key: str = "") -> D
         text = body[:200].decode("utf-8", "replace")
         message = f"HTTP {status}" + (f": {text}" if text else "")
     if code == "held":
-        return Held(key or what)
+        return Held(key or what, delayed_until=error_object(body).get("delayed_until"))
     cls = _BY_CODE.get(code) or _BY_STATUS.get(status)
     if cls is None:
         cls = InvalidArgument if 400 <= status < 500 else Internal

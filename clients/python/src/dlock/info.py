@@ -56,3 +56,12 @@ class LeaderInfo:
             acquired_at=o.get("acquired_at", ""), expires_at=o.get("expires_at", ""),
             session_id=o.get("session_id"),
         )
+
+
+@dataclass(frozen=True)
+class KeyDelay:
+    """A key a lock-delay keeps ungranted (C3 "Lock-delay") and when the delay ends (the
+    backend's clock, RFC 3339)."""
+
+    key: str
+    delayed_until: str

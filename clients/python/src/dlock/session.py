@@ -164,11 +164,24 @@ class Session:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def acquire(self, key: str, *, ttl: object = None, wait: object = 0, ns: str | None = None,
-                auto_extend: bool = True, mode: str = "exclusive", permits: int = 0,
-                session_bound: bool = False, cancel: threading.Event | None = None,
-                on_lost: LostCallback | None = None) -> "Lock | None":
+    def acquire(self, key: str, **options) -> "Lock | None":
         """Acquires ``key``; returns the Lock, or None when it is still held after ``wait``.
+
+        Options: ``ttl``, ``wait``, ``ns``, ``auto_extend`` (default True), ``mode``,
+        ``permits``, ``session_bound``, ``cancel``, ``on_lost`` (see ``acquire_or_raise``).
+        """
+        try:
+            return self.acquire_or_raise(key, **options)
+        except errors.Held:
+            return None
+
+    def acquire_or_raise(self, key: str, *, ttl: object = None, wait: object = 0,
+                         ns: str | None = None, auto_extend: bool = True,
+                         mode: str = "exclusive", permits: int = 0, session_bound: bool = False,
+                         cancel: threading.Event | None = None,
+                         on_lost: LostCallback | None = None) -> "Lock":
+        """Acquires ``key``; raises ``Held`` when it is still held after ``wait`` (its
+        ``delayed_until`` set when a lock-delay is why).
 
         ``ttl`` the lock's lease (None: the server's default, 30 s); ``session_bound`` a lock
         that lives as long as the session (no ttl); ``mode`` "exclusive" or "shared" (a read
@@ -192,12 +205,9 @@ class Session:
                                          field="ttl_ms")
         wait_ms = duration_ms(wait, "wait")
         call = self._core.call_for(self._core.retry_budget + wait_ms / 1000, cancel=cancel)
-        granted = self._core.acquire(
+        answer, sent_at = self._core.acquire(
             key, self.id, ttl_ms=ttl_ms, session_bound=session_bound, wait_ms=wait_ms, ns=ns,
             mode=mode, limit=permits, leader_value=None, call=call)
-        if granted is None:
-            return None
-        answer, sent_at = granted
         return Lock(self, key, ns, answer, sent_at, mode, auto_extend, on_lost)
 
     def lock(self, key: str, **acquire_options) -> "_Holding":
@@ -211,12 +221,12 @@ class Session:
         still leads after ``wait``. A leadership lives exactly as long as the session."""
         wait_ms = duration_ms(wait, "wait")
         call = self._core.call_for(self._core.retry_budget + wait_ms / 1000, cancel=cancel)
-        granted = self._core.acquire(
-            name, self.id, ttl_ms=0, session_bound=True, wait_ms=wait_ms, ns=ns,
-            mode="exclusive", limit=0, leader_value=value, call=call)
-        if granted is None:
+        try:
+            answer, sent_at = self._core.acquire(
+                name, self.id, ttl_ms=0, session_bound=True, wait_ms=wait_ms, ns=ns,
+                mode="exclusive", limit=0, leader_value=value, call=call)
+        except errors.Held:
             return None
-        answer, sent_at = granted
         answer["lease"] = "session"  # a leader lives exactly as long as its session (C3)
         leadership = Leadership(self, name, ns, answer, sent_at, "exclusive", False, on_lost)
         leadership.value = (answer.get("leader") or {}).get("value", value)
@@ -433,9 +443,7 @@ class _Holding:
     def __enter__(self) -> Lock:
         self._session = self._open_session()
         try:
-            lock = self._session.acquire(self._key, **self._options)
-            if lock is None:
-                raise errors.Held(self._key, duration_ms(self._options.get("wait"), "wait") / 1000)
+            lock = self._session.acquire_or_raise(self._key, **self._options)
         except BaseException:
             if self._owns:
                 self._session.close()

@@ -148,3 +148,26 @@ def test_leaving_the_block_after_the_lock_was_lost_raises_lock_lost():
         assert "lock lost" in lock.lost_reason
     finally:
         server.close()
+
+
+def test_held_by_a_lock_delay_says_so_and_an_admin_clears_it():
+    server = FakeServer()
+    try:
+        server.session_routes()
+        server.routes["POST /v1/locks/k/acquire"] = lambda b: (
+            409, {"error": {"code": "held", "message": "lock k: lock-delay until …",
+                            "delayed_until": "2026-12-06T10:00:00.000Z"}})
+        server.routes["POST /v1/admin/locks/k/clear-delay"] = lambda b: (200, {"cleared": True})
+        server.routes["GET /v1/locks"] = lambda b: (200, {"locks": [], "delays": [
+            {"key": "k", "delayed_until": "2026-12-06T10:00:00.000Z"}]})
+        client = dlock.Client(server.url, admin_token="dlk_admin")
+        with client.session() as session:
+            assert session.acquire("k") is None
+            with pytest.raises(dlock.Held) as error:
+                session.acquire_or_raise("k")
+            assert error.value.delayed_until == "2026-12-06T10:00:00.000Z"
+            assert "lock-delay" in str(error.value) and "session" not in str(error.value)
+        assert client.delays() == [dlock.KeyDelay("k", "2026-12-06T10:00:00.000Z")]
+        assert client.clear_delay("k") is True
+    finally:
+        server.close()

@@ -30,6 +30,7 @@ STEPS = {
     "lost": {"lock", "within"},
     "deadline": {"lock", "at_least", "at_most"},
     "revoke": {"client", "key"},
+    "clear_delay": {"client", "key"},
     "campaign": {"session", "name", "value", "wait"},
     "proclaim": {"leader", "value"},
     "resign": {"leader"},
@@ -39,8 +40,9 @@ STEPS = {
     "close": {"session"},
     "server": {"command", "server"},
 }
-EXPECT = {"granted", "held", "none", "error", "field", "message_excludes", "after_at_least",
-          "token_greater_than", "token_of", "value", "free", "holders", "limit"}
+EXPECT = {"granted", "held", "none", "error", "field", "message_excludes", "delayed",
+          "after_at_least", "token_greater_than", "token_of", "value", "free", "holders", "limit",
+          "cleared"}
 ERRORS = {"held", "lock_lost", "session_not_found", "unavailable", "not_leader",
           "unknown_outcome", "unauthenticated", "permission_denied", "conflict",
           "invalid_argument", "too_many_requests", "cancelled", "tls"}
