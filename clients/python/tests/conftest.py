@@ -33,7 +33,8 @@ def pytest_configure(config):
 def harnesses():
     from harness import Harness
 
-    binary = os.environ.get("DLOCK_CLIENT_HARNESS", str(ROOT / "build/tests/clients/dlock_client_harness"))
+    binary = os.environ.get("DLOCK_CLIENT_HARNESS",
+                            str(ROOT / "build/tests/clients/dlock_client_harness"))
     started: dict[str, Harness] = {}
 
     def get(backend: str) -> Harness:

@@ -189,7 +189,8 @@ class ScenarioRun:
         if step.get("admin_token") == "admin":
             options["admin_token"] = self.harness.admin_token
         token = step.get("token")
-        token = BOGUS_TOKEN if token == "bogus" else self.harness.tokens.get(token) if token else None
+        if token:
+            token = BOGUS_TOKEN if token == "bogus" else self.harness.tokens[token]
         source = step.get("token_source", "option")
         path = self.tmp_path / f"token-{step['as']}"
         if token and source in ("file", "env_file"):
@@ -223,8 +224,9 @@ class ScenarioRun:
     def do_acquire(self, step: dict) -> None:
         session = self.names[step["session"]]
         options = dict(ttl=step.get("ttl"), wait=step.get("wait", 0),
-                       auto_extend=step.get("auto_extend", True), mode=step.get("mode", "exclusive"),
-                       permits=step.get("permits", 0), session_bound=step.get("session_bound", False))
+                       auto_extend=step.get("auto_extend", True),
+                       mode=step.get("mode", "exclusive"), permits=step.get("permits", 0),
+                       session_bound=step.get("session_bound", False))
         if step.get("as"):
             self.names["started:" + step["as"]] = time.monotonic()
 

@@ -22,8 +22,9 @@ from .errors import (Cancelled, Conflict, DlockError, Held, Internal, InvalidArg
 __version__ = "0.1.0"
 
 __all__ = [
-    "Cancelled", "Client", "aio", "Conflict", "DEFAULT_CLOCK_DRIFT", "DlockError", "Held", "Internal",
-    "InvalidArgument", "KeyDelay", "LeaderInfo", "Leadership", "Lock", "LockInfo", "LockLost", "NotLeader",
+    "Cancelled", "Client", "aio", "Conflict", "DEFAULT_CLOCK_DRIFT", "DlockError", "Held",
+    "Internal", "InvalidArgument", "KeyDelay", "LeaderInfo", "Leadership", "Lock", "LockInfo",
+    "LockLost", "NotLeader",
     "PermissionDenied", "ResourceExhausted", "SemaphoreInfo", "Session", "SessionNotFound",
     "TlsError", "Unauthenticated", "Unavailable", "UnknownOutcome", "default_owner",
     "duration_ms", "lease_deadline", "trusted_ttl_ms",

@@ -256,7 +256,8 @@ class Core:
     @staticmethod
     def _give_up(failure, what: str, attempts: int, started: float):
         spent = time.monotonic() - started
-        suffix = f" (gave up after {attempts} attempt{'s' if attempts != 1 else ''} in {spent:.1f} s)"
+        plural = "s" if attempts != 1 else ""
+        suffix = f" (gave up after {attempts} attempt{plural} in {spent:.1f} s)"
         if isinstance(failure, errors.DlockError):
             failure.args = (str(failure) + suffix,)
             failure.message = str(failure)
@@ -290,7 +291,8 @@ class Core:
 
     def keepalive(self, session_id: str, call: Call):
         what = f"keepalive session {session_id}"
-        exchange = self.call("POST", f"/v1/sessions/{quote(session_id)}/keepalive", None, what, call)
+        target = f"/v1/sessions/{quote(session_id)}/keepalive"
+        exchange = self.call("POST", target, None, what, call)
         self.expect(exchange, 200, what)
         return exchange.json(what), exchange.sent_at
 
@@ -363,9 +365,8 @@ class Core:
         body = {"session_id": session_id, "fencing_token": token}
         if ttl_ms > 0:
             body["ttl_ms"] = ttl_ms
-        exchange = self.call(
-            "POST", f"/v1/{collection}/{quote(key)}/extend" + query(ns=self.ns(ns)), body, what, call
-        )
+        target = f"/v1/{collection}/{quote(key)}/extend" + query(ns=self.ns(ns))
+        exchange = self.call("POST", target, body, what, call)
         self.expect(exchange, 200, what, key)
         answer = exchange.json(what)
         if answer.get("fencing_token") != token:
@@ -397,9 +398,8 @@ class Core:
     def proclaim(self, name, session_id, token, value, ns, call: Call) -> dict:
         what = f"proclaim {name}"
         body = {"session_id": session_id, "fencing_token": token, "value": value}
-        exchange = self.call(
-            "POST", f"/v1/elections/{quote(name)}/proclaim" + query(ns=self.ns(ns)), body, what, call
-        )
+        target = f"/v1/elections/{quote(name)}/proclaim" + query(ns=self.ns(ns))
+        exchange = self.call("POST", target, body, what, call)
         self.expect(exchange, 200, what, name)
         answer = exchange.json(what)
         if answer.get("fencing_token") != token:

@@ -165,7 +165,8 @@ class Transport:
             raise TransportError(TLS_FAILED, f"TLS with {self.url}: {error}") from None
         except (OSError, http.client.HTTPException) as error:
             connection.close()
-            raise TransportError(MAYBE_SENT, f"{self.url}: {error or type(error).__name__}") from None
+            reason = str(error) or type(error).__name__
+            raise TransportError(MAYBE_SENT, f"{self.url}: {reason}") from None
         retry_after = None
         if (value := response.getheader("Retry-After")) and value.strip().isdigit():
             retry_after = float(value.strip())

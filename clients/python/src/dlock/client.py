@@ -128,7 +128,8 @@ class Client:
                            f"observe {name}", call, "no_leader")
         return None if o is None else LeaderInfo.decode(o, name)
 
-    def delays(self, prefix: str = "", *, limit: int = 100, ns: str | None = None) -> list[KeyDelay]:
+    def delays(self, prefix: str = "", *, limit: int = 100,
+               ns: str | None = None) -> list[KeyDelay]:
         """The keys under ``prefix`` a lock-delay keeps ungranted, and when each delay ends."""
         o = self._core.get("/v1/locks" + query(prefix=prefix, limit=limit, ns=self._core.ns(ns)),
                            "list", self._core.call_for(), "")

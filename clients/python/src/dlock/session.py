@@ -117,13 +117,15 @@ class Session:
                 lock._mark_lost(f"session lost: {reason}")  # a lock dies with its session
 
     def _keepalive_loop(self, sent_at: float) -> None:
+        # `_stop` also cancels a keepalive in flight: close() need not wait out a slow server.
         core = self._core
         next_at = sent_at + self.ttl_ms / 3000
         while not self._stop.wait(max(0.0, next_at - time.monotonic())):
             with self._mutex:
                 deadline = self._deadline
             try:
-                answer, sent = core.keepalive(self.id, Call(deadline, stop=self._stop))
+                answer, sent = core.keepalive(
+                    self.id, Call(deadline, stop=self._stop, cancel=self._stop))
                 # A keepalive renews for the session's TTL: never trust more than it opened with.
                 ttl_ms = trusted_ttl_ms(self.ttl_ms, int(answer.get("ttl_ms") or 0))
                 with self._mutex:
@@ -316,8 +318,10 @@ class Lock:
                 deadline = self._deadline
                 ttl_ms = self.ttl_ms
             try:
-                answer, sent = self._core.extend(self.key, self.session.id, self.token, ttl_ms,
-                                                 self.ns, self.mode, Call(deadline, stop=self._stop))
+                # `_stop` also cancels an extend in flight: release() need not wait for it.
+                answer, sent = self._core.extend(
+                    self.key, self.session.id, self.token, ttl_ms, self.ns, self.mode,
+                    Call(deadline, stop=self._stop, cancel=self._stop))
                 self._record(answer, sent)
                 next_at = sent + answer["trusted_ttl_ms"] / 3000
             except errors.LockLost as error:

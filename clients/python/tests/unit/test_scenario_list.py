@@ -73,7 +73,8 @@ def test_every_step_is_defined_and_every_name_bound_first(scenario):
         where = f"step {number} {step}"
         kind = step["do"]
         assert kind in STEPS, where
-        assert set(step) <= COMMON | STEPS[kind], f"{where}: unknown {set(step) - COMMON - STEPS[kind]}"
+        unknown = set(step) - COMMON - STEPS[kind]
+        assert not unknown, f"{where}: unknown {unknown}"
         for argument in REFERENCES:
             if argument in step and not (kind == "server" and argument == "server"):
                 assert step[argument] in bound, f"{where}: {step[argument]!r} is not bound yet"
