@@ -35,9 +35,12 @@ inline T required(std::optional<T> value, const char* field) {
   return std::move(*value);
 }
 
-// The namespace of a lock write: the body's `ns`, else the query's, else "default".
+// The namespace of a lock write: the body's `ns`, else the query's, else "default". A malformed
+// query `ns` is 400 even when the body's wins (as on every other route).
 inline std::string body_namespace(const BodyReader& reader, const RequestContext& context) {
-  return checked_namespace(reader.string("ns").value_or(context.query("ns").value_or("default")));
+  const auto query = context.query("ns");
+  if (query) checked_namespace(*query);
+  return checked_namespace(reader.string("ns").value_or(query.value_or("default")));
 }
 
 // Who an audit event names: the principal ("" without authentication) and the peer.

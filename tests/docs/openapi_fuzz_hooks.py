@@ -1,0 +1,67 @@
+"""schemathesis hooks of tests/docs/check_openapi_fuzz.py (loaded through SCHEMATHESIS_HOOKS).
+
+At load, opens one real session on the dlockd under test (DLOCK_FUZZ_URL, with the admin token
+DLOCK_FUZZ_TOKEN). Before each call, a `session_id` that is well-formed (a positive value: in the
+path, the query or a JSON body) is replaced by that session's id, so that acquire, extend,
+release, keepalive, campaign, proclaim and resign reach their logic instead of stopping at 404
+`session_not_found`; and a valid `wait_ms` is cut to at most 100 ms, so that a waiting acquire,
+campaign or observing read does not spend the run's time budget (the waits themselves are
+tested in tests/integration). Two rules of the document that JSON Schema cannot state are
+applied to valid data: an integer is written without a fraction (`1000`, not `1000.0`, which
+JSON Schema counts as an integer), and `after_value` comes only with `after_token`. Malformed
+values (the negative cases) are left as generated."""
+import json
+import os
+import re
+import urllib.request
+
+import schemathesis
+
+_WELL_FORMED = re.compile(r"^[A-Za-z0-9_-]{1,128}$")  # components/schemas/SessionId
+
+
+def _open_session():
+    request = urllib.request.Request(
+        os.environ["DLOCK_FUZZ_URL"] + "/v1/sessions", method="POST",
+        data=json.dumps({"owner": "schemathesis", "ttl_ms": 3600000}).encode(),
+        headers={"Authorization": "Bearer " + os.environ["DLOCK_FUZZ_TOKEN"],
+                 "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.load(answer)["session_id"]
+
+
+SESSION_ID = _open_session()
+
+
+MAX_WAIT_MS = 100
+
+
+def _swap(container):
+    if not isinstance(container, dict):
+        return
+    value = container.get("session_id")
+    if isinstance(value, str) and _WELL_FORMED.match(value):
+        container["session_id"] = SESSION_ID
+    wait = container.get("wait_ms")
+    if isinstance(wait, int) and not isinstance(wait, bool) and wait > MAX_WAIT_MS:
+        container["wait_ms"] = MAX_WAIT_MS
+    elif isinstance(wait, str) and wait.isdigit() and int(wait) > MAX_WAIT_MS:
+        container["wait_ms"] = str(MAX_WAIT_MS)
+
+
+def _integers(body):
+    if isinstance(body, dict):
+        for name, value in body.items():
+            if isinstance(value, float) and value.is_integer():
+                body[name] = int(value)
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    _swap(case.path_parameters)
+    _swap(case.query)
+    _swap(case.body)
+    _integers(case.body)
+    if isinstance(case.query, dict) and "after_value" in case.query and \
+            "after_token" not in case.query:
+        del case.query["after_value"]
