@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dlockd_launch import Dlockd  # noqa: E402
 
 ADMIN_TOKEN = "dlk_openapiFuzzAdminToken0123456789abcdefghijk"
-EXAMPLES = int(os.environ.get("DLOCK_FUZZ_EXAMPLES", "25"))  # cases per operation and phase
+EXAMPLES = int(os.environ.get("DLOCK_FUZZ_EXAMPLES", "40"))  # cases per operation and phase
 SEED = os.environ.get("DLOCK_FUZZ_SEED", "41")  # fixed: a run repeats the last one
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,"
           "response_headers_conformance,response_schema_conformance,negative_data_rejection,"
