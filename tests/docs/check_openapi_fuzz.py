@@ -67,7 +67,7 @@ def regressions(server):
 
 
 def main():
-    dlockd, openapi, work = sys.argv[1:4]
+    dlockd, openapi, work = (os.path.abspath(arg) for arg in sys.argv[1:4])
     started = time.monotonic()
     server = Dlockd(dlockd, os.path.join(work, "dlockd"),
                     ["--admin-enabled", "true", "--lock-max-wait", "5m"],
