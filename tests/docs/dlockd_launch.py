@@ -8,6 +8,12 @@ import subprocess
 import time
 
 
+def sanitizer_options():
+    """ASAN_OPTIONS and UBSAN_OPTIONS from CTest, for a sanitizer build's dlockd and dlock."""
+    return {name: os.environ[name] for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS")
+            if name in os.environ}
+
+
 class Dlockd:
     def __init__(self, dlockd, work, extra_args=(), env=None):
         os.makedirs(work, exist_ok=True)
@@ -18,6 +24,7 @@ class Dlockd:
         self.log_path = os.path.join(work, "dlockd.log")
         self.log = open(self.log_path, "wb")
         environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        environment.update(sanitizer_options())
         environment.update(env or {})
         self.process = subprocess.Popen(
             [dlockd, "--server-listen", "127.0.0.1:0",

@@ -40,7 +40,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dlockd_launch import Dlockd  # noqa: E402
+from dlockd_launch import Dlockd, sanitizer_options  # noqa: E402
 
 MARKER = re.compile(r"^<!--\s*doc-test:\s*(run|output|skip)\b(.*?)-->\s*$")
 FENCE = re.compile(r"^(\s*)(```+)\s*([\w-]*)")
@@ -189,6 +189,7 @@ class Runner:
                               "/bin"]),
             "HOME": scratch, "USER": "doc", "LANG": "C.UTF-8", "TZ": "UTC",
             "DLOCK_SERVER": server.url,
+            **sanitizer_options(),
         }
 
     def make_stubs(self, scratch, block):
