@@ -58,7 +58,8 @@ def regressions(server):
                        ("/v1/locks/r/extend", {"session_id": sid, "fencing_token": 1, "ns": "x"}),
                        ("/v1/semaphores/r/acquire", {"session_id": sid, "limit": 2, "ns": "x"}),
                        ("/v1/elections/r/campaign", {"session_id": sid, "value": "v", "ns": "x"}),
-                       ("/v1/elections/r/resign", {"session_id": sid, "fencing_token": 1, "ns": "x"})):
+                       ("/v1/elections/r/resign",
+                        {"session_id": sid, "fencing_token": 1, "ns": "x"})):
         status, answer = ask(server, "POST", path + "?ns=bad!", body)
         field = (answer or {}).get("error", {}).get("field")
         if status != 400 or field != "ns":
@@ -76,7 +77,8 @@ def main():
                SCHEMATHESIS_HOOKS="openapi_fuzz_hooks",
                PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
     command = [sys.executable, "-m", "schemathesis.cli", "run", openapi, "--url", server.url,
-               "--checks", CHECKS, "--mode", "all", "--phases", "examples,coverage,fuzzing,stateful",
+               "--checks", CHECKS, "--mode", "all",
+               "--phases", "examples,coverage,fuzzing,stateful",
                "--max-examples", str(EXAMPLES), "--seed", SEED,
                "--generation-database", "none", "--workers", "1", "--request-timeout", "15",
                "--header", f"Authorization: Bearer {ADMIN_TOKEN}",

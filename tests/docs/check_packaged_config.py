@@ -13,12 +13,11 @@
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dlockd_launch import Dlockd  # noqa: E402
-
-import subprocess  # noqa: E402
 
 EXAMPLES = {"sqlite.path", "server.listen", "pg.url", "etcd.endpoints", "etcd.cacert",
             "etcd.cert", "etcd.key", "auth.tokens.file", "tls.cert.file", "tls.key.file",

@@ -205,7 +205,8 @@ class Runner:
 
     def bash(self, script, scratch, server):
         try:
-            done = subprocess.run(["bash", "-c", script], cwd=scratch, env=self.environment(scratch, server),
+            done = subprocess.run(["bash", "-c", script], cwd=scratch,
+                                  env=self.environment(scratch, server),
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, timeout=BLOCK_TIMEOUT)
         except subprocess.TimeoutExpired as timeout:
