@@ -8,7 +8,9 @@ release, keepalive, campaign, proclaim and resign reach their logic instead of s
 campaign or observing read does not spend the run's time budget (the waits themselves are
 tested in tests/integration). Two rules of the document that JSON Schema cannot state are
 applied to valid data: an integer is written without a fraction (`1000`, not `1000.0`, which
-JSON Schema counts as an integer), and `after_value` comes only with `after_token`. Malformed
+JSON Schema counts as an integer), `after_value` comes only with `after_token`, and the lengths
+of keys, owners and values are bytes of UTF-8 (JSON Schema's maxLength counts characters), so a
+valid string longer in bytes is cut to fit. Malformed
 values (the negative cases) are left as generated."""
 import json
 import os
@@ -34,6 +36,23 @@ SESSION_ID = _open_session()
 
 
 MAX_WAIT_MS = 100
+# The byte limits of C3 (JSON Schema's maxLength gives them in characters).
+MAX_BYTES = {"key": 512, "name": 512, "owner": 256, "value": 1024, "after_value": 1024}
+
+
+def _utf8_length(text):
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _fit_bytes(container):
+    if not isinstance(container, dict):
+        return
+    for field, limit in MAX_BYTES.items():
+        value = container.get(field)
+        if isinstance(value, str) and len(value) <= limit and _utf8_length(value) > limit:
+            while _utf8_length(value) > limit:
+                value = value[:-1]
+            container[field] = value
 
 
 def _swap(container):
@@ -62,6 +81,8 @@ def before_call(context, case, kwargs):
     _swap(case.query)
     _swap(case.body)
     _integers(case.body)
+    for container in (case.path_parameters, case.query, case.body):
+        _fit_bytes(container)
     if isinstance(case.query, dict) and "after_value" in case.query and \
             "after_token" not in case.query:
         del case.query["after_value"]
