@@ -7,8 +7,8 @@ release, keepalive, campaign, proclaim and resign reach their logic instead of s
 `session_not_found`; and a valid `wait_ms` is cut to at most 100 ms, so that a waiting acquire,
 campaign or observing read does not spend the run's time budget (the waits themselves are
 tested in tests/integration). Two rules of the document that JSON Schema cannot state are
-applied to valid data: an integer is written without a fraction (`1000`, not `1000.0`, which
-JSON Schema counts as an integer), `after_value` comes only with `after_token`, and the lengths
+applied to valid data: a `fencing_token` in a body is written without a fraction (`5`, not
+`5.0`, which JSON Schema counts as an integer; C3 "Numbers"), `after_value` comes only with `after_token`, and the lengths
 of keys, owners and values are bytes of UTF-8 (JSON Schema's maxLength counts characters), so a
 valid string longer in bytes is cut to fit. Malformed
 values (the negative cases) are left as generated."""
@@ -68,11 +68,11 @@ def _swap(container):
         container["wait_ms"] = str(MAX_WAIT_MS)
 
 
-def _integers(body):
+def _integral_token(body):
     if isinstance(body, dict):
-        for name, value in body.items():
-            if isinstance(value, float) and value.is_integer():
-                body[name] = int(value)
+        value = body.get("fencing_token")
+        if isinstance(value, float) and value.is_integer() and value >= 0:
+            body["fencing_token"] = int(value)
 
 
 @schemathesis.hook
@@ -80,7 +80,7 @@ def before_call(context, case, kwargs):
     _swap(case.path_parameters)
     _swap(case.query)
     _swap(case.body)
-    _integers(case.body)
+    _integral_token(case.body)
     for container in (case.path_parameters, case.query, case.body):
         _fit_bytes(container)
     if isinstance(case.query, dict) and "after_value" in case.query and \
