@@ -7,9 +7,9 @@
 A fenced block is marked by an HTML comment on the line before its opening fence (blank lines
 between are allowed):
 
-    <!-- doc-test: run [exit=N] [stubs=NAME,...] [match=KIND,...] -->   run it (see below)
-    <!-- doc-test: output -->                          the expected output of the run block before
-    <!-- doc-test: skip REASON -->                     not run; REASON says why (required)
+    <!-- doc-test: run [exit=N] [stubs=NAME,...] [match=KIND,...] -->  run it (see below)
+    <!-- doc-test: output -->        the expected output of the run block before it
+    <!-- doc-test: skip REASON -->   not run; REASON says why (required)
 
 A run block is either a transcript, whose commands start with `$ ` (a line ending in `\\`
 continues the command) followed by what they print, or a script (no `$ ` lines), whose expected
