@@ -163,13 +163,20 @@ func explain(model porcupine.Model, h *History, part []porcupine.Operation, limi
 			}
 		}
 	}
+	sort.SliceStable(shortest, func(i, j int) bool { return shortest[i].Call < shortest[j].Call })
 	var b strings.Builder
-	fmt.Fprintf(&b, "key %q: %d operations cannot be linearized", key, len(part))
+	fmt.Fprintf(&b, "key %q: its %d calls cannot be linearized.", key, len(part))
 	if smallest != h.EndNs {
-		fmt.Fprintf(&b, "; already not by %s, when the call at the end of this sub-history was answered (%d calls; calls answered later are pending):\n",
-			ms(smallest, h.StartNs), len(shortest))
+		for _, op := range shortest {
+			if op.Return == smallest {
+				fmt.Fprintf(&b, " The answer to #%d at %s makes it illegal;", op.Input.(Input).Index,
+					ms(smallest, h.StartNs))
+				break
+			}
+		}
+		fmt.Fprintf(&b, " the history up to then (%d calls, those answered later pending):\n", len(shortest))
 	} else {
-		fmt.Fprintf(&b, " (no shorter illegal prefix found in time):\n")
+		fmt.Fprintf(&b, " No shorter illegal prefix found in time; the whole history:\n")
 	}
 	inLongest := map[int]bool{}
 	for _, op := range longest {
@@ -187,10 +194,8 @@ func explain(model porcupine.Model, h *History, part []porcupine.Operation, limi
 		}
 		fmt.Fprintf(&b, "  %s %s\n", mark, describeCall(h, op))
 	}
-	state := replay(longest)
-	fmt.Fprintf(&b, "  longest linearization: %d of %d calls, ending in state %s\n", len(longest),
-		len(shortest), describeStates(state, h.StartNs))
-	fmt.Fprintf(&b, "  calls marked ! are in no linearization of this sub-history with that prefix")
+	fmt.Fprintf(&b, "  The longest linearization found takes %d of these %d calls (those not marked !) and ends in %s",
+		len(longest), len(shortest), describeStates(replay(longest), h.StartNs))
 	return b.String()
 }
 

@@ -417,7 +417,11 @@ func describeOperation(in Input, out Output, startNs int64) string {
 	if in.DelayNs > 0 {
 		args = append(args, fmt.Sprintf("delay %dms", in.DelayNs/1_000_000))
 	}
-	text := fmt.Sprintf("%s %s(%s) → ", in.Session, in.Op, strings.Join(args, ", "))
+	session := in.Session
+	if session == "" {
+		session = "-"
+	}
+	text := fmt.Sprintf("%s %s(%s) → ", session, in.Op, strings.Join(args, ", "))
 	switch out.Outcome {
 	case OutcomeUnknown:
 		return text + "unknown"

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	lincheck "dlock.dev/tests/linearizability"
+)
+
+func runCheck(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	status := run(args, &stdout, &stderr)
+	return status, stdout.String() + stderr.String()
+}
+
+// The negative controls: recorded histories with one answer doctored (issue 43). Each must be
+// reported illegal, with the doctored call marked in the printed sub-history and Porcupine's
+// visualisation written.
+func TestDoctoredHistoriesAreIllegal(t *testing.T) {
+	cases := []struct {
+		file, model, doctored string
+	}{
+		{"doctored_overlapping_grants.json", "mutex", "#5 "},
+		{"doctored_swapped_token.json", "mutex", "#2 "},
+		{"doctored_permit_over_limit.json", "semaphore", "#2 "},
+		{"doctored_two_leaders.json", "election", "#2 "},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			dir := t.TempDir()
+			status, output := runCheck(t, "-html-dir", dir, filepath.Join("..", "..", "testdata", c.file))
+			if status != 1 {
+				t.Fatalf("exit status %d, want 1 (illegal)\n%s", status, output)
+			}
+			if !strings.Contains(output, c.model+" ") || !strings.Contains(output, " illegal ") {
+				t.Fatalf("no illegal verdict for %s\n%s", c.model, output)
+			}
+			if !strings.Contains(output, "! "+c.doctored) {
+				t.Fatalf("the doctored call %s is not marked\n%s", c.doctored, output)
+			}
+			html, err := os.ReadFile(filepath.Join(dir, c.model+".html"))
+			if err != nil || !bytes.Contains(html, []byte("<html")) {
+				t.Fatalf("no visualisation: %v", err)
+			}
+		})
+	}
+}
+
+func TestLegalHistoryOfEveryModelPasses(t *testing.T) {
+	status, output := runCheck(t, "-require", strings.Join(lincheck.Primitives, ","),
+		filepath.Join("..", "..", "testdata", "legal_every_model.json"))
+	if status != 0 {
+		t.Fatalf("exit status %d, want 0\n%s", status, output)
+	}
+	for _, model := range lincheck.Primitives {
+		if !strings.Contains(output, model) {
+			t.Fatalf("no verdict for %s\n%s", model, output)
+		}
+	}
+}
+
+func TestRequiredModelWithoutOperationsFails(t *testing.T) {
+	status, output := runCheck(t, "-require", "rwlock",
+		filepath.Join("..", "..", "testdata", "doctored_swapped_token.json"))
+	if status == 0 || !strings.Contains(output, "required") {
+		t.Fatalf("exit status %d\n%s", status, output)
+	}
+}
+
+func TestBadHistoryIsAnError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.json")
+	os.WriteFile(path, []byte(`{"operations": [{"key": "k", "primitive": "mutex", "op": "acquire",
+		"session": "s", "outcome": "ok", "output": {"tokn": 1}}]}`), 0o644)
+	if status, output := runCheck(t, path); status != 3 || !strings.Contains(output, "tokn") {
+		t.Fatalf("exit status %d, want 3 naming the misspelt field\n%s", status, output)
+	}
+}
+
+// A history Porcupine cannot decide quickly: 24 concurrent reads, then an impossible grant,
+// make it try every subset of the reads. Undecided is never a pass.
+func TestUndecidedIsNotAPass(t *testing.T) {
+	history := lincheck.HistoryJSON{}
+	holder := lincheck.OperationJSON{Client: 0, Session: "s0", Key: "k", Primitive: "mutex",
+		Op: "acquire", Outcome: "ok", InvokeNs: 0, CompleteNs: 10,
+		Output: lincheck.OutputJSON{Token: 1}}
+	history.Operations = append(history.Operations, holder)
+	for i := 1; i <= 24; i++ {
+		history.Operations = append(history.Operations, lincheck.OperationJSON{Client: i,
+			Key: "k", Primitive: "mutex", Op: "read", Outcome: "ok", InvokeNs: 20, CompleteNs: 30,
+			Output: lincheck.OutputJSON{Holders: []lincheck.HolderJSON{{Session: "s0", Token: 1}}}})
+	}
+	history.Operations = append(history.Operations, lincheck.OperationJSON{Client: 25,
+		Session: "s9", Key: "k", Primitive: "mutex", Op: "acquire", Outcome: "ok", InvokeNs: 40,
+		CompleteNs: 50, Output: lincheck.OutputJSON{Token: 2}})
+	data, _ := json.Marshal(history)
+	path := filepath.Join(t.TempDir(), "h.json")
+	os.WriteFile(path, data, 0o644)
+	status, output := runCheck(t, "-time-limit", "300ms", path)
+	if status != 2 || !strings.Contains(output, "undecided") {
+		t.Fatalf("exit status %d, want 2 (undecided)\n%s", status, output)
+	}
+}
