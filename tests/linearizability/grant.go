@@ -110,6 +110,7 @@ func grants(s State, in Input, out Output) []State {
 		if in.Mode == Permit {
 			c.Limit = in.Limit
 		}
+		c.NotBefore = max(c.NotBefore, c.DelayUntil)
 		c.DelayUntil = 0
 		result = append(result, c)
 	}

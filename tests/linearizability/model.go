@@ -40,6 +40,9 @@ type State struct {
 	// A lock-delay may be running, and no grant takes effect before DelayUntil (a lower bound of
 	// its end). 0: none. Cleared by a grant (every delay of the key was over by then).
 	DelayUntil int64
+	// Every call linearized from here on took effect at NotBefore or later: an expiry or a delay
+	// that an earlier call relied on had passed. A call answered before it cannot come next.
+	NotBefore int64
 }
 
 func (s State) clone() State {
@@ -70,7 +73,7 @@ func (s *State) normalise() {
 
 func (s State) equal(o State) bool {
 	if s.MaxToken != o.MaxToken || s.Limit != o.Limit || s.DelayUntil != o.DelayUntil ||
-		len(s.Holders) != len(o.Holders) {
+		s.NotBefore != o.NotBefore || len(s.Holders) != len(o.Holders) {
 		return false
 	}
 	for i := range s.Holders {
@@ -83,17 +86,18 @@ func (s State) equal(o State) bool {
 
 func (s State) hash() uint64 {
 	h := fnv.New64a()
-	fmt.Fprint(h, s.MaxToken, s.Limit, s.DelayUntil)
+	fmt.Fprint(h, s.MaxToken, s.Limit, s.DelayUntil, s.NotBefore)
 	for _, x := range s.Holders {
 		fmt.Fprint(h, "|", x.Session, x.Token, x.MinToken, x.Mode, x.Value, x.ExpiresNs, x.DelayNs)
 	}
 	return h.Sum64()
 }
 
-// kill removes holder i, proven gone: its lock-delay runs from `fromNs` (its expiry, or the
-// revoke) at the earliest.
+// kill removes holder i, proven gone: it ended at `fromNs` (its expiry, or the revoke) at the
+// earliest, and its lock-delay runs from then.
 func (s *State) kill(i int, fromNs int64) {
 	h := s.Holders[i]
+	s.NotBefore = max(s.NotBefore, fromNs)
 	if h.DelayNs > 0 {
 		s.DelayUntil = max(s.DelayUntil, fromNs+h.DelayNs)
 	}
@@ -121,6 +125,9 @@ func (s State) find(session string, token uint64) int {
 // step is the model's transition: every state the key may be in after the call, none when the
 // answer is impossible in `s`.
 func step(s State, in Input, out Output) []State {
+	if out.CompleteNs < s.NotBefore {
+		return nil
+	}
 	var next []State
 	switch in.Op {
 	case "acquire", "campaign":
@@ -392,6 +399,9 @@ func describeState(s State, startNs int64) string {
 	}
 	if s.DelayUntil > 0 {
 		text += ", delay until≥" + ms(s.DelayUntil, startNs)
+	}
+	if s.NotBefore > 0 {
+		text += ", now≥" + ms(s.NotBefore, startNs)
 	}
 	return text + ")"
 }

@@ -109,6 +109,14 @@ func TestMutexModelTTL(t *testing.T) {
 		{"lock_lost only once the promise ran out", `
 			1 s1 acquire ttl=1000 @0-10 -> ok token=1
 			1 s1 extend token=1 ttl=1000 @900-950 -> lock_lost`, VerdictIllegal},
+		{"a call answered before the expiry it follows", `
+			1 s1 acquire ttl=1000 @0-10 -> ok token=1
+			2 s2 acquire @900-1100 -> ok token=2
+			3 - read @950-990 -> ok holders=s2#2`, VerdictIllegal},
+		{"a call answered after the expiry it follows", `
+			1 s1 acquire ttl=1000 @0-10 -> ok token=1
+			2 s2 acquire @900-1100 -> ok token=2
+			3 - read @950-1050 -> ok holders=s2#2`, VerdictOk},
 		{"no ttl recorded: the grant outlives the history", `
 			1 s1 acquire @0-10 -> ok token=1
 			2 s2 acquire @100000-100010 -> ok token=2`, VerdictIllegal},
