@@ -1,11 +1,8 @@
 package lincheck
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -85,7 +82,7 @@ func CheckModel(h *History, primitive string, limit time.Duration) Result {
 		r.Verdict = VerdictIllegal
 		remaining := max(limit-r.Elapsed, limit/4)
 		for _, part := range illegalPartitions(ops, info) {
-			r.Explanations = append(r.Explanations, explain(r.model, h, part, remaining))
+			r.Explanations = append(r.Explanations, explain(h, part, remaining))
 		}
 	}
 	return r
@@ -108,126 +105,6 @@ func illegalPartitions(ops []porcupine.Operation, info porcupine.LinearizationIn
 		}
 	}
 	return illegal
-}
-
-// prefix is the history of `part` as it stood at time `cut`: the calls invoked by then, those
-// not answered by then pending (an unknown outcome). A prefix of a linearizable history is
-// linearizable, so the shortest illegal prefix ends with the answer that made it illegal.
-func prefix(part []porcupine.Operation, cut, endNs int64) []porcupine.Operation {
-	var ops []porcupine.Operation
-	for _, op := range part {
-		if op.Call > cut {
-			continue
-		}
-		if op.Return > cut {
-			op.Output = Output{Outcome: OutcomeUnknown, CompleteNs: endNs}
-			op.Return = endNs
-		}
-		ops = append(ops, op)
-	}
-	return ops
-}
-
-// explain describes why a key's history cannot be linearized: its shortest illegal prefix (cut
-// at an answer), the longest linearization of that prefix with the state it ends in, and the
-// calls that cannot come next.
-func explain(model porcupine.Model, h *History, part []porcupine.Operation, limit time.Duration) string {
-	key := part[0].Input.(Input).Key
-	var cuts []int64
-	for _, op := range part {
-		if op.Output.(Output).Outcome != OutcomeUnknown {
-			cuts = append(cuts, op.Return)
-		}
-	}
-	sort.Slice(cuts, func(i, j int) bool { return cuts[i] < cuts[j] })
-	deadline := time.Now().Add(limit)
-	illegalAt := func(cut int64) bool {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return false
-		}
-		return porcupine.CheckOperationsTimeout(model, prefix(part, cut, h.EndNs), left) == porcupine.Illegal
-	}
-	smallest := h.EndNs
-	shortest := part
-	if i := sort.Search(len(cuts), func(i int) bool { return illegalAt(cuts[i]) }); i < len(cuts) {
-		smallest = cuts[i]
-		shortest = prefix(part, smallest, h.EndNs)
-	}
-	_, info := porcupine.CheckOperationsVerbose(model, shortest, time.Until(deadline)+time.Second)
-	var longest []porcupine.Operation
-	for _, partials := range info.PartialLinearizationsOperations() {
-		for _, l := range partials {
-			if len(l) > len(longest) {
-				longest = l
-			}
-		}
-	}
-	sort.SliceStable(shortest, func(i, j int) bool { return shortest[i].Call < shortest[j].Call })
-	var b strings.Builder
-	fmt.Fprintf(&b, "key %q: its %d calls cannot be linearized.", key, len(part))
-	if smallest != h.EndNs {
-		for _, op := range shortest {
-			if op.Return == smallest {
-				fmt.Fprintf(&b, " The answer to #%d at %s makes it illegal;", op.Input.(Input).Index,
-					ms(smallest, h.StartNs))
-				break
-			}
-		}
-		fmt.Fprintf(&b, " the history up to then (%d calls, those answered later pending):\n", len(shortest))
-	} else {
-		fmt.Fprintf(&b, " No shorter illegal prefix found in time; the whole history:\n")
-	}
-	inLongest := map[int]bool{}
-	for _, op := range longest {
-		inLongest[op.Input.(Input).Index] = true
-	}
-	const shown = 25
-	from := max(0, len(shortest)-shown)
-	if from > 0 {
-		fmt.Fprintf(&b, "  ... %d earlier calls\n", from)
-	}
-	for _, op := range shortest[from:] {
-		mark := " "
-		if !inLongest[op.Input.(Input).Index] {
-			mark = "!"
-		}
-		fmt.Fprintf(&b, "  %s %s\n", mark, describeCall(h, op))
-	}
-	fmt.Fprintf(&b, "  The longest linearization found takes %d of these %d calls (those not marked !) and ends in %s",
-		len(longest), len(shortest), describeStates(replay(longest), h.StartNs))
-	return b.String()
-}
-
-func describeCall(h *History, op porcupine.Operation) string {
-	in, out := op.Input.(Input), op.Output.(Output)
-	end := ms(out.CompleteNs, h.StartNs)
-	if out.Outcome == OutcomeUnknown {
-		end = "end"
-	}
-	return fmt.Sprintf("#%d client %d [%s, %s] %s", in.Index, h.ClientName[in.Client],
-		ms(in.InvokeNs, h.StartNs), end, describeOperation(in, out, h.StartNs))
-}
-
-// replay runs a linearization through the model: the states it can end in.
-func replay(ops []porcupine.Operation) []State {
-	states := []State{{}}
-	for _, op := range ops {
-		var next []State
-		for _, s := range states {
-			next = append(next, step(s, op.Input.(Input), op.Output.(Output))...)
-		}
-		states = next
-	}
-	return states
-}
-
-func describeStates(states []State, startNs int64) string {
-	var parts []string
-	for _, s := range states {
-		parts = append(parts, describeState(s, startNs))
-	}
-	return "{" + strings.Join(parts, " | ") + "}"
 }
 
 // Visualize writes Porcupine's HTML view of the checked history to dir/<model>.html.

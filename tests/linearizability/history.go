@@ -163,12 +163,12 @@ type History struct {
 
 // The operations each primitive's model knows.
 var opsOf = map[string]map[string]bool{
-	Mutex:     {"acquire": true, "release": true, "extend": true, "read": true, "revoke": true},
-	LockDelay: {"acquire": true, "release": true, "extend": true, "read": true, "revoke": true},
-	RWLock:    {"acquire": true, "release": true, "extend": true, "read": true, "revoke": true},
-	Semaphore: {"acquire": true, "release": true, "extend": true, "read": true, "revoke": true},
+	Mutex:     {"acquire": true, "release": true, "extend": true, "read": true, "revoke": true, "close": true},
+	LockDelay: {"acquire": true, "release": true, "extend": true, "read": true, "revoke": true, "close": true},
+	RWLock:    {"acquire": true, "release": true, "extend": true, "read": true, "revoke": true, "close": true},
+	Semaphore: {"acquire": true, "release": true, "extend": true, "read": true, "revoke": true, "close": true},
 	Election: {"campaign": true, "proclaim": true, "resign": true, "release": true,
-		"observe": true, "revoke": true},
+		"observe": true, "revoke": true, "close": true},
 }
 
 // Errors that say nothing about whether the call took effect: the call is unknown, whatever
@@ -269,7 +269,7 @@ func validate(op OperationJSON) error {
 		return fmt.Errorf("completes (%d) before it is invoked (%d)", op.CompleteNs, op.InvokeNs)
 	}
 	switch op.Op {
-	case "acquire", "campaign", "release", "resign", "extend", "proclaim":
+	case "acquire", "campaign", "release", "resign", "extend", "proclaim", "close":
 		if op.Session == "" {
 			return fmt.Errorf("no session")
 		}

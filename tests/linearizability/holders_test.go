@@ -48,6 +48,17 @@ func TestRWLockModel(t *testing.T) {
 		{"an unknown reader that did not take effect", `
 			1 s1 acquire mode=shared ttl=60000 @0-10 -> unknown
 			2 s2 acquire mode=exclusive @20-30 -> ok token=5`, VerdictOk},
+		{"a session's close ends its grants", `
+			1 s1 acquire mode=shared @0-10 -> ok token=1
+			2 s2 acquire mode=shared @0-10 -> ok token=2
+			1 s1 close @20-30 -> ok
+			3 - read @40-50 -> ok holders=s2#2
+			2 s2 close @60-70 -> unknown
+			3 s3 acquire mode=exclusive @80-90 -> ok token=3`, VerdictOk},
+		{"a grant after a close of another session", `
+			1 s1 acquire mode=shared @0-10 -> ok token=1
+			2 s2 close @20-30 -> ok
+			3 s3 acquire mode=exclusive @40-50 -> ok token=3`, VerdictIllegal},
 		{"readers expire at their promise", `
 			1 s1 acquire mode=shared ttl=1000 @0-10 -> ok token=1
 			2 s2 acquire mode=shared ttl=2000 @0-10 -> ok token=2

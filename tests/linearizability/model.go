@@ -144,6 +144,8 @@ func step(s State, in Input, out Output) []State {
 		next = stepObserve(s, in, out)
 	case "revoke":
 		next = stepRevoke(s, in, out)
+	case "close":
+		next = stepClose(s, in, out)
 	}
 	for i := range next {
 		next[i].normalise()
@@ -218,6 +220,24 @@ func stepExtend(s State, in Input, out Output) []State {
 		return lost(s, i, out)
 	}
 	return []State{s}
+}
+
+// stepClose: DELETE /v1/sessions/{id} ends every grant of the session, cleanly (no lock-delay).
+// A close touches every key; the workload records it once per key it used, so each key's
+// history sees it (each at its own point within the call: a weaker check than one atomic close).
+func stepClose(s State, in Input, out Output) []State {
+	if out.Outcome == OutcomeFail {
+		return []State{s}
+	}
+	n := s.clone()
+	kept := n.Holders[:0]
+	for _, h := range n.Holders {
+		if h.Session != in.Session {
+			kept = append(kept, h)
+		}
+	}
+	n.Holders = kept
+	return []State{n}
 }
 
 // stepRevoke: the admin revoke ends every holder of the key; each one's delay runs from the
@@ -299,10 +319,21 @@ func stepRead(s State, in Input, out Output) []State {
 // NewModel is the Porcupine model of `primitive` (every key of the history is a partition).
 // startNs is the history's start, so descriptions show times from it.
 func NewModel(primitive string, startNs int64) porcupine.Model {
+	return modelFrom([]State{{}}, startNs)
+}
+
+// modelFrom is the model whose keys start in any of `init`.
+func modelFrom(init []State, startNs int64) porcupine.Model {
 	nondeterministic := porcupine.NondeterministicModel{
 		Partition:      partitionByKey,
 		PartitionEvent: partitionEventsByKey,
-		Init:           func() []interface{} { return []interface{}{State{}} },
+		Init: func() []interface{} {
+			states := make([]interface{}, len(init))
+			for i := range init {
+				states[i] = init[i]
+			}
+			return states
+		},
 		Step: func(state, input, output interface{}) []interface{} {
 			next := step(state.(State), input.(Input), output.(Output))
 			result := make([]interface{}, len(next))
@@ -366,12 +397,20 @@ func ms(ns, startNs int64) string {
 	return fmt.Sprintf("%.3fms", float64(ns-startNs)/1e6)
 }
 
+// short abbreviates a long session id (a 32-digit hex id) in descriptions.
+func short(session string) string {
+	if len(session) > 12 {
+		return session[:8] + "…"
+	}
+	return session
+}
+
 func describeHolder(h holder, startNs int64) string {
 	token := fmt.Sprint(h.Token)
 	if h.Token == 0 {
 		token = fmt.Sprintf("≥%d?", h.MinToken)
 	}
-	text := fmt.Sprintf("%s#%s %s", h.Session, token, h.Mode)
+	text := fmt.Sprintf("%s#%s %s", short(h.Session), token, h.Mode)
 	if h.Value != "" {
 		text += fmt.Sprintf(" leader %q", h.Value)
 	}
@@ -427,7 +466,7 @@ func describeOperation(in Input, out Output, startNs int64) string {
 	if in.DelayNs > 0 {
 		args = append(args, fmt.Sprintf("delay %dms", in.DelayNs/1_000_000))
 	}
-	session := in.Session
+	session := short(in.Session)
 	if session == "" {
 		session = "-"
 	}
@@ -452,7 +491,7 @@ func describeOperation(in Input, out Output, startNs int64) string {
 	case "read":
 		var holders []string
 		for _, h := range out.Holders {
-			holders = append(holders, fmt.Sprintf("%s#%d", h.Session, h.Token))
+			holders = append(holders, fmt.Sprintf("%s#%d", short(h.Session), h.Token))
 		}
 		text += "[" + strings.Join(holders, ", ") + "]"
 	case "observe":
