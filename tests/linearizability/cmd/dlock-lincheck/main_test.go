@@ -18,10 +18,11 @@ func runCheck(t *testing.T, args ...string) (int, string) {
 	return status, stdout.String() + stderr.String()
 }
 
-// The negative controls: recorded histories with one answer doctored (issue 43). Each must be
-// reported illegal, with the doctored call marked in the printed sub-history and Porcupine's
+// The negative controls: recorded histories with one answer doctored (issue 43), and the
+// histories of real violations the workloads found (kept as regression tests). Each must be
+// reported illegal, with the offending call marked in the printed sub-history and Porcupine's
 // visualisation written.
-func TestDoctoredHistoriesAreIllegal(t *testing.T) {
+func TestDoctoredAndFoundHistoriesAreIllegal(t *testing.T) {
 	cases := []struct {
 		file, model, doctored string
 	}{
@@ -29,6 +30,7 @@ func TestDoctoredHistoriesAreIllegal(t *testing.T) {
 		{"doctored_swapped_token.json", "mutex", "#2 "},
 		{"doctored_permit_over_limit.json", "semaphore", "#2 "},
 		{"doctored_two_leaders.json", "election", "#2 "},
+		{"found_held_waiter_granted_by_handover.json", "mutex", "#10 "},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
