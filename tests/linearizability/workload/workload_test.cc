@@ -1,8 +1,10 @@
-// The first linearizability workload (issue 43): sessions acquire, extend, read, release and
-// abandon a few mutex, read-write lock and semaphore keys through the C++ client library against
-// a real dlockd on every backend, with no faults. Every call is recorded (sent and answered on
-// the steady clock, what was asked, what came back) as a history in the format of README.md,
-// and dlock-lincheck checks it. The histories stay as artefacts in
+// The first linearizability workload (issue 43), with no faults, against a real dlockd on every
+// backend: sessions acquire, extend, read, release and abandon a few mutex, read-write lock and
+// semaphore keys through the C++ client library; meanwhile others campaign, proclaim, resign and
+// observe an election, and others hold a key with a lock-delay that an admin revokes now and
+// then, over plain HTTP (one request per call, no retries). Every call is recorded (sent and
+// answered on the steady clock, what was asked, what came back) as a history in the format of
+// README.md, and dlock-lincheck checks it. The histories stay as artefacts in
 // <build>/tests/linearizability/histories/<backend>.json (with <backend>-html/ when illegal).
 //
 // DLOCK_LIN_SECONDS (default 10) sets how long each backend's run lasts.
@@ -15,8 +17,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -101,6 +105,256 @@ std::string record(Recorder& recorder, json::object op, Call&& call) {
   op["output"] = output;
   recorder.add(std::move(op));
   return outcome;
+}
+
+// One call over plain HTTP (one request, no retry): 2xx ok, 409 and 404 and 429 fail with their
+// code, 5xx or no answer unknown. `on_ok` fills the output from a 2xx answer.
+std::string record_http(Recorder& recorder, json::object op, const std::string& address,
+                        const std::string& method, const std::string& target,
+                        const json::object& body,
+                        const std::function<void(const testing::HttpResult&, json::object&)>& on_ok,
+                        const std::map<std::string, std::string>& headers = {}) {
+  op["invoke_ns"] = now_ns();
+  std::string outcome = "unknown";
+  json::object output;
+  try {
+    const auto answer = testing::http_call(address, method, target,
+                                           body.empty() ? "" : json::serialize(body), headers);
+    if (answer.status >= 200 && answer.status < 300) {
+      outcome = "ok";
+      on_ok(answer, output);
+    } else if (answer.status == 409 || answer.status == 404 || answer.status == 429) {
+      outcome = "fail";
+      output = {{"error", answer.error_code()}};
+    } else if (answer.status < 500) {
+      ADD_FAILURE() << method << " " << target << ": " << answer.status << " " << answer.body;
+      outcome = "fail";
+      output = {{"error", answer.error_code()}};
+    }
+  } catch (const std::runtime_error&) {
+    // No answer: unknown.
+  }
+  op["complete_ns"] = now_ns();
+  op["outcome"] = outcome;
+  op["output"] = output;
+  recorder.add(std::move(op));
+  return outcome;
+}
+
+std::uint64_t token_of(const testing::HttpResult& answer) {
+  return answer.json.at("fencing_token").to_number<std::uint64_t>();
+}
+
+// Opens a session over HTTP; throws unless 201.
+std::string open_http_session(const std::string& address, const std::string& owner,
+                              int lock_delay_ms) {
+  json::object body{{"owner", owner}, {"ttl_ms", 60'000}};
+  if (lock_delay_ms > 0) body["lock_delay_ms"] = lock_delay_ms;
+  const auto answer = testing::http_call(address, "POST", "/v1/sessions", json::serialize(body));
+  if (answer.status != 201) throw std::runtime_error("open session: " + answer.body);
+  return std::string(answer.json.at("session_id").as_string());
+}
+
+// Closes `session` (recorded once for each of `keys`, of `primitive`).
+void close_http_session(Recorder& recorder, const std::string& address, int id,
+                        const std::string& session, const std::string& primitive,
+                        const std::vector<std::string>& keys) {
+  const auto invoke_ns = now_ns();
+  std::string outcome = "unknown";
+  json::object output;
+  try {
+    const auto answer = testing::http_call(address, "DELETE", "/v1/sessions/" + session);
+    if (answer.status == 204) {
+      outcome = "ok";
+    } else if (answer.status == 404) {
+      outcome = "fail";
+      output = {{"error", answer.error_code()}};
+    }
+  } catch (const std::runtime_error&) {
+  }
+  const auto complete_ns = now_ns();
+  for (const auto& key : keys) {
+    recorder.add({{"client", id},
+                  {"server", address},
+                  {"session", session},
+                  {"key", key},
+                  {"primitive", primitive},
+                  {"op", "close"},
+                  {"input", json::object{}},
+                  {"output", output},
+                  {"outcome", outcome},
+                  {"invoke_ns", invoke_ns},
+                  {"complete_ns", complete_ns}});
+  }
+}
+
+// An election's candidate: campaigns (at once or waiting 200 ms), proclaims, resigns and
+// observes until `until`; resigns and closes its session at the end.
+void campaign_work(int id, const std::string& address, const std::string& name,
+                   SteadyClock::time_point until, Recorder& recorder, std::atomic<int>& grants) {
+  std::mt19937 random(static_cast<unsigned>(id) * 104729u + 3u);
+  const auto session = open_http_session(address, "candidate-" + std::to_string(id), 0);
+  const std::string route = "/v1/elections/" + name;
+  const auto base = [&](const std::string& op) {
+    return json::object{{"client", id}, {"server", address},       {"session", session},
+                        {"key", name},  {"primitive", "election"}, {"op", op}};
+  };
+  std::uint64_t leading = 0;  // the token this candidate leads with; 0: none
+  int values = 0;
+  const auto resign = [&] {
+    auto op = base("resign");
+    op["input"] = {{"token", leading}};
+    record_http(recorder, std::move(op), address, "POST", route + "/resign",
+                {{"session_id", session}, {"fencing_token", leading}},
+                [](const testing::HttpResult&, json::object&) {});
+    leading = 0;  // resigned, lost or unknown: no longer counted on
+  };
+  while (SteadyClock::now() < until) {
+    const int dice = static_cast<int>(random() % 10);
+    if (dice < 3) {
+      auto op = base("observe");
+      op.erase("session");
+      record_http(
+          recorder, std::move(op), address, "GET", route, {},
+          [](const testing::HttpResult& answer, json::object& output) {
+            output = {{"token", token_of(answer)}, {"value", answer.json.at("leader").at("value")}};
+            if (const auto* session = answer.json.as_object().if_contains("session_id")) {
+              output["session"] = *session;
+            }
+          });
+    } else if (leading && dice < 6) {
+      const std::string value = "v" + std::to_string(id) + "-" + std::to_string(++values);
+      auto op = base("proclaim");
+      op["input"] = {{"token", leading}, {"value", value}};
+      const auto outcome =
+          record_http(recorder, std::move(op), address, "POST", route + "/proclaim",
+                      {{"session_id", session}, {"fencing_token", leading}, {"value", value}},
+                      [](const testing::HttpResult& answer, json::object& output) {
+                        output = {{"token", token_of(answer)}};
+                      });
+      if (outcome != "ok") leading = 0;
+    } else if (leading && dice < 8) {
+      resign();
+    } else {
+      const std::string value = "v" + std::to_string(id) + "-" + std::to_string(++values);
+      const int wait_ms = random() % 3 == 0 ? 200 : 0;
+      auto op = base("campaign");
+      op["input"] = {{"value", value}, {"wait_ms", wait_ms}};
+      std::optional<std::uint64_t> token;
+      record_http(recorder, std::move(op), address, "POST", route + "/campaign",
+                  {{"session_id", session}, {"value", value}, {"wait_ms", wait_ms}},
+                  [&](const testing::HttpResult& answer, json::object& output) {
+                    token = token_of(answer);
+                    output = {{"token", *token}};
+                  });
+      if (token) {
+        leading = *token;
+        ++grants;
+      }
+    }
+  }
+  if (leading) resign();
+  close_http_session(recorder, address, id, session, "election", {name});
+}
+
+// A holder of `key` whose session has a lock-delay: acquires, extends, releases and abandons it
+// (TTL 1.5 s) until `until`; meanwhile revoke_work revokes it now and then.
+void delay_work(int id, const std::string& address, const std::string& key,
+                SteadyClock::time_point until, Recorder& recorder, std::atomic<int>& grants) {
+  constexpr int kDelayMs = 200;
+  constexpr int kTtlMs = 1500;
+  std::mt19937 random(static_cast<unsigned>(id) * 15485863u + 5u);
+  const auto session = open_http_session(address, "delayed-" + std::to_string(id), kDelayMs);
+  const std::string route = "/v1/locks/" + key;
+  const auto base = [&](const std::string& op) {
+    return json::object{{"client", id}, {"server", address},        {"session", session},
+                        {"key", key},   {"primitive", "lockdelay"}, {"op", op}};
+  };
+  const auto ttl_of = [](const testing::HttpResult& answer, json::object& output) {
+    output = {{"token", token_of(answer)},
+              {"ttl_ms", answer.json.at("ttl_ms").to_number<std::int64_t>()}};
+  };
+  std::uint64_t holding = 0;  // the token of the grant held; 0: none
+  while (SteadyClock::now() < until) {
+    const int dice = static_cast<int>(random() % 10);
+    if (holding && dice < 4) {
+      auto op = base("release");
+      op["input"] = {{"token", holding}};
+      record_http(recorder, std::move(op), address, "DELETE",
+                  route + "?session_id=" + session + "&fencing_token=" + std::to_string(holding),
+                  {}, [](const testing::HttpResult&, json::object&) {});
+      holding = 0;
+    } else if (holding && dice < 7) {
+      auto op = base("extend");
+      op["input"] = {{"token", holding}, {"ttl_ms", kTtlMs}, {"lock_delay_ms", kDelayMs}};
+      if (record_http(recorder, std::move(op), address, "POST", route + "/extend",
+                      {{"session_id", session}, {"fencing_token", holding}, {"ttl_ms", kTtlMs}},
+                      ttl_of) != "ok") {
+        holding = 0;
+      }
+    } else if (holding && dice < 9) {
+      holding = 0;  // abandoned: it expires, and its delay runs
+    } else if (!holding && dice < 7) {
+      auto op = base("acquire");
+      op["input"] = {{"ttl_ms", kTtlMs}, {"lock_delay_ms", kDelayMs}};
+      std::optional<std::uint64_t> token;
+      record_http(recorder, std::move(op), address, "POST", route + "/acquire",
+                  {{"session_id", session}, {"ttl_ms", kTtlMs}},
+                  [&](const testing::HttpResult& answer, json::object& output) {
+                    ttl_of(answer, output);
+                    token = token_of(answer);
+                  });
+      if (token) {
+        holding = *token;
+        ++grants;
+      }
+    } else {
+      auto op = base("read");
+      op.erase("session");
+      record_http(recorder, std::move(op), address, "GET", route, {},
+                  [](const testing::HttpResult& answer, json::object& output) {
+                    json::array holders;
+                    for (const auto& holder : answer.json.at("holders").as_array()) {
+                      holders.push_back(json::object{{"session", holder.at("session_id")},
+                                                     {"token", holder.at("fencing_token")}});
+                    }
+                    output = {{"holders", holders}};
+                  });
+    }
+  }
+  if (holding) {
+    auto op = base("release");
+    op["input"] = {{"token", holding}};
+    record_http(recorder, std::move(op), address, "DELETE",
+                route + "?session_id=" + session + "&fencing_token=" + std::to_string(holding), {},
+                [](const testing::HttpResult&, json::object&) {});
+  }
+  close_http_session(recorder, address, id, session, "lockdelay", {key});
+}
+
+constexpr const char* kAdminToken = "linearizability-admin-0123456789abcdef";
+
+// The admin: revokes `key` every 150-450 ms until `until`.
+void revoke_work(int id, const std::string& address, const std::string& key,
+                 SteadyClock::time_point until, Recorder& recorder) {
+  std::mt19937 random(static_cast<unsigned>(id) + 99u);
+  while (SteadyClock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(150 + random() % 300));  // a pace, not a wait
+    record_http(recorder,
+                {{"client", id},
+                 {"server", address},
+                 {"key", key},
+                 {"primitive", "lockdelay"},
+                 {"op", "revoke"}},
+                address, "POST", "/v1/admin/locks/" + key + "/revoke", {},
+                [](const testing::HttpResult& answer, json::object& output) {
+                  output = {{"revoked", answer.json.at("revoked").as_bool()}};
+                  if (const auto* token = answer.json.as_object().if_contains("fencing_token")) {
+                    output["token"] = *token;
+                  }
+                },
+                {{"Authorization", std::string("Bearer ") + kAdminToken}});
+  }
 }
 
 struct Held {
@@ -225,7 +479,7 @@ std::pair<int, std::string> lincheck(const std::string& history, const std::stri
   const std::string command = std::string("cd '") + DLOCK_LINCHECK_DIR +
                               "' && GOFLAGS=-mod=readonly '" + DLOCK_GO_EXECUTABLE +
                               "' run ./cmd/dlock-lincheck -time-limit 60s -require "
-                              "mutex,rwlock,semaphore -html-dir '" +
+                              "mutex,rwlock,semaphore,election,lockdelay -html-dir '" +
                               html_dir + "' '" + history + "' 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return {-1, "popen failed"};
@@ -238,10 +492,13 @@ std::pair<int, std::string> lincheck(const std::string& history, const std::stri
 
 class LinearizabilityWorkload : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(LinearizabilityWorkload, SessionsOnLocksRwLocksAndSemaphoresAreLinearizable) {
+TEST_P(LinearizabilityWorkload, EveryPrimitiveIsLinearizableWithoutFaults) {
   if (std::string(DLOCK_GO_EXECUTABLE).empty()) GTEST_SKIP() << "go not found";
   const std::string backend = GetParam();
-  testing::DlockdProcess server(testing::dlockd_options(backend, "dlock_linearizability"));
+  auto dlockd = testing::dlockd_options(backend, "dlock_linearizability");
+  dlockd.extra_args.insert(dlockd.extra_args.end(),
+                           {"--admin-enabled", "true", "--admin-token", kAdminToken});
+  testing::DlockdProcess server(dlockd);
   client::ClientOptions options;
   options.server_url = server.url();
   client::Client client(options);
@@ -260,15 +517,28 @@ TEST_P(LinearizabilityWorkload, SessionsOnLocksRwLocksAndSemaphoresAreLinearizab
   std::atomic<int> grants{0};
   const auto until = SteadyClock::now() + std::chrono::seconds(run_seconds());
   std::vector<std::thread> workers;
-  for (int id = 0; id < 6; ++id) {
-    workers.emplace_back([&, id] {
+  const auto spawn = [&](int id, std::function<void()> body) {
+    workers.emplace_back([id, body = std::move(body)] {
       try {
-        work(id, client, server.address(), keys, until, recorder, grants);
+        body();
       } catch (const std::exception& error) {
         ADD_FAILURE() << "worker " << id << ": " << error.what();
       }
     });
+  };
+  const auto address = server.address();
+  for (int id = 0; id < 6; ++id) {
+    spawn(id, [&, id] { work(id, client, address, keys, until, recorder, grants); });
   }
+  std::atomic<int> leaders{0};
+  std::atomic<int> delayed{0};
+  for (int id = 6; id < 9; ++id) {
+    spawn(id, [&, id] { campaign_work(id, address, run + "election", until, recorder, leaders); });
+  }
+  for (int id = 9; id < 11; ++id) {
+    spawn(id, [&, id] { delay_work(id, address, run + "delayed", until, recorder, delayed); });
+  }
+  spawn(11, [&] { revoke_work(11, address, run + "delayed", until, recorder); });
   for (auto& worker : workers) worker.join();
 
   const std::filesystem::path dir = DLOCK_LINCHECK_OUT;
@@ -278,10 +548,13 @@ TEST_P(LinearizabilityWorkload, SessionsOnLocksRwLocksAndSemaphoresAreLinearizab
   std::ofstream(path) << json::serialize(history);
   const auto operations = history.at("operations").as_array().size();
   EXPECT_GT(grants.load(), 50) << "too few grants to say anything";
+  EXPECT_GT(leaders.load(), 10) << "too few leaders to say anything";
+  EXPECT_GT(delayed.load(), 5) << "too few lock-delayed grants to say anything";
 
   const auto [status, output] = lincheck(path.string(), (dir / (backend + "-html")).string());
-  std::printf("%s: %zu calls, %d grants, history %s\n%s", backend.c_str(), operations,
-              grants.load(), path.c_str(), output.c_str());
+  std::printf("%s: %zu calls, %d grants, %d leaders, %d delayed grants, history %s\n%s",
+              backend.c_str(), operations, grants.load(), leaders.load(), delayed.load(),
+              path.c_str(), output.c_str());
   EXPECT_EQ(status, 0) << output;
 }
 
