@@ -62,7 +62,7 @@ func CheckModel(h *History, primitive string, limit time.Duration) Result {
 	if len(ops) == 0 {
 		return r
 	}
-	r.model = NewModel(primitive, h.StartNs)
+	r.model = NewModel(h.StartNs)
 	r.Keys = len(partitionByKey(ops))
 	for _, op := range ops {
 		if op.Output.(Output).Outcome == OutcomeUnknown {

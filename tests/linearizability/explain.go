@@ -130,7 +130,7 @@ func ready(ops []porcupine.Operation, done uint32, k int) bool {
 
 func explain(h *History, part []porcupine.Operation, limit time.Duration) string {
 	key := part[0].Input.(Input).Key
-	model := NewModel("", h.StartNs)
+	model := NewModel(h.StartNs)
 	deadline := time.Now().Add(limit)
 	illegal := func(m porcupine.Model, ops []porcupine.Operation) bool {
 		left := time.Until(deadline)

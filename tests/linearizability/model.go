@@ -316,9 +316,9 @@ func stepRead(s State, in Input, out Output) []State {
 	return []State{n}
 }
 
-// NewModel is the Porcupine model of `primitive` (every key of the history is a partition).
+// NewModel is the Porcupine model of every primitive (every key of the history is a partition).
 // startNs is the history's start, so descriptions show times from it.
-func NewModel(primitive string, startNs int64) porcupine.Model {
+func NewModel(startNs int64) porcupine.Model {
 	return modelFrom([]State{{}}, startNs)
 }
 
