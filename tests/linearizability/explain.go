@@ -152,6 +152,9 @@ func explain(h *History, part []porcupine.Operation, limit time.Duration) string
 		sub = prefix(part, cut, h.EndNs)
 	}
 	sort.SliceStable(sub, func(i, j int) bool { return sub[i].Call < sub[j].Call })
+	// Without the reads and refusals it does not need, the history has more quiescent points.
+	total := len(sub)
+	sub, pruned := pruneObservers(sub, cut, func(ops []porcupine.Operation) bool { return illegal(model, ops) })
 	from, startNs, skipped := []State{{}}, int64(0), 0
 	ws := windows(sub)
 	for w := len(ws) - 1; w > 0; w-- {
@@ -174,7 +177,7 @@ func explain(h *History, part []porcupine.Operation, limit time.Duration) string
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "key %q: its %d calls cannot be linearized.", key, len(part))
+	fmt.Fprintf(&b, "key %q: its %s cannot be linearized.", key, calls(len(part)))
 	if cut != h.EndNs {
 		for _, op := range sub {
 			if op.Return == cut {
@@ -184,12 +187,18 @@ func explain(h *History, part []porcupine.Operation, limit time.Duration) string
 			}
 		}
 	}
-	if skipped > 0 {
-		fmt.Fprintf(&b, " From %s, when no call was in flight and the key was in %s (after %d calls), the %d calls up to then (those answered later pending):\n",
-			ms(startNs, h.StartNs), describeStates(from, h.StartNs), skipped, len(sub))
-	} else {
-		fmt.Fprintf(&b, " The %d calls up to then (those answered later pending):\n", len(sub))
+	fmt.Fprintf(&b, " Of the %s up to then (those answered later pending),", calls(total))
+	if pruned > 0 {
+		fmt.Fprintf(&b, " leaving out %d reads and refusals it does not need", pruned)
 	}
+	if skipped > 0 {
+		if pruned > 0 {
+			fmt.Fprintf(&b, " and")
+		}
+		fmt.Fprintf(&b, " starting at %s, when no call was in flight and the key was in %s (after %s)",
+			ms(startNs, h.StartNs), describeStates(from, h.StartNs), calls(skipped))
+	}
+	fmt.Fprintf(&b, ", this sub-history of %s cannot be linearized:\n", calls(len(sub)))
 	inLongest := map[int]bool{}
 	for _, op := range longest {
 		inLongest[op.Input.(Input).Index] = true
@@ -213,9 +222,77 @@ func explain(h *History, part []porcupine.Operation, limit time.Duration) string
 		}
 		fmt.Fprintf(&b, "  %s %s\n", mark, describeCall(h, op))
 	}
-	fmt.Fprintf(&b, "  The longest linearization found takes %d of these %d calls (those not marked !) and ends in %s",
-		len(longest), len(sub), describeStates(replay(from, longest), h.StartNs))
+	fmt.Fprintf(&b, "  The longest linearization found takes %d of its %s (those not marked !) and ends in %s",
+		len(longest), calls(len(sub)), describeStates(replay(from, longest), h.StartNs))
 	return b.String()
+}
+
+// observes: a call that changes no state whatever it is linearized after — a read, an observe,
+// or an answer saying nothing was done (held, lock_lost, conflict, ...). Leaving such calls out
+// of an illegal sub-history keeps it illegal only if the violation does not need them; and if
+// what is left is illegal, so is the history with them (they only add constraints).
+func observes(op porcupine.Operation) bool {
+	in, out := op.Input.(Input), op.Output.(Output)
+	return in.Op == "read" || in.Op == "observe" || out.Outcome == OutcomeFail
+}
+
+// pruneObservers leaves out of `ops` the observing calls that its illegality does not need, but
+// never the call answered at `cut`: in chunks, halving their size down to single calls (so a
+// violation that needs a few observers of thousands costs tens of checks, not thousands), while
+// `illegal` answers in time. Returns what is left and how many were left out.
+func pruneObservers(ops []porcupine.Operation, cut int64, illegal func([]porcupine.Operation) bool) ([]porcupine.Operation, int) {
+	prunable := map[int]bool{} // by call index
+	for _, op := range ops {
+		if observes(op) && op.Return != cut {
+			prunable[op.Input.(Input).Index] = true
+		}
+	}
+	candidates := func() []int {
+		var result []int
+		for _, op := range ops {
+			if index := op.Input.(Input).Index; prunable[index] {
+				result = append(result, index)
+			}
+		}
+		return result
+	}
+	without := func(drop map[int]bool) []porcupine.Operation {
+		var kept []porcupine.Operation
+		for _, op := range ops {
+			if !drop[op.Input.(Input).Index] {
+				kept = append(kept, op)
+			}
+		}
+		return kept
+	}
+	pruned := 0
+	for size := len(prunable); size >= 1; size /= 2 {
+		left := candidates()
+		for end := len(left); end > 0; end -= size { // the latest first: the violation is at the end
+			chunk := map[int]bool{}
+			for _, index := range left[max(0, end-size):end] {
+				chunk[index] = true
+			}
+			if trial := without(chunk); illegal(trial) {
+				ops = trial
+				pruned += len(chunk)
+				for index := range chunk {
+					delete(prunable, index)
+				}
+			}
+		}
+		if size == 1 {
+			break
+		}
+	}
+	return ops, pruned
+}
+
+func calls(n int) string {
+	if n == 1 {
+		return "1 call"
+	}
+	return fmt.Sprintf("%d calls", n)
 }
 
 func describeCall(h *History, op porcupine.Operation) string {
