@@ -31,6 +31,7 @@ func TestDoctoredAndFoundHistoriesAreIllegal(t *testing.T) {
 		{"doctored_permit_over_limit.json", "semaphore", "#2 "},
 		{"doctored_two_leaders.json", "election", "#2 "},
 		{"found_held_waiter_granted_by_handover.json", "mutex", "#10 "},
+		{"found_release_racing_revoke_loses_delay.json", "lockdelay", "#4 "},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
