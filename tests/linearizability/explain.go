@@ -49,7 +49,7 @@ type window struct {
 
 // Limits of the exact state computation; past them the start is not trimmed further.
 const (
-	maxWindowCalls = 14
+	maxWindowCalls = 60
 	maxStates      = 64
 )
 
@@ -79,11 +79,11 @@ func reachable(from []State, ops []porcupine.Operation) ([]State, bool) {
 	if len(ops) > maxWindowCalls {
 		return nil, false
 	}
-	full := uint32(1)<<len(ops) - 1
+	full := uint64(1)<<len(ops) - 1
 	var ends []State
 	seen := map[string]bool{}
-	var visit func(done uint32, s State) bool
-	visit = func(done uint32, s State) bool {
+	var visit func(done uint64, s State) bool
+	visit = func(done uint64, s State) bool {
 		key := fmt.Sprint(done, s.hash())
 		if seen[key] {
 			return true
@@ -119,7 +119,7 @@ func reachable(from []State, ops []porcupine.Operation) ([]State, bool) {
 }
 
 // ready: every call of the window answered before call k was sent is done.
-func ready(ops []porcupine.Operation, done uint32, k int) bool {
+func ready(ops []porcupine.Operation, done uint64, k int) bool {
 	for j, op := range ops {
 		if done&(1<<j) == 0 && op.Return < ops[k].Call {
 			return false
