@@ -25,13 +25,14 @@ func runCheck(t *testing.T, args ...string) (int, string) {
 func TestDoctoredAndFoundHistoriesAreIllegal(t *testing.T) {
 	cases := []struct {
 		file, model, doctored string
+		shown                 string // the size of the printed sub-history
 	}{
-		{"doctored_overlapping_grants.json", "mutex", "#5 "},
-		{"doctored_swapped_token.json", "mutex", "#2 "},
-		{"doctored_permit_over_limit.json", "semaphore", "#2 "},
-		{"doctored_two_leaders.json", "election", "#2 "},
-		{"found_held_waiter_granted_by_handover.json", "mutex", "#10 "},
-		{"found_release_racing_revoke_loses_delay.json", "lockdelay", "#4 "},
+		{"doctored_overlapping_grants.json", "mutex", "#5 ", "of 1 call "},
+		{"doctored_swapped_token.json", "mutex", "#2 ", "of 1 call "},
+		{"doctored_permit_over_limit.json", "semaphore", "#2 ", "of 1 call "},
+		{"doctored_two_leaders.json", "election", "#2 ", "of 1 call "},
+		{"found_held_waiter_granted_by_handover.json", "mutex", "#10 ", "of 6 calls "},
+		{"found_release_racing_revoke_loses_delay.json", "lockdelay", "#4 ", "of 3 calls "},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -45,6 +46,9 @@ func TestDoctoredAndFoundHistoriesAreIllegal(t *testing.T) {
 			}
 			if !strings.Contains(output, "! "+c.doctored) {
 				t.Fatalf("the doctored call %s is not marked\n%s", c.doctored, output)
+			}
+			if !strings.Contains(output, "this sub-history "+c.shown) {
+				t.Fatalf("not the smallest offending sub-history (%s)\n%s", c.shown, output)
 			}
 			html, err := os.ReadFile(filepath.Join(dir, c.model+".html"))
 			if err != nil || !bytes.Contains(html, []byte("<html")) {
