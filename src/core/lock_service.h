@@ -143,6 +143,22 @@ class LockService {
   void list_delays(std::string prefix, std::size_t limit, Callback<std::vector<KeyDelay>> done);
   void clear_delay(std::string key, Callback<bool> done);
 
+  // Whether a waiter may (still) wait for `key`, from its session's stored owner: null, or the
+  // error it is answered with. The server's rule (C6: a principal removed from the tokens file,
+  // or no longer allowed to lock in the key's namespace); the service reads no owner format.
+  using WaiterCheck =
+      std::function<std::exception_ptr(std::string_view owner, std::string_view key)>;
+  // A reload of the tokens file (C6): from now on `check` decides for every waiter as it queues,
+  // and now for every queued one; each it refuses is answered with its error and leaves its queue
+  // (the next waiter moves up). `done` gets the stored owners of the waiters answered.
+  void recheck_waiters(WaiterCheck check, Callback<std::vector<std::string>> done);
+  // The sessions this server knows (opened or used through it since it started: their owners are
+  // cached) whose stored owner `chosen` picks.
+  std::vector<std::string> known_sessions(
+      const std::function<bool(std::string_view owner)>& chosen) const {
+    return sessions_.sessions_of(chosen);
+  }
+
   std::string_view backend_id() const { return backend_.backend_id(); }
 
   // Answers every waiter with UnavailableError("shutting down") and stops the reaper. Calls
@@ -239,6 +255,7 @@ class LockService {
   std::uint64_t next_observation_ = 0;
   bool stopping_ = false;
   std::unique_ptr<boost::asio::steady_timer> reap_timer_;
+  WaiterCheck waiter_check_;  // set by recheck_waiters
 };
 
 }  // namespace dlock::core

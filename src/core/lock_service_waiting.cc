@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -125,6 +126,11 @@ void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter,
     }
     std::lock_guard lock(mutex_);
     if (stopping_) throw UnavailableError("server is shutting down");
+    // Under mutex_, as recheck_waiters: a waiter checked against the old table is queued before
+    // the recheck looks, so none slips between a reload and its recheck.
+    if (waiter_check_) {
+      if (auto refused = waiter_check_(waiter->owner_id, key)) std::rethrow_exception(refused);
+    }
     auto& slot = queues_[key];
     if (!slot) slot = std::make_shared<KeyState>(key);
     state = slot;
@@ -391,6 +397,42 @@ void LockService::drop_waiters_of(const std::vector<std::string>& session_ids) {
   }
   // The next waiter may now be the head (or the queue empty, its subscription no longer needed).
   for (const auto& state : states) pump(state);
+}
+
+void LockService::recheck_waiters(WaiterCheck check, Callback<std::vector<std::string>> done) {
+  // On a worker: pumping the queues it changed makes store calls. (run() lives in
+  // lock_service.cc.)
+  asio::post(workers_, [this, check = std::move(check), done = std::move(done)] {
+    struct Refused {
+      KeyStatePtr state;
+      WaiterPtr waiter;
+      std::exception_ptr error;
+    };
+    std::vector<Refused> refused;
+    {
+      std::lock_guard lock(mutex_);
+      waiter_check_ = check;
+      for (const auto& [key, state] : queues_) {
+        std::map<const Waiter*, std::exception_ptr> errors;
+        const auto taken = state->queue.take_if([&](const Waiter& waiter) {
+          auto error = check(waiter.owner_id, key);
+          if (error) errors.emplace(&waiter, std::move(error));
+          return errors.contains(&waiter);
+        });
+        for (const auto& waiter : taken) refused.push_back({state, waiter, errors[waiter.get()]});
+      }
+      count_answered(refused.size());
+    }
+    std::vector<std::string> owners;
+    std::set<KeyStatePtr> states;
+    for (const auto& [state, waiter, error] : refused) {
+      waiter->done({std::nullopt, error});
+      owners.push_back(waiter->owner_id);
+      states.insert(state);
+    }
+    for (const auto& state : states) pump(state);  // the next waiter may now be the head
+    done({std::move(owners), nullptr});
+  });
 }
 
 std::vector<std::string> LockService::dead_waiting_sessions() {

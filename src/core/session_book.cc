@@ -127,6 +127,16 @@ std::vector<std::string> SessionBook::unsure(const std::vector<std::string>& ses
   return unsure;
 }
 
+std::vector<std::string> SessionBook::sessions_of(
+    const std::function<bool(std::string_view owner)>& chosen) const {
+  std::vector<std::string> sessions;
+  std::lock_guard lock(mutex_);
+  for (const auto& [session_id, owner] : owners_) {
+    if (chosen(owner)) sessions.push_back(session_id);
+  }
+  return sessions;
+}
+
 std::size_t SessionBook::size() const {
   std::lock_guard lock(mutex_);
   return local_.size();

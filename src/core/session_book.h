@@ -8,6 +8,7 @@
 // once. Thread-safe.
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -65,6 +66,10 @@ class SessionBook {
   // it last saw.
   std::vector<std::string> unsure(const std::vector<std::string>& session_ids,
                                   WallClock::time_point now) const;
+
+  // The sessions whose cached owner `chosen` picks.
+  std::vector<std::string> sessions_of(
+      const std::function<bool(std::string_view owner)>& chosen) const;
 
   std::size_t size() const;
   std::size_t count_of(std::string_view principal) const;

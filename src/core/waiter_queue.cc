@@ -80,9 +80,13 @@ std::optional<std::exception_ptr> WaiterQueue::cancel(const WaiterPtr& waiter) {
 
 std::vector<WaiterPtr> WaiterQueue::take_sessions(
     const std::set<std::string, std::less<>>& session_ids) {
+  return take_if([&](const Waiter& waiter) { return session_ids.contains(waiter.session_id); });
+}
+
+std::vector<WaiterPtr> WaiterQueue::take_if(const std::function<bool(const Waiter&)>& chosen) {
   std::vector<WaiterPtr> taken;
   for (const auto& waiter : waiters_) {
-    if (session_ids.contains(waiter->session_id)) taken.push_back(waiter);
+    if (chosen(*waiter)) taken.push_back(waiter);
   }
   std::erase_if(taken, [this](const WaiterPtr& waiter) { return !take(waiter); });
   return taken;

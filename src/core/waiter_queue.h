@@ -108,6 +108,8 @@ class WaiterQueue {
   // Takes out every pending waiter of these sessions. A head whose attempt is in flight is
   // taken too: that attempt then finds it answered and gives back whatever it was granted.
   std::vector<WaiterPtr> take_sessions(const std::set<std::string, std::less<>>& session_ids);
+  // The same for every pending waiter `chosen` picks.
+  std::vector<WaiterPtr> take_if(const std::function<bool(const Waiter&)>& chosen);
   // Takes out every pending waiter (shutdown), except the head while an acquire attempt for it
   // is in flight: as at its wait_ms (give_up), that attempt answers it, so that a client told
   // "unavailable" and asking another server is not overtaken by the attempt landing later. That

@@ -61,8 +61,9 @@ class Api {
   void handle(Request&& request, Reply reply, const Peer& peer = {});
   // /readyz answers 200 only while ready (false during start-up and shutdown).
   void set_ready(bool ready) { ready_ = ready; }
-  // SIGHUP: reload the tokens file (keeps the old one on an error, logged).
-  void reload_tokens() { auth_.reload(); }
+  // SIGHUP: reload the tokens file (keeps the old one on an error, logged), then take away what
+  // it no longer allows (ApiAuth::reload, C6).
+  void reload_tokens() { auth_.reload(service_); }
 
   using Handler = void (Api::*)(const RequestContext&, const Reply&);
 

@@ -1,18 +1,22 @@
 #include "server/authorization.h"
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <cstdio>
 #include <limits>
+#include <set>
 #include <utility>
 #include <vector>
 
 #include "auth/admin_token.h"
 #include "auth/tokens_file.h"
+#include "core/lock_service.h"
 #include "dlock/errors.h"
 #include "server/api.h"
 #include "server/error_mapping.h"
 #include "server/input_checks.h"
 #include "server/telemetry.h"
+#include "util/store_key.h"
 
 namespace dlock::server {
 namespace {
@@ -40,6 +44,211 @@ Response throttled(std::chrono::milliseconds retry_after) {
   return response;
 }
 
+// --- a reload takes away what the new table no longer allows (C6) ---------------------------
+
+// At most this many grants are read for each namespace pattern a changed principal could lock
+// in; a reload that finds more says so (scan_truncated) and handles these.
+constexpr std::size_t kReloadScanLimit = 10000;
+
+// The error a waiter of the session stored as `owner` is answered with under `table` when it may
+// not wait for `key` (null when it may): its principal is gone (401) or may no longer lock in the
+// key's namespace (403). A session without a principal has no waiters once auth is on.
+std::exception_ptr waiter_refusal(const auth::TokenTable& table, std::string_view owner,
+                                  std::string_view key) {
+  const auto name = std::string(principal_of_owner(owner));
+  if (name.empty()) return nullptr;
+  const auto* principal = table.find_by_name(name);
+  if (principal == nullptr) {
+    return std::make_exception_ptr(UnauthenticatedError(
+        "principal " + name + " was removed from the tokens file while this request waited"));
+  }
+  const auto parts = store_key::split(key);
+  const auto ns = parts ? parts->ns : std::string_view();
+  if (principal->allows(auth::Role::kLock, ns)) return nullptr;
+  return std::make_exception_ptr(PermissionDeniedError(
+      "principal " + name + " may no longer lock in namespace " + std::string(ns) +
+      " (the tokens file was reloaded while this request waited)"));
+}
+
+// The list() prefix of every store key in the namespaces `pattern` covers.
+std::string prefix_of(const std::string& pattern) {
+  if (pattern.ends_with('*')) return pattern.substr(0, pattern.size() - 1);
+  return store_key::join(pattern, "");
+}
+
+// One reload's withdrawal, shared by the service callbacks it starts; logs when the last ends.
+class Withdrawal : public std::enable_shared_from_this<Withdrawal> {
+ public:
+  Withdrawal(core::LockService& service, std::shared_ptr<const auth::TokenTable> after,
+             std::size_t principals, std::string file)
+      : service_(service),
+        after_(std::move(after)),
+        principals_(principals),
+        file_(std::move(file)) {}
+
+  // Who lost what between `before` and after_: principals gone, principals whose permissions
+  // changed, and where their grants may be.
+  void compare(const auth::TokenTable& before) {
+    for (const auto& old : before.principals()) {
+      const auto* now = after_->find_by_name(old.name);
+      if (now != nullptr && now->permissions == old.permissions) continue;
+      (now == nullptr ? removed_ : narrowed_).insert(old.name);
+      for (const auto& permission : old.permissions) {
+        if (permission.role != auth::Role::kRead) prefixes_.insert(prefix_of(permission.pattern));
+      }
+    }
+    // A prefix another one starts with is scanned by that one (in order, it comes right after).
+    for (auto it = prefixes_.begin(); it != prefixes_.end();) {
+      const auto next = std::next(it);
+      if (next != prefixes_.end() && next->starts_with(*it)) {
+        prefixes_.erase(next);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // Waiters first, so that they are answered 401/403, not 404 by their session's close.
+  void start(std::shared_ptr<auth::Authenticator> authenticator) {
+    begin();
+    auto check = [authenticator = std::move(authenticator)](std::string_view owner,
+                                                            std::string_view key) {
+      return waiter_refusal(*authenticator->table(), owner, key);
+    };
+    service_.recheck_waiters(std::move(check), [self = shared_from_this()](auto outcome) {
+      if (outcome.error) {
+        self->failed();
+      } else {
+        std::lock_guard lock(self->mutex_);
+        self->waiters_answered_ += outcome.value->size();
+      }
+      self->take_away();
+      self->end();
+    });
+  }
+
+ private:
+  void take_away() {
+    if (removed_.empty() && narrowed_.empty()) return;
+    for (const auto& session_id : service_.known_sessions([this](std::string_view owner) {
+           return removed_.contains(std::string(principal_of_owner(owner)));
+         })) {
+      close(session_id);
+    }
+    // Grants of sessions this server has not seen (opened through another dlockd, or before it
+    // started), and grants in namespaces a principal lost.
+    for (const auto& prefix : prefixes_) {
+      begin();
+      service_.list(prefix, kReloadScanLimit, [self = shared_from_this()](auto outcome) {
+        if (outcome.error) {
+          self->failed();
+        } else {
+          self->sweep(*outcome.value);
+        }
+        self->end();
+      });
+    }
+  }
+
+  void sweep(const std::vector<LockInfo>& grants) {
+    if (grants.size() >= kReloadScanLimit) {
+      std::lock_guard lock(mutex_);
+      truncated_ = true;
+    }
+    for (const auto& grant : grants) {
+      const auto name = std::string(principal_of_owner(grant.owner_id));
+      if (removed_.contains(name)) {
+        close(grant.session_id);
+        continue;
+      }
+      const auto* principal = narrowed_.contains(name) ? after_->find_by_name(name) : nullptr;
+      const auto parts = store_key::split(grant.key);
+      if (principal == nullptr || !parts || principal->allows(auth::Role::kLock, parts->ns)) {
+        continue;
+      }
+      begin();
+      service_.release(grant.key, grant.session_id, grant.fencing_token,
+                       [self = shared_from_this(), name, ns = std::string(parts->ns),
+                        key = std::string(parts->key), token = grant.fencing_token](auto outcome) {
+                         // Already gone (released, expired) is as good.
+                         if (!outcome.error) {
+                           audit("release", name, ns, key, token, "", "tokens_reload");
+                           std::lock_guard lock(self->mutex_);
+                           ++self->locks_released_;
+                         }
+                         self->end();
+                       });
+    }
+  }
+
+  void close(const std::string& session_id) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!closing_.insert(session_id).second) return;
+    }
+    begin();
+    service_.close_session(session_id, [self = shared_from_this()](auto outcome) {
+      // A session that already ended is not an error here: there was nothing left to close.
+      if (!outcome.error) {
+        std::lock_guard lock(self->mutex_);
+        ++self->sessions_closed_;
+        self->locks_released_ += outcome.value->size();
+      }
+      self->end();
+    });
+  }
+
+  void failed() {
+    std::lock_guard lock(mutex_);
+    ++failures_;
+  }
+  void begin() {
+    std::lock_guard lock(mutex_);
+    ++pending_;
+  }
+  void end() {
+    {
+      std::lock_guard lock(mutex_);
+      if (--pending_ > 0) return;
+    }
+    boost::json::array removed(removed_.begin(), removed_.end());
+    boost::json::array narrowed(narrowed_.begin(), narrowed_.end());
+    boost::json::object fields{{"result", "ok"},
+                               {"file", file_},
+                               {"principals", static_cast<std::uint64_t>(principals_)},
+                               {"removed", std::move(removed)},
+                               {"narrowed", std::move(narrowed)},
+                               {"waiters_answered", waiters_answered_},
+                               {"sessions_closed", sessions_closed_},
+                               {"locks_released", locks_released_}};
+    if (!removed_.empty()) {
+      fields["kept"] =
+          "sessions of removed principals this dlockd has not seen that hold no lock (unusable; "
+          "they end at their TTL), and their election observers (answered at their wait_ms)";
+    }
+    if (truncated_) fields["scan_truncated"] = true;
+    if (failures_ > 0) fields["failures"] = failures_;
+    log_event(failures_ > 0 ? "warn" : "info", "tokens_reload", std::move(fields));
+  }
+
+  core::LockService& service_;
+  const std::shared_ptr<const auth::TokenTable> after_;
+  const std::size_t principals_;
+  const std::string file_;
+  std::set<std::string> removed_;   // set by compare(), then read only
+  std::set<std::string> narrowed_;  // likewise
+  std::set<std::string> prefixes_;  // likewise
+
+  std::mutex mutex_;  // guards what follows
+  std::size_t pending_ = 0;
+  std::set<std::string> closing_;
+  std::uint64_t waiters_answered_ = 0;
+  std::uint64_t sessions_closed_ = 0;
+  std::uint64_t locks_released_ = 0;
+  std::uint64_t failures_ = 0;
+  bool truncated_ = false;
+};
+
 }  // namespace
 
 ApiAuth::ApiAuth(const ServerConfig& config, Telemetry& telemetry)
@@ -62,27 +271,30 @@ ApiAuth::ApiAuth(const ServerConfig& config, Telemetry& telemetry)
   auth::AuthenticatorOptions options;
   options.log_burst = std::numeric_limits<std::size_t>::max();
   authenticator_ =
-      std::make_unique<auth::Authenticator>(auth::load_tokens_file(config.auth_tokens_file),
+      std::make_shared<auth::Authenticator>(auth::load_tokens_file(config.auth_tokens_file),
                                             std::move(built_in), std::move(options), this);
 }
 
-void ApiAuth::reload() {
+void ApiAuth::reload(core::LockService& service) {
   if (!authenticator_) {
     log_event("info", "tokens_reload", {{"result", "skipped"}, {"reason", "no auth.tokens.file"}});
     return;
   }
+  const auto before = authenticator_->table();
+  std::size_t principals = 0;
   try {
-    const auto principals = authenticator_->reload(config_.auth_tokens_file);
-    telemetry_.on_tokens_reload(true);
-    log_event("info", "tokens_reload",
-              {{"result", "ok"},
-               {"file", config_.auth_tokens_file},
-               {"principals", static_cast<std::uint64_t>(principals)}});
+    principals = authenticator_->reload(config_.auth_tokens_file);
   } catch (const std::exception& error) {
     telemetry_.on_tokens_reload(false);
     log_event("error", "tokens_reload",
               {{"result", "error"}, {"message", error.what()}, {"kept", "the previous table"}});
+    return;
   }
+  telemetry_.on_tokens_reload(true);
+  auto withdrawal = std::make_shared<Withdrawal>(service, authenticator_->table(), principals,
+                                                 config_.auth_tokens_file);
+  withdrawal->compare(*before);
+  withdrawal->start(authenticator_);
 }
 
 ApiAuth::Identity ApiAuth::authenticate(const Request& request, const std::string& remote_address,

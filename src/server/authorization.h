@@ -23,6 +23,10 @@
 #include "server/config.h"
 #include "server/http_server.h"
 
+namespace dlock::core {
+class LockService;
+}  // namespace dlock::core
+
 namespace dlock::server {
 
 class ApiAuth;
@@ -52,8 +56,15 @@ class ApiAuth final : public auth::AuthObserver {
 
   bool enabled() const { return authenticator_ != nullptr; }
 
-  // SIGHUP: reloads the tokens file; on an error keeps the old table and logs why.
-  void reload();
+  // SIGHUP: reloads the tokens file; on an error keeps the old table and logs why. Then takes
+  // away, through `service`, what the new table no longer allows (C6 "Reloading the tokens
+  // file"): the waiters of a principal no longer in the table are answered 401, those no longer
+  // allowed to lock in their key's namespace 403 (and so is every such waiter from now on); a
+  // removed principal's sessions are closed (their locks released, waiters woken); a grant in a
+  // namespace where its principal may no longer lock is released. Sessions belong to principals,
+  // not tokens: a principal whose token changed keeps them. Logs one tokens_reload line saying
+  // what it did, once done.
+  void reload(core::LockService& service);
 
   // The principal of `context`'s request, or the answer that refuses it (401 with
   // WWW-Authenticate: Bearer, or 429 with Retry-After). Null principal and no answer when
@@ -100,7 +111,8 @@ class ApiAuth final : public auth::AuthObserver {
 
   const ServerConfig& config_;
   Telemetry& telemetry_;
-  std::unique_ptr<auth::Authenticator> authenticator_;
+  // Shared with the service's waiter check (reload), which may outlive a reload's call.
+  std::shared_ptr<auth::Authenticator> authenticator_;
   // Failed admin.token checks without a tokens file (with one, the Authenticator's throttle).
   auth::FailureThrottle admin_throttle_;
 };

@@ -128,8 +128,10 @@ int serve(const ServerConfig& config, Backend& backend) {
     log_event("info", "shutdown", {{"signal", signal}});
     drainer.start();
   });
-  // SIGHUP reloads the tokens file; sessions and locks are untouched (C6). One that came while
-  // dlockd started is delivered when it is unblocked here, and reloads once the loop runs.
+  // SIGHUP reloads the tokens file and takes away what it no longer allows: a removed
+  // principal's waiters and sessions, grants where a principal may no longer lock (C6,
+  // ApiAuth::reload). One that came while dlockd started is delivered when it is unblocked here,
+  // and reloads once the loop runs.
   std::function<void()> on_hangup = [&] {
     hangup.async_wait([&](const boost::system::error_code& error, int) {
       if (error) return;

@@ -69,7 +69,11 @@ std::string field_of(const Error& failure) {
 Response error_response_for(const Error& failure) {
   for (const auto& wire : kWireErrors) {
     if (wire.code != failure.code()) continue;
-    return error_response(wire.status, to_string(wire.shown_as), failure.what(), field_of(failure));
+    auto response =
+        error_response(wire.status, to_string(wire.shown_as), failure.what(), field_of(failure));
+    // Every 401 names its scheme (C6), also one that ends a wait (a principal removed at reload).
+    if (wire.status == 401) response.set(http::field::www_authenticate, "Bearer");
+    return response;
   }
   return error_response(500, to_string(ErrorCode::kInternal), failure.what());
 }
