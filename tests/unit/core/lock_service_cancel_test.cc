@@ -10,6 +10,8 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "lock_service_fixture.h"
 
@@ -176,6 +178,64 @@ TEST_F(LockServiceCancelTest, DeliveredGrantIsKept) {
   cancellation->cancel();
   EXPECT_FALSE(wait_until([&] { return !store_.read(kKey); }, 100ms));
   EXPECT_EQ(faults_.calls("delete_if_owner"), 0u);
+}
+
+// --- a reload of the tokens file: waiters rechecked (LockService::recheck_waiters, C6) ---------
+
+// Refuses the waiters whose owner starts with "bob".
+core::LockService::WaiterCheck refuse_bob() {
+  return [](std::string_view owner, std::string_view) -> std::exception_ptr {
+    if (!owner.starts_with("bob")) return nullptr;
+    return std::make_exception_ptr(UnauthenticatedError("bob was removed"));
+  };
+}
+
+std::vector<std::string> recheck(core::LockService& service, core::LockService::WaiterCheck check) {
+  Pending<std::vector<std::string>> pending;
+  service.recheck_waiters(std::move(check), pending.callback());
+  const auto outcome = pending.get();
+  return outcome.value.value_or(std::vector<std::string>{});
+}
+
+TEST_F(LockServiceCancelTest, RecheckAnswersTheRefusedWaitersAtOnceAndTheNextMovesUp) {
+  const auto holder = open("holder");
+  const auto grant = hold(holder);
+  const auto bob = queue(open("bob x"), 30s);
+  const auto carol_session = open("carol x");
+  const auto carol = queue(carol_session, 30s);
+  EXPECT_EQ(recheck(*service_, refuse_bob()), std::vector<std::string>{"bob x"});
+  const auto refused = bob->get(1s);  // far before its 30 s wait
+  EXPECT_EQ(error_code(refused.error), ErrorCode::kUnauthenticated);
+  EXPECT_EQ(observer_.waiters.load(), 1);
+  EXPECT_FALSE(carol->answered());
+  ASSERT_TRUE(release(holder, grant.fencing_token).value);
+  const auto outcome = carol->get(1s);
+  ASSERT_TRUE(granted(outcome)) << "the waiter behind the refused head is handed the lock";
+  EXPECT_EQ((*outcome.value)->session_id, carol_session);
+}
+
+TEST_F(LockServiceCancelTest, AfterARecheckEveryNewWaiterIsCheckedAsItQueues) {
+  const auto grant = hold(open("holder"));
+  EXPECT_TRUE(recheck(*service_, refuse_bob()).empty());
+  const auto refused = acquire(open("bob x"), 30s)->get(1s);
+  EXPECT_EQ(error_code(refused.error), ErrorCode::kUnauthenticated);
+  EXPECT_EQ(observer_.waiters.load(), 0) << "never queued";
+  const auto carol = queue(open("carol x"), 30s);
+  EXPECT_FALSE(carol->answered());
+}
+
+TEST_F(LockServiceCancelTest, RecheckDuringTheRefusedHeadsAttemptGivesItsGrantBack) {
+  faults_.inject("try_insert", Fault::kStall, 1);
+  const auto bob = acquire(open("bob x"), 30s);
+  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  Pending<std::vector<std::string>> rechecked;
+  service_->recheck_waiters(refuse_bob(), rechecked.callback());
+  EXPECT_EQ(error_code(bob->get(1s).error), ErrorCode::kUnauthenticated)
+      << "answered at once, while its attempt is still in flight";
+  faults_.release_hung();  // the stalled try_insert now grants: an orphan
+  EXPECT_TRUE(wait_until([&] { return faults_.calls("delete_if_owner") == 1; }));
+  EXPECT_TRUE(wait_until([&] { return !store_.read(kKey); })) << "the orphan grant is given back";
+  EXPECT_TRUE(rechecked.answered(1s));
 }
 
 }  // namespace
