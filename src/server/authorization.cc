@@ -168,11 +168,10 @@ class Withdrawal : public std::enable_shared_from_this<Withdrawal> {
       }
       begin();
       service_.release(grant.key, grant.session_id, grant.fencing_token,
-                       [self = shared_from_this(), name, ns = std::string(parts->ns),
-                        key = std::string(parts->key), token = grant.fencing_token](auto outcome) {
+                       [self = shared_from_this(), grant](auto outcome) {
                          // Already gone (released, expired) is as good.
                          if (!outcome.error) {
-                           audit("release", name, ns, key, token, "", "tokens_reload");
+                           self->audit_release(grant);
                            std::lock_guard lock(self->mutex_);
                            ++self->locks_released_;
                          }
@@ -190,12 +189,21 @@ class Withdrawal : public std::enable_shared_from_this<Withdrawal> {
     service_.close_session(session_id, [self = shared_from_this()](auto outcome) {
       // A session that already ended is not an error here: there was nothing left to close.
       if (!outcome.error) {
+        for (const auto& grant : *outcome.value) self->audit_release(grant);
         std::lock_guard lock(self->mutex_);
         ++self->sessions_closed_;
         self->locks_released_ += outcome.value->size();
       }
       self->end();
     });
+  }
+
+  // Audited as a release by its principal, with the reason; no remote address (C6).
+  static void audit_release(const LockInfo& grant) {
+    const auto parts = store_key::split(grant.key);
+    audit("release", principal_of_owner(grant.owner_id), parts ? parts->ns : "",
+          parts ? parts->key : std::string_view(grant.key), grant.fencing_token, "",
+          "tokens_reload");
   }
 
   void failed() {
@@ -223,8 +231,9 @@ class Withdrawal : public std::enable_shared_from_this<Withdrawal> {
                                {"locks_released", locks_released_}};
     if (!removed_.empty()) {
       fields["kept"] =
-          "sessions of removed principals this dlockd has not seen that hold no lock (unusable; "
-          "they end at their TTL), and their election observers (answered at their wait_ms)";
+          "sessions of removed principals unknown to this dlockd at the reload that hold no lock "
+          "(unusable; they end at their TTL), and their election observers (answered at their "
+          "wait_ms)";
     }
     if (truncated_) fields["scan_truncated"] = true;
     if (failures_ > 0) fields["failures"] = failures_;

@@ -205,7 +205,7 @@ TEST_P(RevokedPrincipal, ARemovedPrincipalLosesItsWaitersSessionsAndLocksOthersK
   EXPECT_TRUE(has_status(bob_answer, 401)) << bob_answer;
   EXPECT_NE(bob_answer.find("\"unauthenticated\""), std::string::npos) << bob_answer;
   EXPECT_NE(bob_answer.find("WWW-Authenticate: Bearer"), std::string::npos) << bob_answer;
-  EXPECT_LT(answered_after, 5s) << "answered at its wait_ms, not at the reload";
+  EXPECT_LT(answered_after, 2s) << "not answered at the reload (its wait_ms is 30 s)";
   // bob's session closed: his lock released, alice (who waited for it) granted.
   const auto alice_answer = alice_waits->answer();
   EXPECT_TRUE(has_status(alice_answer, 200)) << alice_answer;
