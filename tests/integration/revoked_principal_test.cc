@@ -1,10 +1,11 @@
 // A reload of the tokens file (SIGHUP) takes away what the new file no longer allows (contract
 // C6 "Reloading the tokens file"), against a real dlockd on every backend: a removed principal's
 // waiting acquire is answered 401 at once (not at its wait_ms), its sessions are closed (its
-// locks released, the waiters behind them woken) and its token refused; a principal that stays
-// keeps its sessions, locks and waiters, also when its token was rotated (sessions belong to
-// principals, not tokens); a principal that lost a namespace has its waiters there answered 403
-// and its grants there released, and keeps the rest.
+// locks released, the waiters behind them woken; also a session this dlockd has not seen, found
+// by its grants) and its token refused; a principal that stays keeps its sessions, locks and
+// waiters, also when its token was rotated (sessions belong to principals, not tokens); a
+// principal that lost a namespace has its waiters there answered 403 and its grants there
+// released, and keeps the rest.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -287,6 +288,32 @@ TEST_P(RevokedPrincipal, APrincipalThatLostANamespaceLosesItsWaitersAndGrantsThe
                 .status,
             403);
   waits_kept.reset();  // its client goes: the wait ends
+}
+
+// A dlockd that has not seen a removed principal's session (it was opened before a restart, or
+// through another dlockd) finds it by its grants: closed all the same. One holding no grant is
+// kept (C6), and the reload's line says so.
+TEST_P(RevokedPrincipal, ARemovedPrincipalsSessionThisDlockdHasNotSeenIsClosedByItsGrant) {
+  const auto alice = auth::random_token();
+  const auto bob = auth::random_token();
+  write_tokens({{"alice", alice, "admin:*"}, {"bob", bob, "lock:default"}});
+  start();
+  const auto b = open_session(bob);
+  ASSERT_NE(hold(bob, b, "unseen"), 0u);
+  dlockd_->kill9();
+  dlockd_->start();  // the same storage; its owner cache is empty
+  const auto a = open_session(alice);
+  auto alice_waits = wait(alice, a, "unseen");
+  ASSERT_TRUE(waiters_become(1));
+
+  write_tokens({{"alice", alice, "admin:*"}});
+  const auto line = reload();
+  const auto answer = alice_waits->answer();
+  EXPECT_TRUE(has_status(answer, 200)) << "bob's grant is still held: " << answer;
+  EXPECT_EQ(holder(alice, "unseen"), a);
+  EXPECT_EQ(line.at("sessions_closed").to_number<int>(), 1) << json::serialize(line);
+  EXPECT_EQ(line.at("locks_released").to_number<int>(), 1) << json::serialize(line);
+  EXPECT_TRUE(line.contains("kept")) << json::serialize(line);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, RevokedPrincipal, ::testing::ValuesIn(dlockd_backends()),
