@@ -335,6 +335,38 @@ void LockService::revoke(std::string key, Callback<LockOutcome> done) {
   });
 }
 
+void LockService::list_sessions(std::string owner_prefix, std::string after, std::size_t limit,
+                                Callback<std::vector<SessionInfo>> done) {
+  run<std::vector<SessionInfo>>(
+      std::move(done), [this, owner_prefix = std::move(owner_prefix), after = std::move(after),
+                        limit] { return backend_.list_sessions(owner_prefix, after, limit); });
+}
+
+void LockService::describe_session(std::string session_id, Callback<SessionView> done) {
+  run<SessionView>(std::move(done), [this, session_id = std::move(session_id)] {
+    auto session = backend_.get_session(session_id);
+    if (!session) throw SessionNotFoundError("session not found or expired");
+    return SessionView{std::move(*session), backend_.session_grants(session_id)};
+  });
+}
+
+std::vector<LockService::SessionWait> LockService::waits_of(const std::string& session_id) {
+  const auto now = SteadyClock::now();
+  std::vector<SessionWait> waits;
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, state] : queues_) {
+    std::size_t position = 0;
+    for (const auto& waiter : state->queue.waiters()) {
+      ++position;
+      if (waiter->session_id != session_id) continue;
+      waits.push_back(
+          {key, waiter->request, position,
+           std::chrono::duration_cast<std::chrono::milliseconds>(now - waiter->queued_at)});
+    }
+  }
+  return waits;
+}
+
 std::vector<LockService::QueuedWaiter> LockService::waiters(const std::string& key) {
   const auto now = SteadyClock::now();
   std::vector<QueuedWaiter> queued;

@@ -94,6 +94,23 @@ class LockService {
   }
   void keepalive(std::string session_id, Callback<SessionInfo> done);
   void close_session(std::string session_id, Callback<std::vector<LockInfo>> done);
+  // Visibility (C3 "Sessions"): live sessions by owner prefix in ID pages, and one session with
+  // what it holds (SessionNotFoundError when it is not live).
+  void list_sessions(std::string owner_prefix, std::string after, std::size_t limit,
+                     Callback<std::vector<SessionInfo>> done);
+  struct SessionView {
+    SessionInfo session;
+    std::vector<LockInfo> holds;
+  };
+  void describe_session(std::string session_id, Callback<SessionView> done);
+  // The keys `session_id` waits for on this dlockd, with its place in each queue (1 = head).
+  struct SessionWait {
+    std::string key;
+    HoldRequest request;
+    std::size_t position = 0;
+    std::chrono::milliseconds waiting{0};
+  };
+  std::vector<SessionWait> waits_of(const std::string& session_id);
 
   // Grants `key` to the session, waiting at most `wait` behind earlier waiters. An empty
   // optional value (with no error) means "held". `lease`: a TTL, or LockLease::session() for a

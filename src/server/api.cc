@@ -45,6 +45,8 @@ const std::array kRoutes{
     Route{http::verb::get, "metrics", &Api::metrics},
     Route{http::verb::post, "v1/sessions", &Api::open_session},
     Route{http::verb::post, "v1/sessions/{}/keepalive", &Api::keepalive},
+    Route{http::verb::get, "v1/sessions", &Api::list_sessions},
+    Route{http::verb::get, "v1/sessions/{}", &Api::read_session},
     Route{http::verb::delete_, "v1/sessions/{}", &Api::close_session},
     Route{http::verb::get, "v1/locks", &Api::list_locks},
     Route{http::verb::post, "v1/admin/locks/{}/revoke", &Api::revoke},
@@ -273,6 +275,115 @@ void Api::close_session(const RequestContext& context, const Reply& reply) {
         session_id,
         answer<std::vector<LockInfo>>(reply, [](std::vector<LockInfo>) { return no_content(); }));
   });
+}
+
+// Sessions as GET /v1/sessions and /v1/sessions/{id} show them (C3 "Sessions").
+json::object session_json(const SessionInfo& session, bool auth) {
+  json::object body{{"session_id", session.session_id},
+                    {"owner", shown_owner(session.owner_id, auth)},
+                    {"ttl_ms", session.ttl.count()},
+                    {"lock_delay_ms", session.lock_delay.count()},
+                    {"expires_at", format_time(session.expires_at)}};
+  if (auth) body["principal"] = std::string(principal_of_owner(session.owner_id));
+  return body;
+}
+
+// Whether the caller sees every session (C6): no authentication, or `admin` on every namespace.
+bool sees_every_session(const auth::Principal* caller) {
+  if (caller == nullptr) return true;
+  for (const auto& permission : caller->permissions) {
+    if (permission.role == auth::Role::kAdmin && permission.pattern == "*") return true;
+  }
+  return false;
+}
+
+// GET /v1/sessions?owner=&principal=&after=&limit=: the live sessions the caller may see (its
+// own; every one for an administrator of every namespace; no role needed, as for keepalive), by
+// ID, a page at a time: `next` is present when more follow and is the `after` of the next page.
+void Api::list_sessions(const RequestContext& context, const Reply& reply) {
+  const auto owner = context.query("owner").value_or("");
+  if (!owner.empty()) checked_owner(owner);
+  const auto after = context.query("after").value_or("");
+  if (!after.empty()) {
+    try {
+      checked_session_id(after);
+    } catch (const InvalidArgumentError&) {
+      throw InvalidArgumentError("after", "after must be a session ID (the `next` of a page)");
+    }
+  }
+  const auto limit = parse_list_limit(context.query("limit"));
+  const auto* caller = context.principal.get();
+  const auto principal = context.query("principal");
+  std::string prefix;
+  if (caller == nullptr) {
+    if (principal) throw InvalidArgumentError("principal", "principal needs authentication");
+    if (!owner.empty()) prefix = std::string(kUnownedMark) + owner;
+  } else if (sees_every_session(caller)) {
+    if (principal) {
+      prefix = *principal + " " + owner;
+    } else if (!owner.empty()) {
+      throw InvalidArgumentError("principal", "an owner filter needs the principal it belongs to");
+    }
+  } else {
+    if (principal && *principal != caller->name) {
+      return reply(
+          error_response(403, "permission_denied",
+                         "only an administrator of every namespace lists others' sessions"));
+    }
+    prefix = caller->name + " " + owner;
+  }
+  const bool auth = auth_.enabled();
+  service_.list_sessions(
+      prefix, after, limit + 1,
+      answer<std::vector<SessionInfo>>(reply, [auth, limit](std::vector<SessionInfo> sessions) {
+        json::object body;
+        const bool more = sessions.size() > limit;
+        if (more) sessions.resize(limit);
+        json::array items;
+        for (const auto& session : sessions) items.push_back(session_json(session, auth));
+        body["sessions"] = std::move(items);
+        if (more) body["next"] = sessions.back().session_id;
+        return ok(200, body);
+      }));
+}
+
+// GET /v1/sessions/{id}: the session, what it holds (every namespace) and what it waits for on
+// this dlockd. Another principal's session is 404, as a missing one (C6), but for administrators
+// of every namespace.
+void Api::read_session(const RequestContext& context, const Reply& reply) {
+  const auto session_id = checked_session_id(context.params[0]);
+  const auto caller = context.principal;
+  const bool auth = auth_.enabled();
+  service_.describe_session(
+      session_id, answer<core::LockService::SessionView>(
+                      reply, [this, caller, auth, session_id](core::LockService::SessionView view) {
+                        if (!sees_every_session(caller.get()) &&
+                            principal_of_owner(view.session.owner_id) != caller->name) {
+                          throw SessionNotFoundError("session not found or expired");
+                        }
+                        auto body = session_json(view.session, auth);
+                        json::array holds;
+                        for (const auto& info : view.holds) {
+                          auto entry = info_json(info, caller.get(), auth);
+                          const auto parts = store_key::split(info.key);
+                          entry["ns"] = parts ? std::string(parts->ns) : std::string();
+                          holds.push_back(std::move(entry));
+                        }
+                        json::array waits;
+                        for (const auto& wait : service_.waits_of(session_id)) {
+                          const auto parts = store_key::split(wait.key);
+                          json::object entry{{"ns", parts ? std::string(parts->ns) : std::string()},
+                                             {"key", api_key(wait.key)},
+                                             {"mode", to_string(wait.request.mode)},
+                                             {"position", wait.position},
+                                             {"waiting_ms", wait.waiting.count()}};
+                          if (wait.request.limit != 0) entry["limit"] = wait.request.limit;
+                          waits.push_back(std::move(entry));
+                        }
+                        body["holds"] = std::move(holds);
+                        body["waits"] = std::move(waits);
+                        return ok(200, body);
+                      }));
 }
 
 // --- locks ----------------------------------------------------------------------------------

@@ -74,6 +74,8 @@ class Api {
   void open_session(const RequestContext& context, const Reply& reply);
   void keepalive(const RequestContext& context, const Reply& reply);
   void close_session(const RequestContext& context, const Reply& reply);
+  void list_sessions(const RequestContext& context, const Reply& reply);
+  void read_session(const RequestContext& context, const Reply& reply);
   void list_locks(const RequestContext& context, const Reply& reply);
   void revoke(const RequestContext& context, const Reply& reply);
   void clear_delay(const RequestContext& context, const Reply& reply);

@@ -281,6 +281,7 @@ def exercise(c, server):
     c.send("POST", revoke, f"/v1/admin/locks/{encoded}/revoke", 200)
     c.send("POST", revoke, "/v1/admin/locks/bad%zzkey/revoke", 400)
     exercise_lock_delay(c)
+    exercise_session_views(c, sid)
     # Read-write locks and semaphores; closing carol frees her permit.
     _, carol = c.send("POST", "/v1/sessions", "/v1/sessions", 201, {"owner": "carol"})
     exercise_modes(c, sid, bob_sid, carol["session_id"])
@@ -323,6 +324,30 @@ def exercise(c, server):
     server.process.send_signal(signal.SIGTERM)
     for thread in waiting:
         thread.join(timeout=30)
+
+
+def exercise_session_views(c, sid):
+    """C3 "Sessions": the list in pages (`next` while more follow) and one session."""
+    owner = "viewed-" + str(os.getpid())
+    opened = [c.send("POST", "/v1/sessions", "/v1/sessions", 201, {"owner": owner + name})[1]
+              for name in ("a", "b", "c")]
+    _, page = c.send("GET", "/v1/sessions", f"/v1/sessions?owner={owner}&limit=2", 200)
+    if len(page.get("sessions", [])) != 2 or "next" not in page:
+        fail(f"the first page of three sessions by two is not full with a next: {page}")
+    _, rest = c.send("GET", "/v1/sessions",
+                     f"/v1/sessions?owner={owner}&limit=2&after={page['next']}", 200)
+    if len(rest.get("sessions", [])) != 1 or "next" in rest:
+        fail(f"the last page is not one session without a next: {rest}")
+    c.send("GET", "/v1/sessions", "/v1/sessions?limit=0", 400)
+    c.send("GET", "/v1/sessions", "/v1/sessions?after=bad!id", 400)
+    one = "/v1/sessions/{session_id}"
+    _, shown = c.send("GET", one, f"/v1/sessions/{sid}", 200)
+    if shown.get("session_id") != sid:
+        fail(f"GET of session {sid} answered {shown}")
+    c.send("GET", one, "/v1/sessions/nosuchsession", 404)
+    c.send("GET", one, "/v1/sessions/bad!id", 400)
+    for session in opened:  # the session cap's check below counts the open ones
+        c.send("DELETE", one, f"/v1/sessions/{session['session_id']}", 204)
 
 
 def exercise_lock_delay(c):

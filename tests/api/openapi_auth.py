@@ -18,6 +18,8 @@ THROTTLE_BURST = 10
 # authentication and the role are checked before either is looked at.
 REQUESTS = [
     ("POST", "/v1/sessions", "/v1/sessions", {"owner": "o"}),
+    ("GET", "/v1/sessions", "/v1/sessions", None),
+    ("GET", "/v1/sessions/{session_id}", "/v1/sessions/s0", None),
     ("POST", "/v1/sessions/{session_id}/keepalive", "/v1/sessions/s0/keepalive", None),
     ("DELETE", "/v1/sessions/{session_id}", "/v1/sessions/s0", None),
     ("POST", "/v1/locks/{key}/acquire", "/v1/locks/k/acquire", {"session_id": "s0"}),
@@ -42,8 +44,12 @@ REQUESTS = [
     ("POST", "/v1/admin/locks/{key}/revoke", "/v1/admin/locks/k/revoke", None),
     ("POST", "/v1/admin/locks/{key}/clear-delay", "/v1/admin/locks/k/clear-delay", None),
 ]
-# C6's table: these two need no role, only the caller's own session (else 404).
-NO_ROLE = {"/v1/sessions/{session_id}/keepalive", "/v1/sessions/{session_id}"}
+# C6's table: these need no role, only the caller's own session (else 404); the session list
+# shows the caller's own sessions.
+NO_ROLE = {("POST", "/v1/sessions/{session_id}/keepalive"),
+           ("DELETE", "/v1/sessions/{session_id}"),
+           ("GET", "/v1/sessions/{session_id}"),
+           ("GET", "/v1/sessions")}
 
 
 def write_tokens_file(work):
@@ -68,9 +74,12 @@ def exercise_auth(c):
         c.send(method, template, path, 401, body, headers={})
         if c.last_headers.get("WWW-Authenticate") != "Bearer":
             fail(f"{method} {path} -> 401 without WWW-Authenticate: Bearer (C6)")
-        if template not in NO_ROLE:
+        if (method, template) not in NO_ROLE:
             expect(c.send(method, template, path, 403, body, headers=bearer(READER))[1],
                    code="permission_denied")
+    # Another principal's sessions: only an administrator of every namespace lists them.
+    expect(c.send("GET", "/v1/sessions", "/v1/sessions?principal=someone-else", 403,
+                  headers=bearer(READER))[1], code="permission_denied")
     # An unknown token is 401 too, until the address has spent its burst of bad tokens.
     unknown = bearer("dlk_" + "x" * 43)
     for _ in range(THROTTLE_BURST):

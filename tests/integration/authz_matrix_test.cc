@@ -60,14 +60,17 @@ enum class Route {
   kCampaign,
   kProclaim,
   kResign,
-  kElectionGet
+  kElectionGet,
+  kSessionList,
+  kSessionGet
 };
-constexpr Route kRoutes[] = {
-    Route::kOpen,         Route::kAcquire,       Route::kExtend,        Route::kRelease,
-    Route::kKeepalive,    Route::kClose,         Route::kGet,           Route::kList,
-    Route::kRevoke,       Route::kClearDelay,    Route::kSharedAcquire, Route::kPermitAcquire,
-    Route::kPermitExtend, Route::kPermitRelease, Route::kSemaphoreGet,  Route::kCampaign,
-    Route::kProclaim,     Route::kResign,        Route::kElectionGet};
+constexpr Route kRoutes[] = {Route::kOpen,         Route::kAcquire,       Route::kExtend,
+                             Route::kRelease,      Route::kKeepalive,     Route::kClose,
+                             Route::kGet,          Route::kList,          Route::kRevoke,
+                             Route::kClearDelay,   Route::kSharedAcquire, Route::kPermitAcquire,
+                             Route::kPermitExtend, Route::kPermitRelease, Route::kSemaphoreGet,
+                             Route::kCampaign,     Route::kProclaim,      Route::kResign,
+                             Route::kElectionGet,  Route::kSessionList,   Route::kSessionGet};
 
 const char* name_of(Route route) {
   static const char* kNames[] = {"open",          "acquire",        "extend",
@@ -76,23 +79,28 @@ const char* name_of(Route route) {
                                  "clear-delay",   "shared-acquire", "permit-acquire",
                                  "permit-extend", "permit-release", "semaphore-get",
                                  "campaign",      "proclaim",       "resign",
-                                 "election-get"};
+                                 "election-get",  "session-list",   "session-get"};
   return kNames[static_cast<int>(route)];
 }
 
 // The holder-set rows: with the unknown token they are run by a test of their own (a fresh dlockd),
 // since one address may fail authentication only 10 times in a burst (C6).
-bool holder_route(Route route) { return route >= Route::kSharedAcquire; }
+bool holder_route(Route route) {
+  return route >= Route::kSharedAcquire && route < Route::kSessionList;
+}
+// The session views (C3 "Sessions"): a third group, for the same reason.
+bool session_view_route(Route route) { return route >= Route::kSessionList; }
 
 bool uses_namespace(Route route) {
-  return route != Route::kOpen && route != Route::kKeepalive && route != Route::kClose;
+  return route != Route::kOpen && route != Route::kKeepalive && route != Route::kClose &&
+         route != Route::kSessionList && route != Route::kSessionGet;
 }
 bool uses_session(Route route) {
   return route == Route::kAcquire || route == Route::kExtend || route == Route::kRelease ||
          route == Route::kKeepalive || route == Route::kClose || route == Route::kSharedAcquire ||
          route == Route::kPermitAcquire || route == Route::kPermitExtend ||
          route == Route::kPermitRelease || route == Route::kCampaign || route == Route::kProclaim ||
-         route == Route::kResign;
+         route == Route::kResign || route == Route::kSessionGet;
 }
 
 class AuthzMatrix : public ::testing::TestWithParam<std::string> {
@@ -197,6 +205,10 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
         return allows(caller, "admin", ns) ? 200 : 403;
       case Route::kKeepalive:
         return own ? 200 : 404;
+      case Route::kSessionList:  // its own sessions, or every one for admin:* (no role needed)
+        return 200;
+      case Route::kSessionGet:
+        return own || caller.permissions == "admin:*" ? 200 : 404;
       case Route::kClose:
         return own ? 204 : 404;
       case Route::kAcquire:
@@ -274,6 +286,12 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
       case Route::kRevoke:
         result = call(caller, "POST", "/v1/admin/locks/" + key + "/revoke?ns=" + ns);
         break;
+      case Route::kSessionList:
+        result = call(caller, "GET", "/v1/sessions?limit=1000");
+        break;
+      case Route::kSessionGet:
+        result = call(caller, "GET", "/v1/sessions/" + session);
+        break;
       case Route::kClearDelay:  // of the victim's live lock: nothing to clear, nothing changes
         result = call(caller, "POST", "/v1/admin/locks/" + key + "/clear-delay?ns=" + ns);
         break;
@@ -341,6 +359,17 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
           route == Route::kElectionGet ? lock.at("leader").at("owner") : lock.at("owner");
       EXPECT_EQ(owner.as_string(), "victim-app") << where;
     }
+    if (want == 200 && route == Route::kSessionList) {
+      // Its own sessions only; every one (the victim's too) for admin:* (C6).
+      bool victims = false;
+      for (const auto& listed : result.json.at("sessions").as_array()) {
+        const auto& principal = listed.at("principal").as_string();
+        EXPECT_TRUE(principal == caller.name || caller.permissions == "admin:*")
+            << where << ": listed " << principal << "'s session";
+        victims = victims || listed.at("session_id").as_string() == victim_session_;
+      }
+      EXPECT_EQ(victims, caller.permissions == "admin:*") << where;
+    }
     if (route != Route::kRevoke || want != 200) {
       const auto lock = lock_of(victim_key, ns);
       ASSERT_TRUE(lock.has_value()) << where << ": the victim's lock is gone";
@@ -406,7 +435,7 @@ TEST_P(AuthzMatrix, UnknownAndMissingTokensOnTheLockAndSessionRoutes) {
   for (const auto& caller : callers_) {
     if (caller.listed) continue;
     for (const Route route : kRoutes) {
-      if (!holder_route(route)) cell(caller, route, "a", false);
+      if (!holder_route(route) && !session_view_route(route)) cell(caller, route, "a", false);
     }
   }
   report_cells();
@@ -419,6 +448,18 @@ TEST_P(AuthzMatrix, UnknownAndMissingTokensOnTheHolderRoutes) {
     if (caller.listed) continue;
     for (const Route route : kRoutes) {
       if (holder_route(route)) cell(caller, route, "a", false);
+    }
+  }
+  report_cells();
+}
+
+TEST_P(AuthzMatrix, UnknownAndMissingTokensOnTheSessionViews) {
+  victim_session_ = open_session(victim_);
+  ASSERT_FALSE(victim_session_.empty());
+  for (const auto& caller : callers_) {
+    if (caller.listed) continue;
+    for (const Route route : kRoutes) {
+      if (session_view_route(route)) cell(caller, route, "a", false);
     }
   }
   report_cells();

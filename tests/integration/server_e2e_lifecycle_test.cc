@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -17,6 +18,65 @@
 
 namespace dlock::e2e {
 namespace {
+
+// Which sessions exist (C3 "Sessions", issue 41): GET /v1/sessions pages the live sessions of
+// an owner by ID -- nothing repeated or skipped, `next` exactly when more follow -- and
+// GET /v1/sessions/{id} shows what a session holds and what it waits for.
+TEST_P(ServerEndToEnd, SessionsAreListedInPagesAndOneShowsWhatItHoldsAndAwaits) {
+  const std::string owner = "lister-" + std::to_string(::getpid()) + "-" + GetParam();
+  std::set<std::string> opened;
+  for (const auto* name : {"-a", "-b", "-c"}) opened.insert(open_session(owner + name));
+  const auto closed = open_session(owner + "-closed");
+  ASSERT_EQ(call("DELETE", "/v1/sessions/" + closed).status, 204);
+
+  std::set<std::string> seen;
+  std::string after;
+  int pages = 0;
+  while (true) {
+    const auto page = call(
+        "GET", "/v1/sessions?limit=2&owner=" + owner + (after.empty() ? "" : "&after=" + after));
+    ASSERT_EQ(page.status, 200) << page.body;
+    ++pages;
+    for (const auto& session : page.json.at("sessions").as_array()) {
+      EXPECT_TRUE(seen.insert(std::string(session.at("session_id").as_string())).second)
+          << "a session listed twice: " << page.body;
+      EXPECT_TRUE(session.at("owner").as_string().starts_with(owner));
+    }
+    if (!page.json.as_object().contains("next")) break;
+    EXPECT_EQ(page.json.at("sessions").as_array().size(), 2u) << "`next` on a short page";
+    after = std::string(page.json.at("next").as_string());
+    ASSERT_LT(pages, 5);
+  }
+  EXPECT_EQ(seen, opened) << "the pages skipped a session or listed a closed one";
+  EXPECT_EQ(pages, 2);
+
+  const auto holder = *opened.begin();
+  const auto other = open_session("other");
+  const auto held = fresh_key(), awaited = fresh_key();
+  ASSERT_EQ(acquire(held, holder).status, 200);
+  ASSERT_EQ(acquire(awaited, other).status, 200);
+  HttpResult waited;
+  std::thread waiter([&] { waited = acquire(awaited, holder, 30000, 20000); });
+  ASSERT_TRUE(wait_for_waiters(1));
+  const auto shown = call("GET", "/v1/sessions/" + holder);
+  ASSERT_EQ(shown.status, 200) << shown.body;
+  EXPECT_EQ(shown.json.at("session_id").as_string(), holder);
+  ASSERT_EQ(shown.json.at("holds").as_array().size(), 1u) << shown.body;
+  EXPECT_EQ(shown.json.at("holds").at(0).at("key").as_string(), held);
+  EXPECT_EQ(shown.json.at("holds").at(0).at("ns").as_string(), "default");
+  ASSERT_EQ(shown.json.at("waits").as_array().size(), 1u) << shown.body;
+  EXPECT_EQ(shown.json.at("waits").at(0).at("key").as_string(), awaited);
+  EXPECT_EQ(shown.json.at("waits").at(0).at("position").to_number<int>(), 1);
+  ASSERT_EQ(call("DELETE", "/v1/sessions/" + other).status, 204);
+  waiter.join();
+  EXPECT_EQ(waited.status, 200) << waited.body;
+
+  EXPECT_EQ(call("GET", "/v1/sessions/" + closed).error_code(), "session_not_found");
+  EXPECT_EQ(call("GET", "/v1/sessions/bad!id").status, 400);
+  EXPECT_EQ(call("GET", "/v1/sessions?limit=0").status, 400);
+  EXPECT_EQ(call("GET", "/v1/sessions?after=bad!id").json.at("error").at("field").as_string(),
+            "after");
+}
 
 TEST_P(ServerEndToEnd, TwoServersOnOneDatabaseHandOverToEachOthersWaiters) {
   if (GetParam() == "sqlite") {
