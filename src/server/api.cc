@@ -8,6 +8,7 @@
 #include <chrono>
 #include <vector>
 
+#include "auth/token_table.h"
 #include "dlock/errors.h"
 #include "server/api_internal.h"
 #include "server/api_render.h"
@@ -314,10 +315,16 @@ void Api::list_sessions(const RequestContext& context, const Reply& reply) {
   const auto limit = parse_list_limit(context.query("limit"));
   const auto* caller = context.principal.get();
   const auto principal = context.query("principal");
+  if (principal) auth::check_principal_name(*principal);
   std::string prefix;
   if (caller == nullptr) {
-    if (principal) throw InvalidArgumentError("principal", "principal needs authentication");
-    if (!owner.empty()) prefix = std::string(kUnownedMark) + owner;
+    // Without authentication: sessions opened without it (their owner's mark), or those a
+    // principal opened while a tokens file was in use.
+    if (principal) {
+      prefix = *principal + " " + owner;
+    } else if (!owner.empty()) {
+      prefix = std::string(kUnownedMark) + owner;
+    }
   } else if (sees_every_session(caller)) {
     if (principal) {
       prefix = *principal + " " + owner;
