@@ -11,6 +11,7 @@
 #include "cli/run_command.h"
 #include "cli/terminal_text.h"
 #include "cli/token_command.h"
+#include "cli/usage.h"
 #include "dlock/client.h"
 
 namespace dlock::cli {
@@ -110,6 +111,8 @@ int report(const std::exception_ptr& failure, std::ostream& err) {
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{help::kMain, "dlock"};
+  // Before any subcommand is added: each copies its parent's formatter.
+  app.formatter(std::make_shared<GlobalFlagsFormatter>());
   app.footer(help::kMainFooter);
   app.require_subcommand(1);
   app.fallthrough();  // so `dlock get KEY --json` works as well as `dlock --json get KEY`
@@ -277,7 +280,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    app.exit(e, out, err);
+    err << usage_error(app, e) << '\n';
     return kExitUsage;
   }
 
