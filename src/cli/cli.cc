@@ -134,7 +134,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       ->envname("DLOCK_KEY");
   app.add_option("--admin-token", flags.admin_token, "admin token for revoke (default: --token)")
       ->envname("DLOCK_ADMIN_TOKEN");
-  app.add_option("--ns", flags.ns, "namespace of the key (default \"default\")");
+  // DLOCK_NAMESPACE is also what `dlock run` gives CMD, so a dlock inside CMD sees its namespace.
+  app.add_option("--ns", flags.ns, "namespace of the key (default \"default\")")
+      ->envname("DLOCK_NAMESPACE");
   app.add_option("--timeout", flags.timeout,
                  "give up on an unreachable or unavailable server after this long")
       ->capture_default_str();

@@ -84,15 +84,24 @@ class CliEndToEnd : public ::testing::Test {
   }
 
   // `dlock run` as its own process: it owns signals and children.
+  // CMD gets $DIR, and $DLOCK (the binary) and $SERVER to call dlock itself. `global`: flags
+  // before `run`.
   std::unique_ptr<cli::ChildProcess> start_run(const std::string& key,
                                                std::vector<std::string> flags,
-                                               const std::string& script) {
-    std::vector<std::string> argv = {DLOCK_BINARY, "--server", server_->url(), "run", key};
+                                               const std::string& script,
+                                               std::vector<std::string> global = {}) {
+    std::vector<std::string> argv = {DLOCK_BINARY, "--server", server_->url()};
+    argv.insert(argv.end(), global.begin(), global.end());
+    argv.insert(argv.end(), {"run", key});
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {"--", "sh", "-c", script});
     sigset_t none;
     sigemptyset(&none);
-    return std::make_unique<cli::ChildProcess>(argv, std::vector<std::string>{"DIR=" + dir_}, none);
+    return std::make_unique<cli::ChildProcess>(
+        argv,
+        std::vector<std::string>{"DIR=" + dir_, std::string("DLOCK=") + DLOCK_BINARY,
+                                 "SERVER=" + server_->url()},
+        none);
   }
 
   static std::optional<int> wait_exit(cli::ChildProcess& process, milliseconds timeout) {
@@ -133,6 +142,20 @@ TEST_F(CliEndToEnd, RunPassesTheTokenAndExitsWithTheCommandsStatus) {
   FencingToken second_token = 0;
   seen_again >> key >> second_token;
   EXPECT_GT(second_token, first_token);
+}
+
+// `dlock run` exports DLOCK_NAMESPACE, and a dlock inside CMD reads it: the key it looks at is
+// the one held, in the same namespace (issue 41: it printed "foo is free" while it was held).
+TEST_F(CliEndToEnd, DlockInsideRunSeesTheRunsNamespace) {
+  auto run =
+      start_run("foo", {}, R"("$DLOCK" --server "$SERVER" get "$DLOCK_KEY" > "$DIR/seen" 2>&1)",
+                {"--ns", "payments"});
+  ASSERT_EQ(wait_exit(*run, milliseconds(20'000)), 0);
+  const std::string seen = read_file(std::filesystem::path(dir_) / "seen");
+  EXPECT_EQ(seen.find("is free"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("owner"), std::string::npos) << seen;
+  // Outside the namespace the key is free.
+  EXPECT_NE(dlock({"get", "foo"}).out.find("is free"), std::string::npos);
 }
 
 TEST_F(CliEndToEnd, RunExits75WhenTheKeyStaysHeld) {

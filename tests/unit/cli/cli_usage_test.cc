@@ -1,17 +1,23 @@
 // The dlock command line as a user meets it: a mistyped subcommand or flag is named with the
 // nearest known one, every usage error carries the `dlock:` prefix, subcommand help lists the
-// global flags.
+// global flags, and DLOCK_NAMESPACE stands in for --ns (as `dlock run` exports it to CMD).
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include "cli/exit_codes.h"
 #include "cli/suggest.h"
 #include "cli_in_process.h"
+#include "fake_lock_api.h"
+#include "fake_server.h"
 
 namespace dlock::client {
 namespace {
 
 using testing::dlock;
+using testing::FakeLockApi;
+using testing::FakeRequest;
+using testing::FakeServer;
 
 TEST(Suggest, NearestKnownWordWithinTwoEdits) {
   const std::vector<std::string> commands = {"session", "acquire", "get", "list", "run", "revoke"};
@@ -68,6 +74,19 @@ TEST(CliUsage, SubcommandHelpListsTheGlobalFlags) {
   }
   // The subcommand's own help stays first.
   EXPECT_LT(result.out.find("KEY"), result.out.find("Global options"));
+}
+
+TEST(CliUsage, NamespaceComesFromTheEnvironmentWhenNoFlagIsGiven) {
+  FakeLockApi api;
+  FakeServer server([&api](const FakeRequest& request) { return api.handle(request); });
+  ::setenv("DLOCK_NAMESPACE", "payments", 1);
+  dlock({"--server", server.url(), "--timeout", "1s", "get", "k"});
+  dlock({"--server", server.url(), "--timeout", "1s", "--ns", "ops", "get", "k"});
+  ::unsetenv("DLOCK_NAMESPACE");
+  const auto gets = server.requests_to("GET", "/v1/locks/k");
+  ASSERT_EQ(gets.size(), 2U);
+  EXPECT_NE(gets[0].target.find("ns=payments"), std::string::npos) << gets[0].target;
+  EXPECT_NE(gets[1].target.find("ns=ops"), std::string::npos) << gets[1].target;  // flag wins
 }
 
 }  // namespace
