@@ -1,7 +1,10 @@
 #include "cli/cli.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <iostream>
 #include <ostream>
 
 #include "cli/exit_codes.h"
@@ -9,6 +12,7 @@
 #include "cli/leader_command.h"
 #include "cli/output.h"
 #include "cli/run_command.h"
+#include "cli/server_retry.h"
 #include "cli/terminal_text.h"
 #include "cli/token_command.h"
 #include "cli/usage.h"
@@ -54,6 +58,12 @@ client::ClientOptions client_options(const GlobalFlags& flags) {
     options.clock_drift = client::parse_clock_drift(flags.clock_drift, "--clock-drift");
   }
   return options;
+}
+
+// Whether `err` is this process's stderr and a terminal: then progress is drawn as one
+// updating line. In-process callers (tests) pass a string stream: never a terminal.
+bool stderr_is_terminal(const std::ostream& err) {
+  return &err == &std::cerr && ::isatty(STDERR_FILENO) == 1;
 }
 
 // --fencing-token (alias --token after extend/release): a decimal unsigned 64-bit number. The
@@ -292,22 +302,45 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       print_new_token(principal, permissions, flags.json, out);
       return kExitOk;
     }
-    client::Client client(client_options(flags));
+    const client::ClientOptions options = client_options(flags);
+    // One-shot calls: one attempt each, retried here where the user sees it (server_retry.h).
+    client::Client client(one_attempt(options));
+    ServerRetry retry(err, stderr_is_terminal(err), options.retry_budget);
+    retry.set_servers(client.servers());
+    const auto once = [&retry](auto call, bool repeat_safe = true) {
+      retry.run([&call](SteadyClock::time_point deadline) { call(deadline); }, repeat_safe);
+    };
     if (*session_open) {
-      printer.session(client.open_session(owner, duration_flag(ttl, "--ttl"), {},
-                                          duration_flag(lock_delay, "--lock-delay")));
+      once(
+          [&](SteadyClock::time_point deadline) {
+            printer.session(client.open_session(owner, duration_flag(ttl, "--ttl"), deadline,
+                                                duration_flag(lock_delay, "--lock-delay")));
+          },
+          /*repeat_safe=*/false);
     } else if (*session_keepalive) {
-      printer.keepalive(client.keepalive(session_id));
+      once([&](SteadyClock::time_point deadline) {
+        printer.keepalive(client.keepalive(session_id, deadline));
+      });
     } else if (*session_close) {
-      client.close_session(session_id);
+      once([&](SteadyClock::time_point deadline) { client.close_session(session_id, deadline); },
+           /*repeat_safe=*/false);
       printer.session_closed(session_id);
     } else if (*acquire) {
       const milliseconds wait_ms = duration_flag(wait, "--wait");
       const milliseconds ttl_ms = duration_flag(ttl, "--ttl");
-      auto handle = permits > 0
-                        ? client.acquire_permit(key, session_id, permits, ttl_ms, wait_ms, flags.ns)
-                        : client.acquire(key, session_id, ttl_ms, wait_ms, flags.ns, {},
-                                         shared ? HoldMode::kShared : HoldMode::kExclusive);
+      const SteadyClock::time_point started = SteadyClock::now();
+      std::optional<LockHandle> handle;
+      once([&](SteadyClock::time_point deadline) {
+        // A retry after a failure asks only for what is left of the wait.
+        const milliseconds left =
+            std::max(milliseconds(0),
+                     wait_ms - std::chrono::ceil<milliseconds>(SteadyClock::now() - started));
+        handle = permits > 0
+                     ? client.acquire_permit(key, session_id, permits, ttl_ms, left, flags.ns,
+                                             deadline + left)
+                     : client.acquire(key, session_id, ttl_ms, left, flags.ns, deadline + left,
+                                      shared ? HoldMode::kShared : HoldMode::kExclusive);
+      });
       if (!handle) {
         if (flags.json) {
           printer.held(key, wait_ms);
@@ -319,44 +352,84 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       printer.granted(*handle, flags.ns, permits);
     } else if (*extend) {
       const FencingToken token = fencing_token_flag(token_text);
-      printer.extended(
-          key, client.extend(key, session_id, token, duration_flag(ttl, "--ttl"), flags.ns));
+      once([&](SteadyClock::time_point deadline) {
+        printer.extended(key, client.extend(key, session_id, token, duration_flag(ttl, "--ttl"),
+                                            flags.ns, deadline));
+      });
     } else if (*release) {
       const FencingToken token = fencing_token_flag(token_text);
-      client.release(key, session_id, token, flags.ns);
+      // Not repeated after a lost answer: a second release of a released grant says lock_lost.
+      once(
+          [&](SteadyClock::time_point deadline) {
+            client.release(key, session_id, token, flags.ns, deadline);
+          },
+          /*repeat_safe=*/false);
       printer.released(key, token);
     } else if (*get) {
-      printer.lock(key, client.holders(key, flags.ns));
+      once([&](SteadyClock::time_point deadline) {
+        printer.lock(key, client.holders(key, flags.ns, deadline));
+      });
     } else if (*semaphore) {
-      printer.semaphore(client.semaphore(key, flags.ns));
+      once([&](SteadyClock::time_point deadline) {
+        printer.semaphore(client.semaphore(key, flags.ns, deadline));
+      });
     } else if (*list) {
-      printer.locks(client.list(prefix, limit, flags.ns));
+      once([&](SteadyClock::time_point deadline) {
+        printer.locks(client.list(prefix, limit, flags.ns, deadline));
+      });
     } else if (*revoke) {
-      printer.revoked(key, client.revoke(key, flags.ns));
+      once(
+          [&](SteadyClock::time_point deadline) {
+            printer.revoked(key, client.revoke(key, flags.ns, deadline));
+          },
+          /*repeat_safe=*/false);
     } else if (*run || *elect) {
+      client::Client keeping(options);
       // elect is run with a campaign for the grant (session-bound, exclusive).
-      RunOptions options;
-      options.key = key;
-      options.ns = flags.ns;
-      options.owner = owner;
-      options.ttl = duration_flag(ttl, "--ttl");
-      options.lock_delay = duration_flag(lock_delay, "--lock-delay");
-      options.session_bound = *elect || lease == "session";
-      options.wait = duration_flag(wait, "--wait");
-      options.mode = shared ? HoldMode::kShared : HoldMode::kExclusive;
-      options.permits = permits;
-      if (*elect) options.leader_value = value;
+      RunOptions run_options;
+      run_options.key = key;
+      run_options.ns = flags.ns;
+      run_options.owner = owner;
+      run_options.ttl = duration_flag(ttl, "--ttl");
+      run_options.lock_delay = duration_flag(lock_delay, "--lock-delay");
+      run_options.session_bound = *elect || lease == "session";
+      run_options.wait = duration_flag(wait, "--wait");
+      run_options.mode = shared ? HoldMode::kShared : HoldMode::kExclusive;
+      run_options.permits = permits;
+      if (*elect) run_options.leader_value = value;
       if (!stop_margin.empty()) {
-        options.stop_margin = client::parse_duration(stop_margin, "--stop-margin");
+        run_options.stop_margin = client::parse_duration(stop_margin, "--stop-margin");
       }
       if (!kill_grace.empty()) {
-        options.kill_grace = client::parse_duration(kill_grace, "--kill-grace");
+        run_options.kill_grace = client::parse_duration(kill_grace, "--kill-grace");
       }
-      options.command = command;
-      return run_locked(client, options, err);
+      run_options.command = command;
+      // Report an unreachable server before opening the session: the library's own retries,
+      // which the session needs for its keepalives, are silent.
+      once([&](SteadyClock::time_point deadline) {
+        try {
+          if (*elect) {
+            client.leader(key, flags.ns, deadline);
+          } else if (permits > 0) {
+            client.semaphore(key, flags.ns, deadline);
+          } else {
+            client.holders(key, flags.ns, deadline);
+          }
+        } catch (const UnavailableError&) {
+          throw;
+        } catch (const ResourceExhaustedError&) {
+          throw;
+        } catch (const std::exception&) {
+          // Reachable; the session and the acquire report what is wrong with the request.
+        }
+      });
+      return run_locked(keeping, run_options, err);
     } else if (*leader) {
-      if (watch) return watch_until_interrupted(client, key, flags.ns, printer, out);
-      printer.leader(key, client.leader(key, flags.ns));
+      client::Client watching(options);
+      if (watch) return watch_until_interrupted(watching, key, flags.ns, printer, out);
+      once([&](SteadyClock::time_point deadline) {
+        printer.leader(key, client.leader(key, flags.ns, deadline));
+      });
     }
   } catch (...) {
     return report(std::current_exception(), err);

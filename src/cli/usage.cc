@@ -70,7 +70,12 @@ std::string GlobalFlagsFormatter::make_subcommands(const CLI::App* app,
 
 std::string usage_error(const CLI::App& app, const CLI::ParseError& error) {
   const CLI::App* level = selected(app);
-  const std::vector<std::string> extras = app.remaining(true);
+  // Only when the parse stopped at words it did not know (not, e.g., flags that exclude each
+  // other, where the words after `--` are left over too).
+  const bool stopped = dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr ||
+                       dynamic_cast<const CLI::RequiredError*>(&error) != nullptr;
+  const std::vector<std::string> extras =
+      stopped ? app.remaining(true) : std::vector<std::string>{};
   const std::vector<std::string> commands = subcommand_names(level);
   std::string message;
   // A word where a subcommand was due, or one more word than the subcommand takes.
@@ -78,7 +83,7 @@ std::string usage_error(const CLI::App& app, const CLI::ParseError& error) {
       level->get_subcommands().empty()) {
     const std::string prefix = level->get_parent() == nullptr ? "" : level->get_name() + " ";
     message = unknown("command", extras.front(), prefix, commands);
-  } else if (!extras.empty() && extras.front().rfind("--", 0) == 0) {
+  } else if (!extras.empty() && extras.front().rfind("--", 0) == 0 && extras.front() != "--") {
     const std::string flag = extras.front().substr(0, extras.front().find('='));
     std::vector<std::string> names = flag_names(level);
     for (std::string& name : names) name.erase(0, 2);

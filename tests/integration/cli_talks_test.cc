@@ -1,0 +1,175 @@
+// The dlock CLI talks while it waits (issue 41), against a real dlockd: a server it cannot
+// reach is reported at once and retried with a countdown until --timeout, which holds even with
+// a long --wait; http:// to a TLS port says to use https://; while a held key is waited for, a
+// terminal shows who holds it; a key not acquired names its holder. The binary runs with its
+// stderr on a pipe, or on a pseudo-terminal where the test needs a terminal.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "dlock/client.h"
+#include "support/dlockd_process.h"
+#include "support/subprocess.h"
+#include "support/test_certs.h"
+
+namespace dlock {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+struct Watched {
+  int status = -1;
+  std::string err;
+  // From the start: until stderr's first byte, and until exit.
+  milliseconds first_output{-1};
+  milliseconds total{0};
+};
+
+// Runs the dlock binary with `args`, its stderr on a pipe or (`terminal`) a pseudo-terminal,
+// stdout discarded, and collects stderr until it exits. `on_output` sees stderr so far after
+// each read (to act when a line appears). SIGKILLs it after `timeout`.
+Watched watch_dlock(const std::vector<std::string>& args, bool terminal, milliseconds timeout,
+                    const std::function<void(const std::string&)>& on_output = {}) {
+  int read_end = -1, write_end = -1;
+  if (terminal) {
+    if (::openpty(&read_end, &write_end, nullptr, nullptr, nullptr) != 0)
+      throw std::runtime_error("openpty");
+  } else {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+    read_end = fds[0];
+    write_end = fds[1];
+  }
+  std::vector<std::string> argv = {DLOCK_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> pointers;
+  for (std::string& arg : argv) pointers.push_back(arg.data());
+  pointers.push_back(nullptr);
+  const Clock::time_point started = Clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(write_end, STDERR_FILENO);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::execv(pointers[0], pointers.data());
+    ::_exit(127);
+  }
+  ::close(write_end);
+  Watched watched;
+  char buffer[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<milliseconds>(started + timeout - Clock::now());
+    if (left.count() <= 0) {
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    pollfd readable{read_end, POLLIN, 0};
+    if (::poll(&readable, 1, static_cast<int>(left.count())) <= 0) continue;
+    const ssize_t got = ::read(read_end, buffer, sizeof buffer);
+    if (got <= 0) break;  // EOF (pipe) or EIO (the pty's last writer is gone)
+    if (watched.first_output.count() < 0) {
+      watched.first_output = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
+    }
+    watched.err.append(buffer, static_cast<std::size_t>(got));
+    if (on_output) on_output(watched.err);
+  }
+  ::close(read_end);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  watched.total = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
+  watched.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return watched;
+}
+
+class CliTalks : public ::testing::Test {
+ protected:
+  // The URL of a dlockd that was started and stopped again: nothing listens there.
+  static std::string stopped_server() {
+    testing::DlockdProcess server(testing::DlockdOptions{});
+    return server.url();
+  }
+};
+
+TEST_F(CliTalks, UnreachableServerIsReportedAtOnceThenRetriedUntilTheTimeout) {
+  const std::string url = stopped_server();
+  const Watched watched = watch_dlock({"--server", url, "--timeout", "3s", "get", "k"},
+                                      /*terminal=*/false, milliseconds(60'000));
+  std::cout << "[ measured ] first line after " << watched.first_output.count()
+            << " ms, exit after " << watched.total.count() << " ms\n"
+            << watched.err;
+  EXPECT_EQ(watched.status, 69);
+  const std::string address = url.substr(std::string("http://").size());
+  // Not on a terminal: one line per failure.
+  EXPECT_NE(watched.err.find("dlock: cannot reach " + address +
+                             " (connection refused); retrying in 1s\n"),
+            std::string::npos);
+  EXPECT_NE(watched.err.find("retrying in 2s\n"), std::string::npos);
+  EXPECT_NE(watched.err.find("gave up after"), std::string::npos);
+  // Reported at once (before: nothing until it gave up, 14.6 s with the default timeout); the
+  // first failure is a refused connection to loopback, so 2 s is generous.
+  EXPECT_GE(watched.first_output.count(), 0);
+  EXPECT_LT(watched.first_output, milliseconds(2000));
+  EXPECT_GE(watched.total, milliseconds(2900));
+}
+
+TEST_F(CliTalks, TheTimeoutHoldsAgainstADeadServerWhateverTheWait) {
+  const std::string url = stopped_server();
+  const Watched watched = watch_dlock(
+      {"--server", url, "--timeout", "3s", "acquire", "k", "--session", "s-1", "--wait", "30s"},
+      /*terminal=*/false, milliseconds(60'000));
+  std::cout << "[ measured ] acquire --wait 30s --timeout 3s gave up after "
+            << watched.total.count() << " ms\n";
+  EXPECT_EQ(watched.status, 69) << watched.err;
+  // Before: 31.7 s (wait + timeout). Now --timeout plus one last attempt (1 s), with room for a
+  // loaded machine; far below the 30 s of --wait.
+  EXPECT_LT(watched.total, milliseconds(12'000));
+}
+
+TEST_F(CliTalks, OnATerminalTheRetryIsOneLineWithACountdown) {
+  const std::string url = stopped_server();
+  const Watched watched = watch_dlock({"--server", url, "--timeout", "4s", "get", "k"},
+                                      /*terminal=*/true, milliseconds(60'000));
+  EXPECT_EQ(watched.status, 69);
+  // Each redraw returns to the start of the line and clears it; the seconds count down. (4 s:
+  // the second wait is a whole 2 s even if the first attempts were slow.)
+  EXPECT_NE(watched.err.find("\r\x1b[Kdlock: cannot reach"), std::string::npos) << watched.err;
+  EXPECT_NE(watched.err.find("retrying in 2s\u2026\r\x1b[Kdlock: cannot reach"), std::string::npos)
+      << watched.err;
+  EXPECT_NE(watched.err.find("retrying in 1s\u2026"), std::string::npos);
+  // No line per failure: the countdown line is cleared before the final error.
+  EXPECT_EQ(watched.err.find("retrying in 1s\r\n"), std::string::npos);
+}
+
+TEST_F(CliTalks, PlainHttpToATlsServerSaysToUseHttps) {
+  const std::string dir = testing::make_temp_dir("cli-talks-tls");
+  const testing::TestCa ca = testing::make_test_ca(dir, "ca");
+  const testing::ServerCert cert = testing::make_server_cert(ca, dir, "server");
+  testing::DlockdOptions options;
+  options.extra_args = {"--tls-cert-file", cert.cert_file, "--tls-key-file", cert.key_file};
+  testing::DlockdProcess server(options);
+  const Watched watched =
+      watch_dlock({"--server", "http://" + server.address(), "--timeout", "5s", "get", "k"},
+                  /*terminal=*/false, milliseconds(60'000));
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(watched.status, 64) << watched.err;
+  // Before: "end of stream" after retrying until --timeout.
+  EXPECT_NE(watched.err.find("speaks TLS: use https://" + server.address()), std::string::npos)
+      << watched.err;
+  EXPECT_LT(watched.total, milliseconds(4000)) << "the check does not wait for --timeout";
+}
+
+}  // namespace
+}  // namespace dlock
