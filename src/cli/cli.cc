@@ -16,6 +16,7 @@
 #include "cli/terminal_text.h"
 #include "cli/token_command.h"
 #include "cli/usage.h"
+#include "cli/wait_line.h"
 #include "dlock/client.h"
 
 namespace dlock::cli {
@@ -305,7 +306,14 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     const client::ClientOptions options = client_options(flags);
     // One-shot calls: one attempt each, retried here where the user sees it (server_retry.h).
     client::Client client(one_attempt(options));
-    ServerRetry retry(err, stderr_is_terminal(err), options.retry_budget);
+    const bool terminal = stderr_is_terminal(err);
+    ServerRetry retry(err, terminal, options.retry_budget);
+    // Who holds `key` now, for the waiting line and "not acquired": one quick read.
+    const WaitLine::Lookup holders_of = [&client, &key, &flags, permits] {
+      const SteadyClock::time_point deadline = SteadyClock::now() + std::chrono::seconds(2);
+      return permits > 0 ? client.semaphore(key, flags.ns, deadline).holders
+                         : client.holders(key, flags.ns, deadline);
+    };
     retry.set_servers(client.servers());
     const auto once = [&retry](auto call, bool repeat_safe = true) {
       retry.run([&call](SteadyClock::time_point deadline) { call(deadline); }, repeat_safe);
@@ -331,6 +339,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       const SteadyClock::time_point started = SteadyClock::now();
       std::optional<LockHandle> handle;
       once([&](SteadyClock::time_point deadline) {
+        // Per attempt: a failure clears it before the retry's line is drawn.
+        std::optional<WaitLine> line;
+        if (terminal && wait_ms.count() > 0) line.emplace(err, key, holders_of, started);
         // A retry after a failure asks only for what is left of the wait.
         const milliseconds left =
             std::max(milliseconds(0),
@@ -342,10 +353,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                                       shared ? HoldMode::kShared : HoldMode::kExclusive);
       });
       if (!handle) {
+        std::vector<LockInfo> holders;
+        try {
+          holders = holders_of();
+        } catch (const std::exception&) {
+          // Not named then.
+        }
         if (flags.json) {
-          printer.held(key, wait_ms);
+          printer.held(key, wait_ms, holders);
         } else {
-          Printer(err, false).held(key, wait_ms);
+          Printer(err, false).held(key, wait_ms, holders);
         }
         return kExitNotAcquired;
       }
@@ -404,6 +421,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         run_options.kill_grace = client::parse_duration(kill_grace, "--kill-grace");
       }
       run_options.command = command;
+      run_options.holders = holders_of;
+      run_options.terminal = terminal;
       // Report an unreachable server before opening the session: the library's own retries,
       // which the session needs for its keepalives, are silent.
       once([&](SteadyClock::time_point deadline) {

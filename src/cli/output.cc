@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "cli/terminal_text.h"
+#include "cli/wait_line.h"
 #include "client/json_codec.h"
 
 namespace dlock::cli {
@@ -242,14 +243,15 @@ void Printer::leader(const std::string& name, const std::optional<client::Leader
        << time_or_dash(leader->acquired_at) << '\n';
 }
 
-void Printer::held(const std::string& key, std::chrono::milliseconds waited) {
+void Printer::held(const std::string& key, std::chrono::milliseconds waited,
+                   const std::vector<LockInfo>& holders) {
   if (json_) {
-    out_ << boost::json::serialize(boost::json::object{
-                {"key", key}, {"acquired", false}, {"error", {{"code", "held"}}}})
-         << '\n';
+    boost::json::object object{{"key", key}, {"acquired", false}, {"error", {{"code", "held"}}}};
+    if (!holders.empty()) object["holders"] = locks_json(holders);
+    out_ << boost::json::serialize(object) << '\n';
     return;
   }
-  out_ << printable(key) << " is held by another owner; not acquired within "
+  out_ << printable(key) << " is " << held_by(holders) << "; not acquired within "
        << client::format_duration(waited) << '\n';
 }
 

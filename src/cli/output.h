@@ -36,7 +36,9 @@ class Printer {
   // ("leader": null when nobody leads).
   void leader(const std::string& name, const std::optional<client::LeaderInfo>& leader);
   // "held" for acquire: printed on stdout in JSON so scripts see a document either way.
-  void held(const std::string& key, std::chrono::milliseconds waited);
+  // `holders`: who holds it, when known (text: named, JSON: "holders").
+  void held(const std::string& key, std::chrono::milliseconds waited,
+            const std::vector<LockInfo>& holders = {});
 
  private:
   std::ostream& out_;

@@ -17,6 +17,7 @@
 #include "cli/exit_codes.h"
 #include "cli/stop_timeline.h"
 #include "cli/terminal_text.h"
+#include "cli/wait_line.h"
 
 namespace dlock::cli {
 namespace {
@@ -262,10 +263,15 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
     acquire_done = true;
     wake_main_thread();
   });
+  std::optional<WaitLine> line;
+  if (options.terminal && options.wait.count() > 0 && options.holders) {
+    line.emplace(err, options.key, options.holders, SteadyClock::now());
+  }
   while (!acquire_done) {
     siginfo_t info{};
     const int signo = signals.wait(std::nullopt, info);
     if (is_forwarded(signo)) {
+      line.reset();
       err << "dlock: interrupted by signal " << signo << " while waiting for "
           << printable(options.key) << '\n';
       // Closing the session on the server drops a grant that may be arriving right now; the
@@ -279,12 +285,20 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
     }
   }
   acquirer.join();
+  line.reset();
   if (acquire_error) std::rethrow_exception(acquire_error);
   if (!lock) {
+    std::vector<LockInfo> holders;
+    try {
+      if (options.holders) holders = options.holders();
+    } catch (const std::exception&) {
+      // Not named then: the answer "held" stands on its own.
+    }
+    const std::string holder = held_by(holders);
     err << "dlock: " << printable(options.key)
-        << (options.leader_value  ? ": another session leads (or the name is held)"
-            : options.permits > 0 ? ": every permit is taken"
-                                  : " is held by another owner")
+        << (options.leader_value  ? ": another session leads (" + holder + ")"
+            : options.permits > 0 ? ": every permit is taken (" + holder + ")"
+                                  : " is " + holder)
         << "; not acquired within " << client::format_duration(options.wait) << '\n';
     return kExitNotAcquired;
   }

@@ -3,6 +3,7 @@
 // `dlock run KEY -- CMD ARGS…`: hold a lock for exactly as long as CMD runs.
 
 #include <chrono>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -36,6 +37,11 @@ struct RunOptions {
   std::optional<std::chrono::milliseconds> stop_margin;
   std::optional<std::chrono::milliseconds> kill_grace;
   std::vector<std::string> command;
+  // Who holds the key now (a read of it, short deadline; may throw), for the waiting line and
+  // for naming the holder when the key stays held. Empty: the holder is not named.
+  std::function<std::vector<LockInfo>()> holders;
+  // stderr is a terminal: while the acquire waits, one line redrawn every second (WaitLine).
+  bool terminal = false;
 };
 
 // Opens a session, acquires (or campaigns, with leader_value) waiting up to options.wait, runs

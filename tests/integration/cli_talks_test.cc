@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,77 @@ TEST_F(CliTalks, PlainHttpToATlsServerSaysToUseHttps) {
   EXPECT_NE(watched.err.find("speaks TLS: use https://" + server.address()), std::string::npos)
       << watched.err;
   EXPECT_LT(watched.total, milliseconds(4000)) << "the check does not wait for --timeout";
+}
+
+// A session of the library holding `key` as `owner`, on `server`.
+struct Holder {
+  Holder(const testing::DlockdProcess& server, const std::string& owner, const std::string& key)
+      : client(options(server)), session(client, {owner, milliseconds(20'000), {}}) {
+    lock = session.acquire(key, {});
+    if (!lock) throw std::runtime_error("the holder did not get " + key);
+  }
+  static client::ClientOptions options(const testing::DlockdProcess& server) {
+    client::ClientOptions options;
+    options.server_url = server.url();
+    return options;
+  }
+  client::Client client;
+  client::Session session;
+  std::optional<client::Lock> lock;
+};
+
+TEST_F(CliTalks, WaitingOnATerminalShowsWhoHoldsTheKey) {
+  testing::DlockdProcess server(testing::DlockdOptions{});
+  Holder holder(server, "holder-alice", "queue/head");
+  const std::string held = "waiting for queue/head: held by holder-alice (token " +
+                           std::to_string(holder.lock->token()) + "); waited ";
+  bool released = false;
+  const Watched watched =
+      watch_dlock({"--server", server.url(), "run", "queue/head", "--wait", "30s", "--", "true"},
+                  /*terminal=*/true, milliseconds(60'000), [&](const std::string& err) {
+                    // The line has shown the holder: let the run have the key.
+                    if (!released && err.find(held) != std::string::npos) {
+                      holder.lock->release();
+                      released = true;
+                    }
+                  });
+  std::cout << "[ measured ] the line showed the holder after " << watched.first_output.count()
+            << " ms\n";
+  EXPECT_TRUE(released) << watched.err;
+  EXPECT_EQ(watched.status, 0) << watched.err;
+  EXPECT_NE(watched.err.find("\r\x1b[Kdlock: " + held), std::string::npos) << watched.err;
+  // Cleared once granted.
+  EXPECT_EQ(watched.err.substr(watched.err.size() - 4), "\r\x1b[K") << watched.err;
+}
+
+TEST_F(CliTalks, NotAcquiredNamesTheHolderEscaped) {
+  testing::DlockdProcess server(testing::DlockdOptions{});
+  // U+202E (right-to-left override) would make the line read as other text.
+  Holder holder(server, "mallory\u202eexe.txt", "reports/daily");
+  const std::string named = "reports/daily is held by mallory\\u202eexe.txt (token " +
+                            std::to_string(holder.lock->token()) + "); not acquired within 0ms\n";
+  const Watched run = watch_dlock({"--server", server.url(), "run", "reports/daily", "--", "true"},
+                                  /*terminal=*/false, milliseconds(60'000));
+  EXPECT_EQ(run.status, 75);
+  EXPECT_EQ(run.err, "dlock: " + named);  // before: "held by another owner"
+
+  const std::string session = holder.client.open_session("other", milliseconds(10'000)).session_id;
+  const Watched acquire =
+      watch_dlock({"--server", server.url(), "acquire", "reports/daily", "--session", session},
+                  /*terminal=*/false, milliseconds(60'000));
+  EXPECT_EQ(acquire.status, 75);
+  EXPECT_EQ(acquire.err, named);
+}
+
+TEST_F(CliTalks, OffATerminalWaitingDrawsNothing) {
+  testing::DlockdProcess server(testing::DlockdOptions{});
+  Holder holder(server, "holder-bob", "jobs/x");
+  const Watched watched =
+      watch_dlock({"--server", server.url(), "run", "jobs/x", "--wait", "1500ms", "--", "true"},
+                  /*terminal=*/false, milliseconds(60'000));
+  EXPECT_EQ(watched.status, 75);
+  EXPECT_EQ(watched.err.find("waiting for"), std::string::npos) << watched.err;
+  EXPECT_NE(watched.err.find("held by holder-bob"), std::string::npos) << watched.err;
 }
 
 }  // namespace
