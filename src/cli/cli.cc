@@ -391,9 +391,22 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         printer.semaphore(client.semaphore(key, flags.ns, deadline));
       });
     } else if (*list) {
+      // One more than shown, to tell a cut answer from one that happens to fill the limit
+      // (C3: default 100, at most 1000; a larger --limit is the server's to refuse).
+      const std::size_t shown = limit == 0 ? 100 : limit;
+      const std::size_t asked = shown >= 1000 ? shown : shown + 1;
+      std::vector<LockInfo> locks;
       once([&](SteadyClock::time_point deadline) {
-        printer.locks(client.list(prefix, limit, flags.ns, deadline));
+        locks = client.list(prefix, asked, flags.ns, deadline);
       });
+      std::optional<ListCut> cut;
+      if (locks.size() > shown) {
+        locks.resize(shown);
+        cut = ListCut{shown, true};
+      } else if (locks.size() == shown && asked == shown) {
+        cut = ListCut{shown, false};
+      }
+      printer.locks(locks, cut);
     } else if (*revoke) {
       once(
           [&](SteadyClock::time_point deadline) {

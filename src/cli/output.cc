@@ -48,6 +48,15 @@ void holder_table(std::ostream& out, const std::vector<LockInfo>& holders) {
 
 }  // namespace
 
+std::string format_age(std::chrono::milliseconds age) {
+  const long long seconds = std::max<long long>(0, age.count() / 1000);
+  const auto two = [](long long value) { return (value < 10 ? "0" : "") + std::to_string(value); };
+  if (seconds < 60) return std::to_string(seconds) + "s";
+  if (seconds < 3600) return std::to_string(seconds / 60) + "m" + two(seconds % 60) + "s";
+  if (seconds < 86400) return std::to_string(seconds / 3600) + "h" + two(seconds / 60 % 60) + "m";
+  return std::to_string(seconds / 86400) + "d" + two(seconds / 3600 % 24) + "h";
+}
+
 void Printer::session(const SessionInfo& info) {
   if (json_) {
     out_ << boost::json::serialize(
@@ -187,19 +196,60 @@ void Printer::semaphore(const client::SemaphoreInfo& info) {
   holder_table(out_, info.holders);
 }
 
-void Printer::locks(const std::vector<LockInfo>& infos) {
+void Printer::locks(const std::vector<LockInfo>& infos, const std::optional<ListCut>& cut,
+                    WallClock::time_point now) {
   if (json_) {
-    out_ << boost::json::serialize(boost::json::object{{"locks", locks_json(infos)}}) << '\n';
+    boost::json::object object{{"locks", locks_json(infos)}};
+    if (cut) object["truncated"] = true;
+    out_ << boost::json::serialize(object) << '\n';
     return;
   }
   if (infos.empty()) {
     out_ << "no locks held\n";
     return;
   }
-  out_ << "KEY\tFENCING_TOKEN\tOWNER\tSESSION\tEXPIRES_AT\n";
+  // HOOK(issue 41, waiters API): a WAITERS column once GET /v1/locks lists each key's waiters.
+  std::vector<std::vector<std::string>> rows = {
+      {"KEY", "MODE", "FENCING_TOKEN", "OWNER", "SESSION", "AGE", "EXPIRES_AT"}};
   for (const LockInfo& info : infos) {
-    out_ << printable(info.key) << '\t' << info.fencing_token << '\t' << printable(info.owner_id)
-         << '\t' << printable(info.session_id) << '\t' << time_or_dash(info.expires_at) << '\n';
+    const auto age = info.acquired_at == WallClock::time_point{}
+                         ? std::string("-")
+                         : format_age(std::chrono::duration_cast<std::chrono::milliseconds>(
+                               now - info.acquired_at));
+    std::string mode = to_string(info.mode);
+    if (info.limit != 0) mode += "/" + std::to_string(info.limit);
+    const auto cell = [](const std::string& text) {
+      return text.empty() ? std::string("-") : printable(text);
+    };
+    rows.push_back({cell(info.key), mode, std::to_string(info.fencing_token), cell(info.owner_id),
+                    cell(info.session_id), age, time_or_dash(info.expires_at)});
+  }
+  // Widths in bytes: printable() leaves only printable ASCII and valid UTF-8, whose
+  // characters are counted by their lead bytes.
+  const auto width = [](const std::string& text) {
+    return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+      return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    }));
+  };
+  std::vector<std::size_t> widths(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t column = 0; column < row.size(); ++column) {
+      widths[column] = std::max(widths[column], width(row[column]));
+    }
+  }
+  for (const auto& row : rows) {
+    for (std::size_t column = 0; column < row.size(); ++column) {
+      out_ << row[column];
+      if (column + 1 < row.size())
+        out_ << std::string(widths[column] - width(row[column]) + 2, ' ');
+    }
+    out_ << '\n';
+  }
+  if (cut) {
+    // HOOK(issue 41, paging): `--all` follows the API's cursor once list answers carry one.
+    out_ << "showing the first " << cut->limit
+         << (cut->more ? "; more are held" : "; there may be more")
+         << ": use --limit N (at most 1000) or --prefix\n";
   }
 }
 

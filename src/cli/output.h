@@ -15,6 +15,15 @@
 
 namespace dlock::cli {
 
+// A list answer cut at `limit` locks: `more` when more are known to exist, else there may be.
+struct ListCut {
+  std::size_t limit = 0;
+  bool more = false;
+};
+
+// "42s", "5m07s", "3h12m", "2d04h": how long ago, to the unit that matters.
+std::string format_age(std::chrono::milliseconds age);
+
 class Printer {
  public:
   Printer(std::ostream& out, bool json) : out_(out), json_(json) {}
@@ -29,7 +38,10 @@ class Printer {
   // `holders`: every live holder of `key` (empty: free); the greatest token first, then each.
   void lock(const std::string& key, const std::vector<LockInfo>& holders);
   void semaphore(const client::SemaphoreInfo& info);
-  void locks(const std::vector<LockInfo>& infos);
+  // `dlock list`: aligned columns KEY MODE FENCING_TOKEN OWNER SESSION AGE EXPIRES_AT (AGE =
+  // `now` - acquired_at). `cut`: the answer stopped at a limit, and a last line says so.
+  void locks(const std::vector<LockInfo>& infos, const std::optional<ListCut>& cut = {},
+             WallClock::time_point now = WallClock::now());
   void revoked(const std::string& key, const LockOutcome& outcome);
   // An election's leader, or that nobody leads (`leader` empty). Text: one line, the same for
   // each change `dlock leader --watch` prints; JSON: one document per line, C3's read answer

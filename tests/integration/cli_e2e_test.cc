@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json/parse.hpp>
 #include <cerrno>
 #include <filesystem>
@@ -286,7 +287,7 @@ TEST_F(CliEndToEnd, SessionAcquireExtendGetListReleaseClose) {
 
   Outcome listed = dlock({"list", "--prefix", "jobs/"});
   ASSERT_EQ(listed.status, 0) << listed.err;
-  EXPECT_NE(listed.out.find("jobs/a b\t" + token_text), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("jobs/a b  exclusive  " + token_text), std::string::npos) << listed.out;
 
   // Releasing somebody else's grant is refused as lock lost.
   EXPECT_EQ(dlock({"release", "jobs/a b", "--session", other_id, "--token", token_text}).status,
@@ -297,6 +298,49 @@ TEST_F(CliEndToEnd, SessionAcquireExtendGetListReleaseClose) {
   EXPECT_EQ(dlock({"session", "keepalive", session_id}).status, 0);
   EXPECT_EQ(dlock({"session", "close", session_id}).status, 0);
   EXPECT_EQ(dlock({"session", "keepalive", session_id}).status, 1);
+}
+
+// `dlock list` (issue 41: it printed 100 of 105 held locks and said nothing of the rest; no
+// mode or age; tab-separated): aligned columns with MODE and AGE, and a last line when the
+// answer stopped at the limit.
+TEST_F(CliEndToEnd, ListIsAlignedAndSaysWhenTheAnswerWasCut) {
+  client::Client client(client_options());
+  client::Session holder(client, {"lister", milliseconds(20'000), {}});
+  std::vector<client::Lock> locks;
+  for (int i = 0; i < 105; ++i) {
+    auto lock = holder.acquire("batch/" + std::to_string(1000 + i), {});
+    ASSERT_TRUE(lock.has_value());
+    locks.push_back(std::move(*lock));
+  }
+  const Outcome listed = dlock({"list"});
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  std::vector<std::string> lines;
+  std::istringstream in(listed.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 1U + 100U + 1U) << listed.out;
+  EXPECT_EQ(lines.back(),
+            "showing the first 100; more are held: use --limit N (at most 1000) or "
+            "--prefix");
+  // Every column starts where its header does.
+  const std::string& header = lines.front();
+  EXPECT_EQ(header.rfind("KEY", 0), 0U);
+  for (const char* column : {"MODE", "FENCING_TOKEN", "OWNER", "SESSION", "AGE", "EXPIRES_AT"}) {
+    const std::size_t at = header.find(column);
+    ASSERT_NE(at, std::string::npos) << column;
+    for (std::size_t row = 1; row <= 100; ++row) {
+      EXPECT_NE(lines[row][at], ' ') << column << " misaligned in: " << lines[row];
+      EXPECT_EQ(lines[row][at - 1], ' ') << column << " misaligned in: " << lines[row];
+    }
+  }
+  EXPECT_NE(lines[1].find("batch/1000  exclusive  "), std::string::npos) << lines[1];
+
+  // Asked for all of them: no note. JSON says when it was cut.
+  const Outcome all = dlock({"list", "--limit", "105"});
+  EXPECT_EQ(all.out.find("showing the first"), std::string::npos);
+  EXPECT_EQ(std::count(all.out.begin(), all.out.end(), '\n'), 106);
+  const auto json = boost::json::parse(dlock({"--json", "list", "--limit", "3"}).out).as_object();
+  EXPECT_EQ(json.at("locks").as_array().size(), 3U);
+  EXPECT_EQ(json.at("truncated").as_bool(), true);
 }
 
 TEST_F(CliEndToEnd, UnreachableServerExits69) {

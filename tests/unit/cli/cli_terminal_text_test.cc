@@ -9,6 +9,7 @@
 #include <boost/json/parse.hpp>
 #include <string>
 
+#include "cli/output.h"
 #include "cli/terminal_text.h"
 #include "cli_in_process.h"
 #include "fake_server.h"
@@ -117,7 +118,9 @@ TEST(CliTerminalText, GetAndListEscapeKeysOwnersAndSessions) {
   result = dlock({"--server", server.url(), "list"});
   ASSERT_EQ(result.status, 0) << result.err;
   expect_inert(result.out);
-  EXPECT_NE(result.out.find("k\\x1b[2J\t5\tmallory\\x1b[2J\\x0d\ts\\x0d\\x7f\t"), std::string::npos)
+  EXPECT_NE(
+      result.out.find("k\\x1b[2J  exclusive  5              mallory\\x1b[2J\\x0d  s\\x0d\\x7f  "),
+      std::string::npos)
       << result.out;
 
   result = dlock({"--server", server.url(), "list", "--json"});
@@ -140,6 +143,43 @@ TEST(CliTerminalText, ServerErrorMessagesAreEscaped) {
   result = dlock({"--server", server.url(), "--json", "session", "keepalive", "s1"});
   expect_inert(result.err);
   EXPECT_NE(result.err.find("gone\\x1b[2J\\x0dOK all fine"), std::string::npos) << result.err;
+}
+
+// `dlock list`'s AGE column, and its columns aligned by characters, not bytes, with an escaped
+// owner as wide as its escape.
+TEST(ListOutput, AgeIsShortAndColumnsAlignOnCharacters) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(cli::format_age(milliseconds(42'900)), "42s");
+  EXPECT_EQ(cli::format_age(milliseconds(307'000)), "5m07s");
+  EXPECT_EQ(cli::format_age(milliseconds(11'520'000)), "3h12m");
+  EXPECT_EQ(cli::format_age(milliseconds(187'200'000)), "2d04h");
+  EXPECT_EQ(cli::format_age(milliseconds(-5)), "0s");  // a server clock ahead of ours
+
+  const WallClock::time_point now = WallClock::now();
+  LockInfo a;
+  a.key = "caf\u00e9";  // 5 bytes, 4 characters
+  a.owner_id = "x\x1b";
+  a.fencing_token = 7;
+  a.acquired_at = now - std::chrono::seconds(65);
+  LockInfo b = a;
+  b.key = "b";
+  b.mode = HoldMode::kShared;
+  std::ostringstream out;
+  cli::Printer(out, false).locks({a, b}, cli::ListCut{2, false}, now);
+  std::istringstream lines(out.str());
+  std::string header, first, second, note;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  std::getline(lines, note);
+  EXPECT_EQ(header.rfind("KEY   MODE       FENCING_TOKEN  OWNER  SESSION  AGE    EXPIRES_AT", 0),
+            0U)
+      << header;
+  EXPECT_EQ(first.rfind("caf\u00e9  exclusive  7              x\\x1b  -        1m05s  -", 0), 0U)
+      << first;
+  EXPECT_EQ(second.rfind("b     shared     7", 0), 0U) << second;
+  EXPECT_EQ(note,
+            "showing the first 2; there may be more: use --limit N (at most 1000) or --prefix");
 }
 
 }  // namespace
