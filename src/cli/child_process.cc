@@ -139,14 +139,23 @@ std::optional<int> ChildProcess::try_wait() {
   for (;;) {
     int wait_status = 0;
     // Any child in the group: the leader, or a member adopted after its parent died.
-    const pid_t result = ::waitpid(-pid_, &wait_status, WNOHANG | WUNTRACED);
+    const pid_t result = ::waitpid(-pid_, &wait_status, WNOHANG | WUNTRACED | WCONTINUED);
     if (result < 0 && errno == EINTR) continue;
     if (result <= 0) break;
     if (result != pid_) continue;
     if (WIFSTOPPED(wait_status)) {
-      if (WSTOPSIG(wait_status) == SIGTSTP) ::kill(-pid_, SIGCONT);
+      if (WSTOPSIG(wait_status) == SIGTSTP) {
+        ::kill(-pid_, SIGCONT);
+      } else if (!stopped_) {
+        stopped_ = Stop{WSTOPSIG(wait_status), std::chrono::steady_clock::now()};
+      }
       continue;
     }
+    if (WIFCONTINUED(wait_status)) {
+      stopped_.reset();
+      continue;
+    }
+    stopped_.reset();
     status_ = shell_status(wait_status);
   }
   return status_;

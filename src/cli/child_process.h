@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,9 +43,18 @@ class ChildProcess {
   // Reaps the leader if it has exited, and any exited group member that was handed to this
   // process (a child subreaper adopts orphans); returns the leader's shell-style status (exit
   // code, or 128 + signal number), or empty while it runs. A leader stopped by SIGTSTP
-  // (Ctrl-Z) is continued at once: a command holding a lock must not sit suspended.
+  // (Ctrl-Z) is continued at once: a command holding a lock must not sit suspended. Other stops
+  // and continues are noted (stopped()).
   std::optional<int> try_wait();
   std::optional<int> status() const { return status_; }
+  // The signal that stopped the leader (SIGSTOP, SIGTTIN, SIGTTOU; a SIGTSTP stop is continued
+  // at once) and since when, as try_wait() last saw it; empty while it runs. Only the leader:
+  // other members' stops are not reported to this process.
+  struct Stop {
+    int signo = 0;
+    std::chrono::steady_clock::time_point since;
+  };
+  const std::optional<Stop>& stopped() const { return stopped_; }
   // True while any process of the group exists (zombies included), after reaping.
   bool group_alive();
 
@@ -52,6 +62,7 @@ class ChildProcess {
   pid_t pid_ = -1;
   std::optional<int> status_;
   int terminal_ = -1;  // the controlling terminal handed to the group, or -1
+  std::optional<Stop> stopped_;
 };
 
 // Shell-style status from a waitpid status word.

@@ -115,6 +115,19 @@ constexpr auto kGroupPoll = std::chrono::milliseconds(10);
 
 std::string describe(std::chrono::milliseconds d) { return client::format_duration(d); }
 
+std::string signal_name(int signo) {
+  switch (signo) {
+    case SIGSTOP:
+      return "SIGSTOP";
+    case SIGTTIN:
+      return "SIGTTIN (it read the terminal from the background)";
+    case SIGTTOU:
+      return "SIGTTOU (it wrote to or set the terminal from the background)";
+    default:
+      return "signal " + std::to_string(signo);
+  }
+}
+
 // Checks a session-bound grant every `every` with an extend, which for such a grant writes
 // nothing and moves no deadline (ADR-0018): nothing else would tell this run that the grant
 // was revoked, since the session's keepalives do not look at grants. A transient failure is
@@ -223,9 +236,12 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   // A session-bound lock lives by the session's TTL. A TTL lock without --ttl gets the server's
   // default lock TTL, which the session's TTL (the server's default session TTL, 30 s for both
   // unless configured) stands in for.
-  const StopTimes times =
-      stop_times(!options.session_bound && options.ttl.count() > 0 ? options.ttl : session.ttl(),
-                 options.stop_margin, options.kill_grace);
+  const std::chrono::milliseconds lock_ttl =
+      !options.session_bound && options.ttl.count() > 0 ? options.ttl : session.ttl();
+  const StopTimes times = stop_times(lock_ttl, options.stop_margin, options.kill_grace);
+  // How long CMD may stay stopped (SIGSTOP, SIGTTIN, SIGTTOU) before dlock gives the lock up:
+  // one TTL (ADR-0014, "A stopped CMD").
+  const std::chrono::milliseconds stopped_bound = lock_ttl;
 
   // Acquire on a helper thread: the main thread must stay responsive to SIGINT/SIGTERM while
   // the server makes us wait, without re-issuing the acquire (which would lose our place in
@@ -347,8 +363,14 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   // margin / 4), the SIGKILL time, and while members outlive the leader, every kGroupPoll.
   const std::string& name = options.command[0];
   bool lost = false;
+  // The server said the grant is gone (revoked, lock_lost, the session gone), as opposed to a
+  // deadline reached without a renewal, when the lock may still exist.
+  bool known_lost = false;
   std::optional<SteadyClock::time_point> term_sent, kill_at;
   bool killed = false;
+  // CMD stayed stopped for stopped_bound: its group is stopped, the lock released, exit 76.
+  bool given_up = false;
+  std::optional<SteadyClock::time_point> stop_reported;  // the stop last reported
   for (;;) {
     // The leader is waited for even if it left its group (then the group may be empty first).
     child->try_wait();
@@ -360,12 +382,27 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
       const std::string reason = stop_reason(*lock, probe ? &*probe : nullptr, now, times);
       if (!reason.empty()) {
         lost = true;
+        known_lost = !lock->lost_reason().empty() || (probe && !probe->lost_reason().empty());
         err << "dlock: lost " << printable(options.key) << " (token " << lock->token()
             << "): " << printable(reason) << '\n';
       }
     }
-    if (!kill_at && (lost || leader_done)) {
-      if (lost) {
+    const auto& stopped = child->stopped();
+    if (!lost && !given_up && !leader_done && stopped) {
+      if (stop_reported != stopped->since) {
+        stop_reported = stopped->since;
+        err << "dlock: " << printable(name) << " was stopped by " << signal_name(stopped->signo)
+            << "; giving up " << printable(options.key) << " unless it continues within "
+            << describe(stopped_bound) << '\n';
+      }
+      if (now - stopped->since >= stopped_bound) {
+        given_up = true;
+        err << "dlock: " << printable(name) << " is still stopped after " << describe(stopped_bound)
+            << "; stopping its process group and releasing " << printable(options.key) << '\n';
+      }
+    }
+    if (!kill_at && (lost || leader_done || given_up)) {
+      if (lost || given_up) {
         err << "dlock: sending SIGTERM to the process group of " << printable(name) << '\n';
       } else {
         err << "dlock: " << printable(name)
@@ -394,6 +431,10 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
       until = *kill_at;
     }
     if (leader_done) until = until ? std::min(*until, now + kGroupPoll) : now + kGroupPoll;
+    if (stopped && !given_up && !kill_at) {
+      until =
+          until ? std::min(*until, stopped->since + stopped_bound) : stopped->since + stopped_bound;
+    }
     siginfo_t info{};
     const int signo = signals.wait(until, info);
     // Ctrl-C from a terminal dlock kept reaches dlock alone (CMD's group is not the terminal's
@@ -405,9 +446,31 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   child.reset();
   probe.reset();
 
-  if (lost) return kExitLockLost;
+  if (lost) {
+    if (known_lost) {
+      // Nothing of ours is left to release: end the session, so that the grant's destructor
+      // does not try (and report a failure already reported as the loss).
+      try {
+        session.close();
+      } catch (const std::exception&) {
+        // It expires on its own; it holds nothing.
+      }
+    }
+    return kExitLockLost;
+  }
   try {
     lock->release();
+  } catch (const LockLostError& error) {
+    // Lost while CMD ran (revoked, expired) and not noticed before CMD ended: CMD did not hold
+    // the lock to the end, which is the loss itself, not a failed clean-up.
+    err << "dlock: lost " << printable(options.key) << " (token " << lock->token() << ") before "
+        << printable(name) << " ended: " << printable(error.what()) << '\n';
+    try {
+      session.close();
+    } catch (const std::exception&) {
+      // It expires on its own; it holds nothing.
+    }
+    return kExitLockLost;
   } catch (const std::exception& error) {
     err << "dlock: releasing " << printable(options.key) << " failed: " << printable(error.what())
         << '\n';
@@ -417,7 +480,7 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   } catch (const std::exception& error) {
     err << "dlock: closing the session failed: " << printable(error.what()) << '\n';
   }
-  return status;
+  return given_up ? kExitLockLost : status;
 }
 
 }  // namespace dlock::cli

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -241,6 +242,65 @@ TEST_F(CliTalks, OffATerminalWaitingDrawsNothing) {
   EXPECT_EQ(watched.status, 75);
   EXPECT_EQ(watched.err.find("waiting for"), std::string::npos) << watched.err;
   EXPECT_NE(watched.err.find("held by holder-bob"), std::string::npos) << watched.err;
+}
+
+// A revoked `dlock run` reports the loss once: the grant is gone, so nothing may try to release
+// it on the way out (before: "dlock: releasing KEY (token N) failed: lock lost").
+TEST_F(CliTalks, ARevokedRunReportsTheLossWithoutAFailedRelease) {
+  const std::string admin = "cli-talks-admin-token-0123456789abcdef";
+  testing::DlockdOptions options;
+  options.extra_args = {"--admin-enabled", "true", "--admin-token", admin};
+  testing::DlockdProcess server(options);
+  client::ClientOptions client_options;
+  client_options.server_url = server.url();
+  client_options.admin_token = admin;
+  client::Client client(client_options);
+  bool revoked = false;
+  const Watched watched =
+      watch_dlock({"--server", server.url(), "run", "jobs/revoked", "--ttl", "3s", "--", "sh", "-c",
+                   "echo started >&2; sleep 30"},
+                  /*terminal=*/false, milliseconds(60'000), [&](const std::string& err) {
+                    if (!revoked && err.find("started") != std::string::npos) {
+                      revoked = client.revoke("jobs/revoked").revoked;
+                    }
+                  });
+  EXPECT_TRUE(revoked);
+  EXPECT_EQ(watched.status, 76) << watched.err;
+  EXPECT_NE(watched.err.find("dlock: lost jobs/revoked"), std::string::npos) << watched.err;
+  EXPECT_EQ(watched.err.find("releasing"), std::string::npos) << watched.err;
+  EXPECT_EQ(watched.err.find("failed"), std::string::npos) << watched.err;
+}
+
+// The lock revoked while CMD runs, CMD done before the next check notices: the release finds
+// the grant gone. That is the loss, reported as such with 76, not a failed release after which
+// dlock exits 0 as if CMD had held the lock throughout.
+TEST_F(CliTalks, ALossFoundAtReleaseIsReportedAsTheLoss) {
+  const std::string admin = "cli-talks-admin-token-0123456789abcdef";
+  testing::DlockdOptions options;
+  options.extra_args = {"--admin-enabled", "true", "--admin-token", admin};
+  testing::DlockdProcess server(options);
+  client::ClientOptions client_options;
+  client_options.server_url = server.url();
+  client_options.admin_token = admin;
+  client::Client client(client_options);
+  const std::string dir = testing::make_temp_dir("cli-talks-revoke");
+  const std::string go = dir + "/go";
+  bool revoked = false;
+  // A 30 s session: its check runs every 10 s, long after CMD is done.
+  const Watched watched =
+      watch_dlock({"--server", server.url(), "run", "jobs/late", "--ttl", "30s", "--", "sh", "-c",
+                   "echo started >&2; while [ ! -e " + go + " ]; do sleep 0.05; done"},
+                  /*terminal=*/false, milliseconds(60'000), [&](const std::string& err) {
+                    if (!revoked && err.find("started") != std::string::npos) {
+                      revoked = client.revoke("jobs/late").revoked;
+                      std::ofstream(go) << "go\n";
+                    }
+                  });
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(revoked);
+  EXPECT_EQ(watched.status, 76) << watched.err;
+  EXPECT_NE(watched.err.find("dlock: lost jobs/late"), std::string::npos) << watched.err;
+  EXPECT_EQ(watched.err.find("releasing"), std::string::npos) << watched.err;
 }
 
 }  // namespace

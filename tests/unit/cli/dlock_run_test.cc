@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli/child_process.h"
+#include "cli/exit_codes.h"
 #include "fake_lock_api.h"
 #include "wait_until.h"
 
@@ -190,6 +191,28 @@ TEST_F(DlockRunTest, PassesKeyAndTokenAndExitsWithTheCommandsStatus) {
   EXPECT_TRUE(server_.wait_for_requests(
       [](const FakeRequest& r) { return r.method == "DELETE" && r.target == "/v1/sessions/s-1"; },
       1, milliseconds(0)));
+}
+
+// A stopped CMD (kill -STOP, or SIGTTIN/SIGTTOU from the terminal) kept its lock alive forever.
+// ADR-0014: after one TTL stopped (1 s here) dlock stops the group (SIGTERM with SIGCONT),
+// releases the lock and exits 76.
+TEST_F(DlockRunTest, CommandStoppedForATtlIsStoppedAndItsLockReleased) {
+  for (const char* signal : {"STOP", "TTOU"}) {
+    SCOPED_TRACE(signal);
+    const std::size_t releases = server_.requests_to("DELETE", "/v1/locks/").size();
+    const auto started = std::chrono::steady_clock::now();
+    auto dlock = start(std::string("kill -") + signal + " $$; touch \"$DIR/continued\"");
+    EXPECT_EQ(wait_exit(*dlock, milliseconds(20'000)), cli::kExitLockLost);
+    const auto took = std::chrono::steady_clock::now() - started;
+    std::cout << "[ measured ] SIG" << signal << ": dlock exited after "
+              << std::chrono::duration_cast<milliseconds>(took).count() << " ms\n";
+    // Not before the bound: a short stop is allowed.
+    EXPECT_GE(took, milliseconds(900));
+    // SIGTERM came with SIGCONT: the shell ended on SIGTERM without running another command.
+    EXPECT_FALSE(file_exists("continued"));
+    EXPECT_EQ(server_.requests_to("DELETE", "/v1/locks/").size(), releases + 1)
+        << "the lock was not released";
+  }
 }
 
 TEST_F(DlockRunTest, CommandKilledBySignalExits128PlusSignal) {
