@@ -8,12 +8,16 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "auth/admin_token.h"
 #include "dlock/duration.h"
 #include "dlock/errors.h"
 #include "util/backend_names.h"
+
+extern char** environ;
 
 namespace dlock::server {
 namespace {
@@ -213,8 +217,12 @@ std::string env_of(std::string_view name) {
   return env;
 }
 
+// The text and source of each key that was set, later sources replacing earlier ones.
+using Applied = std::map<std::string, std::pair<std::string, std::string>>;
+
 void apply(ServerConfig& config, const Key& key, const std::string& value,
-           const std::string& source) {
+           const std::string& source, Applied* applied = nullptr) {
+  if (applied != nullptr) (*applied)[key.name] = {value, source};
   try {
     key.set(config, value);
   } catch (const ConfigError& error) {
@@ -230,7 +238,56 @@ std::string trim(const std::string& text) {
   return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
 }
 
-void apply_file(ServerConfig& config, const std::string& path) {
+// Edit distance (insert, delete, substitute), for "did you mean".
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "; did you mean 'X'?" for the closest of `names` within 2 edits, or "".
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& names) {
+  const std::string* best = nullptr;
+  std::size_t best_distance = 3;
+  for (const std::string& name : names) {
+    const std::size_t d = distance(word, name);
+    if (d < best_distance) {
+      best = &name;
+      best_distance = d;
+    }
+  }
+  return best == nullptr ? "" : "; did you mean '" + *best + "'?";
+}
+
+std::vector<std::string> key_names() {
+  std::vector<std::string> names;
+  for (const auto& key : keys()) names.emplace_back(key.name);
+  return names;
+}
+
+// A value written as "..." or '...': the file takes values as written, so the quotes would be
+// part of it (a duration '"30s"' is no duration; a path would name another file). Refused with
+// the fix, never echoing the value (it may be a token).
+void refuse_quotes(const std::string& where, const std::string& name, const std::string& value) {
+  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+      value.back() == value.front()) {
+    throw ConfigError(where + ": " + name +
+                      ": the value is in quotes; values are taken as written, without quotes "
+                      "or escapes (" +
+                      name + " = VALUE)");
+  }
+}
+
+void apply_file(ServerConfig& config, const std::string& path, Applied* applied) {
   std::ifstream in(path);
   if (!in) throw ConfigError("--config: cannot read " + path);
   std::string line;
@@ -242,8 +299,12 @@ void apply_file(ServerConfig& config, const std::string& path) {
     if (equals == std::string::npos) throw ConfigError(where + ": expected 'key = value'");
     const std::string name = trim(line.substr(0, equals));
     const Key* key = find_key(name);
-    if (key == nullptr) throw ConfigError(where + ": unknown key '" + name + "'");
-    apply(config, *key, trim(line.substr(equals + 1)), where);
+    if (key == nullptr) {
+      throw ConfigError(where + ": unknown key '" + name + "'" + did_you_mean(name, key_names()));
+    }
+    const std::string value = trim(line.substr(equals + 1));
+    refuse_quotes(where, name, value);
+    apply(config, *key, value, where, applied);
   }
 }
 
@@ -279,6 +340,53 @@ void finish_auth(ServerConfig& config) {
   }
 }
 
+// Variables of the dlock CLI and of what `dlock run` gives its command (docs/cli.md): they
+// share the DLOCK_ prefix and may well be in dlockd's environment.
+constexpr std::string_view kClientVariables[] = {
+    "DLOCK_SERVER",      "DLOCK_TOKEN",         "DLOCK_TOKEN_FILE", "DLOCK_CACERT",
+    "DLOCK_CERT",        "DLOCK_KEY",           "DLOCK_NAMESPACE",  "DLOCK_OWNER",
+    "DLOCK_CLOCK_DRIFT", "DLOCK_FENCING_TOKEN", "DLOCK_SESSION_ID", "DLOCK_LOCK_MODE",
+    "DLOCK_LEADER_VALUE"};
+
+std::vector<std::string> environment_warnings() {
+  std::vector<std::string> settings;
+  for (const auto& key : keys()) settings.push_back(env_of(key.name));
+  std::vector<std::string> warnings;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    const std::string name(text.substr(0, text.find('=')));
+    if (name.rfind("DLOCK_", 0) != 0) continue;
+    if (std::find(settings.begin(), settings.end(), name) != settings.end()) continue;
+    if (std::find(std::begin(kClientVariables), std::end(kClientVariables), name) !=
+        std::end(kClientVariables)) {
+      continue;
+    }
+    warnings.push_back("environment " + name + " is not a dlockd setting (ignored)" +
+                       did_you_mean(name, settings));
+  }
+  std::sort(warnings.begin(), warnings.end());
+  return warnings;
+}
+
+// pg.url with its password replaced: the URL form's user:PASSWORD@ and the keyword form's
+// password=... .
+std::string redact_pg_url(const std::string& url) {
+  std::string out = url;
+  if (const auto scheme = out.find("://"); scheme != std::string::npos) {
+    const auto at = out.find('@', scheme + 3);
+    const auto colon = out.find(':', scheme + 3);
+    if (at != std::string::npos && colon != std::string::npos && colon < at) {
+      out.replace(colon + 1, at - colon - 1, "REDACTED");
+    }
+  }
+  for (std::size_t at = out.find("password="); at != std::string::npos;
+       at = out.find("password=", at + 1)) {
+    const auto end = out.find_first_of(" &", at);
+    out.replace(at + 9, (end == std::string::npos ? out.size() : end) - at - 9, "REDACTED");
+  }
+  return out;
+}
+
 }  // namespace
 
 bool is_loopback_listen(const std::string& listen) {
@@ -309,6 +417,11 @@ ParsedCommandLine load_config(const std::vector<std::string>& args) {
       arg = arg.substr(0, equals);
       has_value = true;
     }
+    if (arg == "--check-config" || arg == "--print-config") {
+      if (has_value) throw ConfigError(arg + " takes no value");
+      (arg == "--check-config" ? parsed.check_config : parsed.print_config) = true;
+      continue;
+    }
     if (arg == "--etcd-raise-revision-to") {
       if (!has_value) {
         if (i + 1 >= args.size()) throw ConfigError(arg + " needs a value");
@@ -327,7 +440,12 @@ ParsedCommandLine load_config(const std::vector<std::string>& args) {
       for (const auto& candidate : keys()) {
         if (flag_of(candidate.name) == arg) key = &candidate;
       }
-      if (key == nullptr) throw ConfigError("unknown option '" + arg + "' (see --help)");
+      if (key == nullptr) {
+        std::vector<std::string> flags = {"--config", "--check-config", "--print-config"};
+        for (const auto& candidate : keys()) flags.push_back(flag_of(candidate.name));
+        throw ConfigError("unknown option '" + arg + "'" + did_you_mean(arg, flags) +
+                          " (see --help)");
+      }
     }
     if (!has_value) {
       if (i + 1 >= args.size()) throw ConfigError(arg + " needs a value");
@@ -339,14 +457,16 @@ ParsedCommandLine load_config(const std::vector<std::string>& args) {
       flags.emplace_back(key, value);
     }
   }
-  if (!config_file.empty()) apply_file(parsed.config, config_file);
+  Applied applied;
+  if (!config_file.empty()) apply_file(parsed.config, config_file, &applied);
   for (const auto& key : keys()) {
     if (const char* value = std::getenv(env_of(key.name).c_str())) {
-      apply(parsed.config, key, value, "environment " + env_of(key.name));
+      apply(parsed.config, key, value, "environment " + env_of(key.name), &applied);
     }
   }
+  parsed.warnings = environment_warnings();
   for (const auto& [key, value] : flags) {
-    apply(parsed.config, *key, value, flag_of(key->name));
+    apply(parsed.config, *key, value, flag_of(key->name), &applied);
     if (std::string_view(key->name) == "admin.token") {
       parsed.config.admin_token_on_command_line = !value.empty();
     }
@@ -363,15 +483,38 @@ ParsedCommandLine load_config(const std::vector<std::string>& args) {
   }
   check_ttl(parsed.config.default_lock_ttl, parsed.config.store.limits, "lock.default.ttl");
   check_ttl(parsed.config.default_session_ttl, parsed.config.store.limits, "session.default.ttl");
+  for (const auto& key : keys()) {
+    const auto found = applied.find(key.name);
+    parsed.settings.push_back(
+        found == applied.end()
+            ? EffectiveSetting{key.name, key.default_text, "default"}
+            : EffectiveSetting{key.name, found->second.first, found->second.second});
+  }
   return parsed;
+}
+
+std::string print_config(const ParsedCommandLine& parsed) {
+  std::ostringstream out;
+  out << "# dlockd effective configuration (secrets redacted); usable as --config FILE\n";
+  for (const EffectiveSetting& setting : parsed.settings) {
+    std::string value = setting.value;
+    if (setting.key == "admin.token" && !value.empty()) value = "REDACTED";
+    if (setting.key == "pg.url") value = redact_pg_url(value);
+    if (setting.source != "default") out << "# from " << setting.source << '\n';
+    out << setting.key << " =" << (value.empty() ? "" : " " + value) << '\n';
+  }
+  return out.str();
 }
 
 std::string help_text() {
   std::ostringstream out;
   out << "dlockd - the dlock lock server: sessions, locks with fencing tokens, HTTP/JSON API\n\n"
-         "USAGE\n  dlockd [--config FILE] [--KEY VALUE]...\n  dlockd --version\n\n"
+         "USAGE\n  dlockd [--config FILE] [--KEY VALUE]...\n"
+         "  dlockd [--config FILE] [--KEY VALUE]... --check-config | --print-config\n"
+         "  dlockd --version\n\n"
          "Every setting below can come from, later winning: the --config FILE (lines\n"
-         "'key = value', '#' comments), the environment variable shown, or the flag.\n"
+         "'key = value', values without quotes, '#' comments), the environment variable\n"
+         "shown, or the flag.\n"
          "Durations are written 500ms, 30s, 5m or 1h. An unknown key or a bad value stops\n"
          "start-up with a message naming it.\n\nSETTINGS\n";
   for (const auto& key : keys()) {
@@ -382,6 +525,14 @@ std::string help_text() {
   out << "\nEXAMPLES\n  dlockd                                   # embedded store in ./dlock-data\n"
          "  dlockd --lock-backend pg --pg-url postgresql://dlock@db/dlock\n"
          "  DLOCK_LOCK_BACKEND=etcd dlockd --etcd-endpoints http://10.0.0.1:2379\n\n"
+         "CHECKING A CONFIGURATION\n"
+         "  --check-config  validate the settings, the TLS files and the tokens file as\n"
+         "      start-up does (without opening the store); exit 0, or 2 with the error\n"
+         "      naming the key.\n"
+         "  --print-config  print the effective settings (file, environment and flags\n"
+         "      applied) as a --config file, secrets redacted; exit 0.\n"
+         "  A DLOCK_* environment variable that is no setting (nor one of the dlock CLI's)\n"
+         "  is warned about on stderr and ignored.\n\n"
          "SIGNALS\n  SIGTERM, SIGINT: stop accepting, answer waiters 503, finish in-flight "
          "requests, exit 0.\n"
          "  SIGHUP: re-read auth.tokens.file (sessions and locks stay; a bad file is\n"

@@ -74,9 +74,27 @@ class ConfigError : public InvalidArgumentError {
   explicit ConfigError(const std::string& message) : InvalidArgumentError("config", message) {}
 };
 
+// One setting as it took effect: its text and where it came from ("default", "environment
+// DLOCK_X", "<file>:<line>", "--flag").
+struct EffectiveSetting {
+  std::string key;
+  std::string value;
+  std::string source;
+};
+
 struct ParsedCommandLine {
   ServerConfig config;
   bool help = false;
+  // --check-config: validate (load_config, and what start-up checks before the store: the TLS
+  // files, the tokens file) and exit 0, or 2 naming the key. --print-config: print the
+  // effective configuration (print_config) and exit. Command line only, not settings.
+  bool check_config = false;
+  bool print_config = false;
+  // Every key in keys order, as it took effect.
+  std::vector<EffectiveSetting> settings;
+  // Not fatal: DLOCK_* environment variables that are no dlockd setting nor a variable of the
+  // dlock CLI (C5, "Environment"), each with the nearest setting's variable when close.
+  std::vector<std::string> warnings;
   // --etcd-raise-revision-to N (command line only, not a setting): instead of serving, raise
   // the etcd cluster's revision to at least N and exit (ADR-0010). 0 = serve as usual.
   std::int64_t etcd_raise_revision_to = 0;
@@ -86,5 +104,10 @@ ParsedCommandLine load_config(const std::vector<std::string>& args);
 
 // The man-style --help text: every key with its flag, environment variable and default.
 std::string help_text();
+
+// --print-config: "key = value" for every key in the file format (so the output is a valid
+// --config file), each preceded by a "# from SOURCE" comment when not the default. Secrets are
+// redacted: admin.token, and the password in pg.url.
+std::string print_config(const ParsedCommandLine& parsed);
 
 }  // namespace dlock::server
