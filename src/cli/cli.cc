@@ -7,6 +7,7 @@
 #include <iostream>
 #include <ostream>
 
+#include "cli/completion.h"
 #include "cli/exit_codes.h"
 #include "cli/help_text.h"
 #include "cli/leader_command.h"
@@ -284,6 +285,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   token_new->add_option("PERMISSIONS", permissions, "<role>:<pattern>[,...], e.g. lock:payments")
       ->required();
 
+  std::string shell;
+  CLI::App* completion = app.add_subcommand(
+      "completion", "Print a shell completion script: source <(dlock completion bash)");
+  completion->add_option("SHELL", shell, "bash, zsh or fish")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -299,6 +307,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   Printer printer(out, flags.json);
   try {
+    if (*completion) {  // offline, as token new
+      out << completion_script(app, shell);
+      return kExitOk;
+    }
     if (*token_new) {  // offline: no server involved
       print_new_token(principal, permissions, flags.json, out);
       return kExitOk;
