@@ -23,13 +23,22 @@ inline constexpr const char* kMainFooter = R"(ENVIRONMENT
   DLOCK_CLOCK_DRIFT  clock-rate allowance when --clock-drift is not given (default 1%)
   DLOCK_ADMIN_TOKEN  admin token for revoke when --admin-token is not given (default: the token)
   DLOCK_OWNER        owner name when --owner is not given (default USER@hostname)
+  DLOCK_NAMESPACE    namespace when --ns is not given (dlock run exports it to CMD)
+
+UNREACHABLE SERVER
+  A failed call is reported at once and retried (1s, then every 2s) until --timeout: on a
+  terminal as one line with a countdown, otherwise one line per failure. --wait does not
+  extend --timeout. While a held key is waited for, a terminal shows who holds it.
+
+COMPLETION
+  source <(dlock completion bash)     (also zsh, fish)
 
 EXIT STATUS
   0   success
   1   other error (e.g. session not found, unexpected server answer)
   64  usage error (bad flag, argument or duration)
   67  not authenticated: no bearer token, or one the server does not know (401)
-  69  server or backend unavailable (after retrying every server)
+  69  server or backend unavailable (after retrying every server until --timeout)
   75  lock not acquired: held by someone else after --wait
   76  lock lost (extend/release refused; for run: CMD's process group was stopped)
   77  permission denied: the token may not do this in this namespace (403)
@@ -130,7 +139,10 @@ EXAMPLE
 
 inline constexpr const char* kList = "List held locks";
 inline constexpr const char* kListFooter = R"(DESCRIPTION
-  Lists the live grants in the namespace whose key starts with --prefix, at most --limit.)";
+  Lists the live grants in the namespace whose key starts with --prefix, at most --limit
+  (default 100, at most 1000), in aligned columns KEY MODE FENCING_TOKEN OWNER SESSION AGE
+  EXPIRES_AT (AGE: since the grant). When there were more, a last line says so ("showing the
+  first 100; more are held"; --json: "truncated": true). Scripts: use --json.)";
 
 inline constexpr const char* kRevoke = "Force-release a lock (admin)";
 inline constexpr const char* kRevokeFooter = R"(DESCRIPTION
@@ -187,11 +199,13 @@ STOP TIMELINE
   waits until the group is gone and exits 76. A 30s lock: SIGTERM 3s and SIGKILL 1.5s before D.
   Processes that leave the group (setsid, daemons) escape. In the foreground of a terminal,
   the terminal goes to CMD's group; Ctrl-Z does not suspend a lock holder (it is continued).
+  CMD stopped otherwise (kill -STOP, SIGTTIN/SIGTTOU) for one TTL: its group is stopped, the
+  lock released, exit 76.
 
 EXIT STATUS
   CMD's status (128+N if CMD was killed by signal N); 75 KEY still held after --wait; 76 lock
   lost, or not extended (session not kept alive) by D - M, while CMD ran (its group was
-  stopped); 69 server
+  stopped), or found lost at the release, or CMD stayed stopped for a TTL; 69 server
   unavailable; 64 usage error; 127 CMD not found; 126 CMD not executable.
 
 EXAMPLE
