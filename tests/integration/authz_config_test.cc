@@ -391,7 +391,16 @@ TEST_F(AuthzConfig, AuditEventsCarryWhoWhatAndWhereButNoSessionId) {
   EXPECT_NE(metrics.find("dlock_auth_denied_total{reason=\"session_owner\"} 2"), std::string::npos)
       << metrics;
 
-  const auto log = read_all(server_->log_path());
+  // dlockd writes its log from a thread of its own (telemetry.cc): the reload's line, the last
+  // of this test, may come after the metric that counts it.
+  std::string log;
+  EXPECT_TRUE(testing::wait_for(
+      [&] {
+        log = read_all(server_->log_path());
+        return log.find("\"event\":\"tokens_reload\"") != std::string::npos;
+      },
+      milliseconds(5000)))
+      << log;
   EXPECT_EQ(log.find(session), std::string::npos) << "a raw session id in the log: " << log;
   std::map<std::string, std::vector<json::object>> audits;  // by action
   std::istringstream lines(log);
