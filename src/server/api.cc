@@ -278,6 +278,8 @@ void Api::close_session(const RequestContext& context, const Reply& reply) {
   });
 }
 
+namespace {
+
 // Sessions as GET /v1/sessions and /v1/sessions/{id} show them (C3 "Sessions").
 json::object session_json(const SessionInfo& session, bool auth) {
   json::object body{{"session_id", session.session_id},
@@ -297,6 +299,8 @@ bool sees_every_session(const auth::Principal* caller) {
   }
   return false;
 }
+
+}  // namespace
 
 // GET /v1/sessions?owner=&principal=&after=&limit=: the live sessions the caller may see (its
 // own; every one for an administrator of every namespace; no role needed, as for keepalive), by
