@@ -348,6 +348,32 @@ constexpr std::string_view kClientVariables[] = {
     "DLOCK_CLOCK_DRIFT", "DLOCK_FENCING_TOKEN", "DLOCK_SESSION_ID", "DLOCK_LOCK_MODE",
     "DLOCK_LEADER_VALUE"};
 
+// Variables of the project's build, test and benchmark scripts (CONTRIBUTING.md): a developer's
+// shell or a test's environment has them, and a test's dlockd inherits them.
+constexpr std::string_view kToolingVariables[] = {"DLOCK_JOBS",
+                                                  "DLOCK_TARGETS",
+                                                  "DLOCK_BUILD_TYPE",
+                                                  "DLOCK_TEST_JOBS",
+                                                  "DLOCK_VENV",
+                                                  "DLOCK_SAFETY_LONG",
+                                                  "DLOCK_MUTATIONS_LONG",
+                                                  "DLOCK_MUTATION_ROW_BUDGET",
+                                                  "DLOCK_TEST_FILTER",
+                                                  "DLOCK_LIN_SECONDS",
+                                                  "DLOCK_FUZZ_SECONDS",
+                                                  "DLOCK_FUZZ_URL",
+                                                  "DLOCK_FUZZ_TOKEN",
+                                                  "DLOCK_PG_BIN_DIR",
+                                                  "DLOCK_FAIL_FSYNC_WHEN",
+                                                  "DLOCK_CLIENT_HARNESS",
+                                                  "DLOCK_CLIENT_SCENARIOS",
+                                                  "DLOCK_CLIENT_BACKENDS",
+                                                  "DLOCK_CLIENT_ENV",
+                                                  "DLOCK_PYTHON_CLIENT",
+                                                  "DLOCK_DOC_PAGES",
+                                                  "DLOCK_DOC_RUNNER_ARGS",
+                                                  "DLOCK_BENCH"};
+
 std::vector<std::string> environment_warnings() {
   std::vector<std::string> settings;
   for (const auto& key : keys()) settings.push_back(env_of(key.name));
@@ -358,7 +384,9 @@ std::vector<std::string> environment_warnings() {
     if (name.rfind("DLOCK_", 0) != 0) continue;
     if (std::find(settings.begin(), settings.end(), name) != settings.end()) continue;
     if (std::find(std::begin(kClientVariables), std::end(kClientVariables), name) !=
-        std::end(kClientVariables)) {
+            std::end(kClientVariables) ||
+        std::find(std::begin(kToolingVariables), std::end(kToolingVariables), name) !=
+            std::end(kToolingVariables)) {
       continue;
     }
     warnings.push_back("environment " + name + " is not a dlockd setting (ignored)" +

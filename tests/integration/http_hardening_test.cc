@@ -235,8 +235,13 @@ TEST(HttpHardening, UnreadLargeAnswersAreBoundedServerWide) {
   for (auto& socket : stalled) {
     socket->set_receive_timeout(2s);
     const auto answers = socket->receive("server.max.unsent.bytes");
+    // Judged once whole (its body names the setting): on a loaded machine the 2 s read can end
+    // inside an answer's header.
     const auto shed = answers.rfind("HTTP/1.1 503");
-    if (shed == std::string::npos) continue;
+    if (shed == std::string::npos ||
+        answers.find("server.max.unsent.bytes", shed) == std::string::npos) {
+      continue;
+    }
     ++shed_answers;
     EXPECT_NE(answers.find("Retry-After: 1", shed), std::string::npos);
     EXPECT_FALSE(socket->closed());
