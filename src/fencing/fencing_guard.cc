@@ -25,50 +25,26 @@ ResultPtr run(pg_conn* conn, const std::string& sql, const std::vector<std::stri
                                                  nullptr, values.data(), nullptr, nullptr, 0));
   const auto status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    const char* state = result ? PQresultErrorField(result.get(), PG_DIAG_SQLSTATE) : nullptr;
+    const char* primary =
+        result ? PQresultErrorField(result.get(), PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+    const std::string_view sqlstate = state ? state : "";
+    // The guard functions' own codes (fencing_guard.sql): their message is the whole story.
+    if (sqlstate == "DL001")
+      throw LockKeyMismatchError(primary ? primary : "fencing: lock key mismatch");
+    if (sqlstate == "DL002") {
+      throw FencingError(primary ? primary : "fencing: bad argument", ErrorCode::kInvalidArgument);
+    }
     throw FencingError(sql.substr(0, 60) + ": " + PQerrorMessage(conn));
   }
   return result;
 }
 
-// holder_key is the lock key bound to the resource; NULL or '' (rows written before keys were
-// bound) means not bound yet, and the first key to write binds it.
-#define DLOCK_FENCING_SAME_KEY \
-  "COALESCE(NULLIF(fencing_resource.holder_key, ''), EXCLUDED.holder_key) = EXCLUDED.holder_key"
-
-// The whole rule in one statement: insert the resource's first token, or raise the highest
-// accepted token only if the new one is not smaller and comes from the bound key. Zero rows
-// returned = stale or another key; the conflicting row is locked either way, so the follow-up
-// read of its key in the same transaction tells the two apart.
-constexpr const char* kAdmitSql =
-    "INSERT INTO fencing_resource (resource, highest_token, holder_key) VALUES ($1, $2, $3) "
-    "ON CONFLICT (resource) DO UPDATE SET highest_token = EXCLUDED.highest_token, "
-    "holder_key = EXCLUDED.holder_key "
-    "WHERE fencing_resource.highest_token <= EXCLUDED.highest_token "
-    "AND fencing_resource.highest_read_token <= EXCLUDED.highest_token "
-    "AND " DLOCK_FENCING_SAME_KEY " RETURNING highest_token";
-
-// A reader: admitted unless a writer with a greater token has written; raises the greatest
-// reader token, never lowers it (readers come in any order).
-constexpr const char* kAdmitReadSql =
-    "INSERT INTO fencing_resource (resource, highest_token, holder_key, highest_read_token) "
-    "VALUES ($1, 0, $3, $2) ON CONFLICT (resource) DO UPDATE SET "
-    "highest_read_token = greatest(fencing_resource.highest_read_token, "
-    "EXCLUDED.highest_read_token), holder_key = EXCLUDED.holder_key "
-    "WHERE fencing_resource.highest_token <= EXCLUDED.highest_read_token "
-    "AND " DLOCK_FENCING_SAME_KEY " RETURNING 1";
-
-constexpr const char* kBindSql =
-    "INSERT INTO fencing_resource (resource, highest_token, holder_key) VALUES ($1, 0, $2) "
-    "ON CONFLICT (resource) DO UPDATE SET holder_key = EXCLUDED.holder_key "
-    "WHERE " DLOCK_FENCING_SAME_KEY " RETURNING 1";
-
-[[noreturn]] void key_mismatch(std::string_view resource, const std::string& bound,
-                               std::string_view presented) {
-  throw LockKeyMismatchError("fencing: resource \"" + std::string(resource) +
-                             "\" is protected by lock key \"" + bound +
-                             "\"; a token of lock key \"" + std::string(presented) +
-                             "\" is refused (tokens of different keys are not comparable)");
-}
+// The rule itself lives in src/fencing/fencing_guard.sql as functions (dlock_fence_admit, …),
+// so that a program in any language calls the same thing; this library is one such caller.
+constexpr const char* kAdmitSql = "SELECT dlock_fence_admit($1, $2, $3)";
+constexpr const char* kAdmitReadSql = "SELECT dlock_fence_admit_read($1, $2, $3)";
+constexpr const char* kBindSql = "SELECT dlock_fence_bind($1, $2)";
 
 void check_lock_key(std::string_view lock_key) {
   if (lock_key.empty()) {
@@ -83,14 +59,14 @@ void install_schema(pg_conn* conn) {
   Transaction tx(conn);
   // Concurrent CREATE TABLE IF NOT EXISTS can still fail on pg_type's unique index.
   run(conn, "SELECT pg_advisory_xact_lock(7207001)", {});
+  run(conn, "SET LOCAL client_min_messages = warning", {});  // no "already exists" notices
   run(conn, std::string(schema_sql()), {});
   tx.commit();
 }
 
 void bind_resource(pg_conn* conn, std::string_view resource, std::string_view lock_key) {
   check_lock_key(lock_key);
-  const auto result = run(conn, kBindSql, {std::string(resource), std::string(lock_key)});
-  if (PQntuples(result.get()) == 0) key_mismatch(resource, bound_key(conn, resource), lock_key);
+  run(conn, kBindSql, {std::string(resource), std::string(lock_key)});
 }
 
 std::string bound_key(pg_conn* conn, std::string_view resource) {
@@ -116,11 +92,8 @@ Admission admit_with(const char* sql, pg_conn* conn, std::string_view resource, 
   }
   const auto result =
       run(conn, sql, {std::string(resource), std::to_string(token), std::string(lock_key)});
-  if (PQntuples(result.get()) == 1) return Admission::kAdmitted;
-  if (const std::string bound = bound_key(conn, resource); !bound.empty() && bound != lock_key) {
-    key_mismatch(resource, bound, lock_key);
-  }
-  return Admission::kStale;
+  return std::string_view(PQgetvalue(result.get(), 0, 0)) == "t" ? Admission::kAdmitted
+                                                                 : Admission::kStale;
 }
 
 }  // namespace

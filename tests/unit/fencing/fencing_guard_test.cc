@@ -7,7 +7,9 @@
 #include <libpq-fe.h>
 
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "support/postgres_server.h"
 
@@ -170,6 +172,42 @@ TEST_F(FencingGuard, UnboundRowIsBoundByItsNextWriter) {
   EXPECT_EQ(write(conn_.get(), 4, "payouts/a"), Admission::kAdmitted);
   EXPECT_EQ(bound_key(conn_.get(), resource_), "payouts/a");
   EXPECT_THROW(write(conn_.get(), 9, "payouts/b"), LockKeyMismatchError);
+}
+
+// The rule as SQL functions (fencing_guard.sql), the one thing every language's guard calls:
+// t/f answers, and SQLSTATEs a driver can map (DL001 another key, DL002 a bad argument).
+TEST_F(FencingGuard, TheRuleIsCallableFromSqlAlone) {
+  const auto call = [&](const std::string& sql, std::initializer_list<std::string> params) {
+    std::vector<const char*> values;
+    for (const auto& param : params) values.push_back(param.c_str());
+    std::unique_ptr<PGresult, decltype(&PQclear)> result(
+        PQexecParams(conn_.get(), sql.c_str(), static_cast<int>(values.size()), nullptr,
+                     values.data(), nullptr, nullptr, 0),
+        &PQclear);
+    if (PQresultStatus(result.get()) != PGRES_TUPLES_OK) {
+      const char* state = PQresultErrorField(result.get(), PG_DIAG_SQLSTATE);
+      return std::string("error ") + (state ? state : "?");
+    }
+    return std::string(PQgetvalue(result.get(), 0, 0));
+  };
+  const std::string admit_sql = "SELECT dlock_fence_admit($1, $2, $3)";
+  const std::string read_sql = "SELECT dlock_fence_admit_read($1, $2, $3)";
+  EXPECT_EQ(call(admit_sql, {resource_, "5", "k"}), "t");
+  EXPECT_EQ(call(admit_sql, {resource_, "5", "k"}), "t");  // one grant, many writes
+  EXPECT_EQ(call(admit_sql, {resource_, "4", "k"}), "f");
+  EXPECT_EQ(call(read_sql, {resource_, "8", "k"}), "t");
+  EXPECT_EQ(call(admit_sql, {resource_, "7", "k"}), "f");  // below an admitted reader
+  EXPECT_EQ(call(read_sql, {resource_, "6", "k"}), "t");   // readers in any order
+  EXPECT_EQ(call(admit_sql, {resource_, "9", "k"}), "t");
+  EXPECT_EQ(call(read_sql, {resource_, "8", "k"}), "f");  // a later writer wrote
+  EXPECT_EQ(call(admit_sql, {resource_, "10", "other"}), "error DL001");
+  EXPECT_EQ(call(read_sql, {resource_, "10", "other"}), "error DL001");
+  EXPECT_EQ(call("SELECT dlock_fence_bind($1, $2)", {resource_, "other"}), "error DL001");
+  EXPECT_EQ(call("SELECT dlock_fence_bind($1, $2)", {resource_, "k"}), "");
+  EXPECT_EQ(call(admit_sql, {resource_, "0", "k"}), "error DL002");
+  EXPECT_EQ(call(admit_sql, {resource_, "3", ""}), "error DL002");
+  EXPECT_EQ(call(admit_sql, {"", "3", "k"}), "error DL002");
+  EXPECT_EQ(highest_accepted(conn_.get(), resource_), 9u);
 }
 
 }  // namespace
