@@ -276,7 +276,7 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
       // the release notification pumps its queue.
       {
         std::lock_guard lock(mutex_);
-        state->queue.end_attempt(head, Attempt::kHeld, nullptr);
+        state->queue.end_attempt(head, Attempt::kUndecided, nullptr);
       }
       try {
         plain_release();
@@ -287,10 +287,13 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
       pump(state);
       return true;
     } catch (...) {
+      WaiterQueue::AfterAttempt after;
       {
         std::lock_guard lock(mutex_);
-        state->queue.end_attempt(head, Attempt::kFailed, std::current_exception());
+        after = state->queue.end_attempt(head, Attempt::kFailed, std::current_exception());
+        if (after.expired) count_answered(1);
       }
+      if (after.expired) head->done({std::optional<LockHandle>{}, after.failure});
       pump(state);
       throw;
     }

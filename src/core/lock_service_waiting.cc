@@ -257,6 +257,7 @@ void LockService::attempt(const KeyStatePtr& state, const WaiterPtr& head) {
     case Attempt::kFailed:
       schedule_pump(state, options_.retry_backoff);  // transient: the head keeps its place
       return;
+    case Attempt::kUndecided:  // only a hand-over ends so (LockService::release)
     case Attempt::kHeld:
       if (after.again) {
         pump(state);

@@ -30,12 +30,23 @@ WaiterPtr WaiterQueue::begin_handover() {
     return nullptr;
   }
   busy_ = true;
-  return waiters_.front();
+  again_ = false;
+  // An attempt for the head like any other: its wait_ms running out meanwhile leaves the
+  // answer to the hand-over (give_up marks it expired), as C3 says of an attempt in flight.
+  attempting_ = waiters_.front();
+  return attempting_;
 }
 
 WaiterQueue::AfterAttempt WaiterQueue::end_attempt(const WaiterPtr& head, Attempt attempt,
                                                    std::exception_ptr failure) {
   AfterAttempt after;
+  if (attempt == Attempt::kUndecided) {
+    attempting_ = nullptr;  // an expired head stays for the next attempt to answer
+    busy_ = false;
+    after.again = std::exchange(again_, false);
+    after.waiting = !waiters_.empty();
+    return after;
+  }
   if (attempt == Attempt::kFailed) {
     last_failure_ = std::move(failure);
   } else {

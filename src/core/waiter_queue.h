@@ -54,10 +54,13 @@ using WaiterPtr = std::shared_ptr<Waiter>;
 
 // How a backend attempt for the head waiter (try_insert, or a release's handover) ended.
 enum class Attempt {
-  kGranted,  // the head was granted the key
-  kRefused,  // the head's session is gone: it is answered, never granted
-  kHeld,     // the key is held: the head keeps its place
-  kFailed,   // the backend failed: no decision, the head keeps its place
+  kGranted,    // the head was granted the key
+  kRefused,    // the head's session is gone: it is answered, never granted
+  kHeld,       // the key is held: the head keeps its place
+  kFailed,     // the backend failed: no decision, the head keeps its place
+  kUndecided,  // a hand-over the releaser could not make (not its live exclusive grant): nothing
+               // was decided for the head, which keeps its place; a head whose wait_ms ended
+               // meanwhile is answered by the next attempt, which the caller starts (pump)
 };
 
 class WaiterQueue {
@@ -85,7 +88,8 @@ class WaiterQueue {
   WaiterPtr begin_attempt();
   // Starts a release's hand-over to the head: the head, or null when an attempt is in flight,
   // nobody waits or the head wants a shared hold, a permit or leadership (then the release is a
-  // plain delete, and its release notification pumps the queue).
+  // plain delete, and its release notification pumps the queue). A hand-over is an attempt for
+  // the head: its wait_ms ending meanwhile leaves the answer to it (give_up).
   WaiterPtr begin_handover();
   // Ends the attempt begun for `head`. A granted or refused head leaves the queue here, before
   // the queue stops being busy: otherwise another attempt could find the same head still

@@ -102,12 +102,32 @@ TEST(WaiterQueue, AHeadWhoseWaitEndsDuringItsAttemptIsAnsweredByThatAttempt) {
   EXPECT_TRUE(queue.idle());
 }
 
-TEST(WaiterQueue, AHeadWhoseWaitEndsDuringAHandOverIsAnsweredAtOnce) {
+// A hand-over the releaser could not make (a shared holder's release) decided nothing for the
+// head: a head whose wait_ms ended meanwhile is answered by the next attempt, not "held" now
+// (the key may be free by then).
+TEST(WaiterQueue, AnUndecidedHandOverLeavesAnExpiredHeadToTheNextAttempt) {
   WaiterQueue queue;
   const auto a = waiter("a");
   queue.push(a);
   ASSERT_EQ(queue.begin_handover(), a);
-  ASSERT_TRUE(queue.give_up(a)) << "a hand-over cannot supersede a grant of a's session";
+  EXPECT_FALSE(queue.give_up(a).has_value());
+  const auto undecided = queue.end_attempt(a, Attempt::kUndecided, nullptr);
+  EXPECT_FALSE(undecided.deliver);
+  EXPECT_FALSE(undecided.expired);
+  EXPECT_FALSE(a->finished);
+  ASSERT_EQ(queue.begin_attempt(), a);
+  EXPECT_TRUE(queue.end_attempt(a, Attempt::kGranted, nullptr).deliver);
+  EXPECT_TRUE(queue.idle());
+}
+
+// A head that leaves during a hand-over to it (its connection closed) is answered at once; the
+// hand-over's grant is then not delivered (the service gives it back).
+TEST(WaiterQueue, AHeadCancelledDuringAHandOverIsAnsweredAtOnce) {
+  WaiterQueue queue;
+  const auto a = waiter("a");
+  queue.push(a);
+  ASSERT_EQ(queue.begin_handover(), a);
+  ASSERT_TRUE(queue.cancel(a));
   EXPECT_FALSE(queue.end_attempt(a, Attempt::kGranted, nullptr).deliver);
 }
 
@@ -208,14 +228,29 @@ TEST(WaiterQueue, TakeAllLeavesTheHeadToItsAttemptInFlight) {
   }
 }
 
-// A hand-over in flight cannot supersede a grant of the head's session: taken at once.
-TEST(WaiterQueue, TakeAllTakesTheHeadOfAHandOverAtOnce) {
+// A hand-over is an attempt for the head like its own: a shutdown leaves the head's answer to it
+// (a grant delivered, a failure answered), as it does at the head's wait_ms (give_up).
+TEST(WaiterQueue, TakeAllLeavesTheHeadOfAHandOverToItsOutcome) {
+  for (const auto attempt : {Attempt::kGranted, Attempt::kFailed}) {
+    WaiterQueue queue;
+    const auto a = waiter("a");
+    queue.push(a);
+    ASSERT_EQ(queue.begin_handover(), a);
+    EXPECT_TRUE(queue.take_all().empty());
+    const auto failure = std::make_exception_ptr(UnavailableError("hand-over failed"));
+    const auto after =
+        queue.end_attempt(a, attempt, attempt == Attempt::kFailed ? failure : nullptr);
+    EXPECT_EQ(after.deliver, attempt == Attempt::kGranted);
+    EXPECT_EQ(after.expired, attempt == Attempt::kFailed);
+    EXPECT_TRUE(queue.idle());
+  }
+  // Its wait_ms during the hand-over: not answered then (give_up), but by the hand-over.
   WaiterQueue queue;
   const auto a = waiter("a");
   queue.push(a);
   ASSERT_EQ(queue.begin_handover(), a);
-  ASSERT_EQ(queue.take_all().size(), 1U);
-  EXPECT_FALSE(queue.end_attempt(a, Attempt::kGranted, nullptr).deliver);
+  EXPECT_FALSE(queue.give_up(a).has_value());
+  EXPECT_TRUE(queue.end_attempt(a, Attempt::kGranted, nullptr).deliver);
 }
 
 }  // namespace
