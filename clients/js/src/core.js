@@ -75,8 +75,11 @@ export function query(params) {
   return pairs.length ? '?' + new URLSearchParams(pairs).toString() : '';
 }
 
-/** Resolves after `ms`, or rejects with Cancelled when `signal` aborts first. */
-export function sleep(ms, signal, what = 'wait') {
+/**
+ * Resolves after `ms`, or rejects with Cancelled when `signal` aborts first. `background`: the
+ * timer does not keep the process alive (keep-alive and extend loops).
+ */
+export function sleep(ms, signal, what = 'wait', background = false) {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(new errors.Cancelled(`${what}: cancelled`));
@@ -90,6 +93,7 @@ export function sleep(ms, signal, what = 'wait') {
       signal?.removeEventListener('abort', onAbort);
       resolve();
     }, Math.max(0, ms));
+    if (background) timer.unref();
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

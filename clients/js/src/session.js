@@ -151,7 +151,7 @@ export class Session {
     let nextAt = sentAt + this.ttlMs / 3;
     for (;;) {
       try {
-        await sleep(nextAt - now(), stop);
+        await sleep(nextAt - now(), stop, 'renew', true);
       } catch {
         return; // closed
       }
@@ -383,7 +383,7 @@ export class Lock {
     let nextAt = sentAt + this.ttlMs / 3;
     for (;;) {
       try {
-        await sleep(nextAt - now(), stop);
+        await sleep(nextAt - now(), stop, 'renew', true);
       } catch {
         return; // released, or lost
       }
