@@ -55,12 +55,29 @@ class LossFlag {
   }
 }
 
-/** Calls `fn` at performance.now() time `at` without keeping the process alive. */
+const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout's longest delay
+
+/**
+ * Calls `fn` once performance.now() has reached `at` (never before: a timer that fires early, or
+ * a delay beyond setTimeout's range, is armed again), without keeping the process alive.
+ * `cancelTimer` stops it.
+ */
 function timerAt(at, fn) {
-  const timer = setTimeout(fn, Math.max(0, at - now()) + 1);
-  timer.unref();
+  const timer = {};
+  const arm = (first) => {
+    const left = at - now();
+    if (left <= 0 && !first) {
+      fn();
+      return;
+    }
+    timer.handle = setTimeout(arm, Math.min(Math.max(0, Math.ceil(left)), MAX_TIMER_MS), false);
+    timer.handle.unref();
+  };
+  arm(true);
   return timer;
 }
+
+const cancelTimer = (timer) => clearTimeout(timer?.handle);
 
 /**
  * A dlockd session kept alive every TTL/3. `signal` aborts (and `onLost(reason)` is called once)
@@ -127,7 +144,7 @@ export class Session {
 
   #setDeadline(deadline) {
     this.#deadline = deadline;
-    clearTimeout(this.#watchdog);
+    cancelTimer(this.#watchdog);
     if (!this.closed) {
       this.#watchdog = timerAt(deadline, () => {
         if (now() >= this.#deadline && !this.closed) {
@@ -140,7 +157,7 @@ export class Session {
   /** @internal */
   markLost(reason) {
     if (this.#loss.mark(reason, `session ${this.id}`)) {
-      clearTimeout(this.#watchdog);
+      cancelTimer(this.#watchdog);
       for (const lock of this.locks) lock.markLost(`session lost: ${reason}`);
     }
   }
@@ -187,7 +204,7 @@ export class Session {
     if (this.closed) return;
     this.closed = true;
     this.#stop.abort();
-    clearTimeout(this.#watchdog);
+    cancelTimer(this.#watchdog);
     for (const lock of this.locks) lock.stopLoops();
     if (this.gone) return;
     try {
@@ -347,7 +364,7 @@ export class Lock {
 
   #setDeadline(deadline) {
     this.#deadline = deadline;
-    clearTimeout(this.#watchdog);
+    cancelTimer(this.#watchdog);
     if (Number.isFinite(deadline) && !this.released) {
       this.#watchdog = timerAt(deadline, () => {
         if (!this.released && now() >= this.#deadline) {
@@ -360,7 +377,7 @@ export class Lock {
   /** @internal */
   markLost(reason) {
     if (this.#loss.mark(reason, `${this.key} (token ${this.token})`)) {
-      clearTimeout(this.#watchdog);
+      cancelTimer(this.#watchdog);
       this.#stop.abort();
     }
   }
@@ -368,7 +385,7 @@ export class Lock {
   /** @internal */
   stopLoops() {
     this.#stop.abort();
-    clearTimeout(this.#watchdog);
+    cancelTimer(this.#watchdog);
   }
 
   #record(answer, sentAt) {
