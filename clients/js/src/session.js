@@ -55,6 +55,63 @@ class LossFlag {
   }
 }
 
+/** What sessions and locks share: the lost signal, its reason, and the loss recorded once. */
+class Trusted {
+  #loss;
+
+  constructor(onLost) {
+    this.#loss = new LossFlag(onLost);
+  }
+
+  /** Aborts once lost or no longer trusted (its reason a LockLost). */
+  get signal() {
+    return this.#loss.controller.signal;
+  }
+
+  get lost() {
+    return this.#loss.lost;
+  }
+
+  get lostReason() {
+    return this.#loss.reason;
+  }
+
+  /** @internal Records the loss (the first wins); whether this call recorded it. */
+  flagLost(reason, what) {
+    return this.#loss.mark(reason, what);
+  }
+
+  /**
+   * @internal Renews the lease until `stop` aborts or it is lost: waits until `nextAt`, then
+   * `renew(call)` (the call bounded by `deadline()`) resolves to the next renewal's time.
+   * `settle(error)` takes a final answer from the server (true: stop); another failure is
+   * retried after a short pause until the deadline has passed, then `expire(error)`.
+   */
+  async renewEvery(core, stop, nextAt, deadline, renew, settle, expire) {
+    for (;;) {
+      try {
+        await sleep(nextAt - now(), stop, 'renew', true);
+      } catch {
+        return; // closed, released or lost
+      }
+      if (this.lost) return;
+      const until = deadline();
+      try {
+        // `stop` also cancels a renewal in flight: closing need not wait out a slow server.
+        nextAt = await renew({ deadline: until, repeatSafe: true, slackMs: 0, signal: stop });
+      } catch (error) {
+        if (stop.aborted || settle(error)) return;
+        if (!(error instanceof errors.DlockError)) throw error;
+        if (now() >= until) {
+          expire(error);
+          return;
+        }
+        nextAt = Math.min(until, now() + core.backoffInitialMs);
+      }
+    }
+  }
+}
+
 const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout's longest delay
 
 /**
@@ -84,9 +141,8 @@ const cancelTimer = (timer) => clearTimeout(timer?.handle);
  * when the server no longer has the session or its deadline passed without a successful
  * keepalive; every lock of the session is lost with it. Open it with `client.session()`.
  */
-export class Session {
+export class Session extends Trusted {
   #core;
-  #loss;
   #deadline;
   #stop = new AbortController();
   #watchdog;
@@ -96,6 +152,7 @@ export class Session {
 
   /** @internal */
   constructor(client, core, answer, sentAt, askedTtlMs, onLost) {
+    super(onLost);
     this.client = client;
     this.#core = core;
     this.id = answer.session_id;
@@ -104,7 +161,6 @@ export class Session {
     if (!(this.ttlMs > 0)) throw new errors.Internal('open session: the server granted no ttl_ms');
     /** The lock-delay the server granted, in milliseconds (0 from a dlockd without it). */
     this.lockDelayMs = Number(answer.lock_delay_ms) || 0;
-    this.#loss = new LossFlag(onLost);
     this.#setDeadline(leaseDeadline(sentAt, this.ttlMs, core.clockDrift));
     this.#keepaliveLoop(sentAt).catch((error) => this.markLost(`keep-alive failed: ${error}`));
   }
@@ -118,19 +174,6 @@ export class Session {
       core.callFor(undefined, { signal: options.signal }));
     answer.owner ??= owner;
     return new Session(client, core, answer, sentAt, ttlMs, options.onLost);
-  }
-
-  /** Aborts once the session is lost (its reason a LockLost). */
-  get signal() {
-    return this.#loss.controller.signal;
-  }
-
-  get lost() {
-    return this.#loss.lost;
-  }
-
-  get lostReason() {
-    return this.#loss.reason;
   }
 
   /** performance.now() time until which the session is trusted (-Infinity once lost). */
@@ -156,47 +199,29 @@ export class Session {
 
   /** @internal */
   markLost(reason) {
-    if (this.#loss.mark(reason, `session ${this.id}`)) {
+    if (this.flagLost(reason, `session ${this.id}`)) {
       cancelTimer(this.#watchdog);
       for (const lock of this.locks) lock.markLost(`session lost: ${reason}`);
     }
   }
 
-  async #keepaliveLoop(sentAt) {
+  #keepaliveLoop(sentAt) {
     const core = this.#core;
-    const stop = this.#stop.signal;
-    let nextAt = sentAt + this.ttlMs / 3;
-    for (;;) {
-      try {
-        await sleep(nextAt - now(), stop, 'renew', true);
-      } catch {
-        return; // closed
-      }
-      if (this.lost) return;
-      const deadline = this.#deadline;
-      try {
-        // `stop` also cancels a keepalive in flight: close() need not wait out a slow server.
-        const { answer, sentAt: sent } = await core.keepalive(this.id,
-          { deadline, repeatSafe: true, slackMs: 0, signal: stop });
+    return this.renewEvery(core, this.#stop.signal, sentAt + this.ttlMs / 3, () => this.#deadline,
+      async (call) => {
+        const { answer, sentAt: sent } = await core.keepalive(this.id, call);
         // A keepalive renews for the session's TTL: never trust more than it opened with.
         const ttlMs = trustedTtlMs(this.ttlMs, Number(answer.ttl_ms) || 0);
         if (!this.lost) this.#setDeadline(leaseDeadline(sent, ttlMs, core.clockDrift));
-        nextAt = sent + ttlMs / 3;
-      } catch (error) {
-        if (stop.aborted) return;
-        if (error instanceof errors.SessionNotFound) {
-          this.gone = true;
-          this.markLost(`session expired on the server: ${error.message}`);
-          return;
-        }
-        if (!(error instanceof errors.DlockError)) throw error;
-        if (now() >= deadline) {
-          this.markLost(`no successful keepalive within the session TTL: ${error.message}`);
-          return;
-        }
-        nextAt = Math.min(deadline, now() + core.backoffInitialMs);
-      }
-    }
+        return sent + ttlMs / 3;
+      },
+      (error) => {
+        if (!(error instanceof errors.SessionNotFound)) return false;
+        this.gone = true;
+        this.markLost(`session expired on the server: ${error.message}`);
+        return true;
+      },
+      (error) => this.markLost(`no successful keepalive within the session TTL: ${error.message}`));
   }
 
   /** Stops the keep-alive and closes the session on the server (releasing its locks). */
@@ -298,9 +323,8 @@ export class Session {
  * aborts (and `onLost` is called once) when the lock is known lost or its deadline passes;
  * `check()` throws LockLost once it is no longer trusted. `await using` releases it.
  */
-export class Lock {
+export class Lock extends Trusted {
   #core;
-  #loss;
   #deadline;
   #stop = new AbortController();
   #watchdog;
@@ -310,6 +334,7 @@ export class Lock {
 
   /** @internal */
   constructor(session, core, key, ns, answer, sentAt, mode, autoExtend, onLost) {
+    super(onLost);
     this.session = session;
     this.#core = core;
     this.key = key;
@@ -319,7 +344,6 @@ export class Lock {
     this.limit = answer.limit;
     this.sessionBound = answer.lease === 'session';
     this.ttlMs = answer.trusted_ttl_ms;
-    this.#loss = new LossFlag(onLost);
     // A session-bound lock is trusted exactly as long as its session.
     this.#setDeadline(this.sessionBound ? Infinity
       : leaseDeadline(sentAt, this.ttlMs, core.clockDrift));
@@ -328,19 +352,6 @@ export class Lock {
     if (autoExtend && !this.sessionBound) {
       this.#extendLoop(sentAt).catch((error) => this.markLost(`extend failed: ${error}`));
     }
-  }
-
-  /** Aborts once the lock is lost or no longer trusted (its reason a LockLost). */
-  get signal() {
-    return this.#loss.controller.signal;
-  }
-
-  get lost() {
-    return this.#loss.lost;
-  }
-
-  get lostReason() {
-    return this.#loss.reason;
   }
 
   /** performance.now() time until which this lock is trusted: its own, capped by its session's. */
@@ -376,7 +387,7 @@ export class Lock {
 
   /** @internal */
   markLost(reason) {
-    if (this.#loss.mark(reason, `${this.key} (token ${this.token})`)) {
+    if (this.flagLost(reason, `${this.key} (token ${this.token})`)) {
       cancelTimer(this.#watchdog);
       this.#stop.abort();
     }
@@ -394,44 +405,31 @@ export class Lock {
     if (!this.lost) this.#setDeadline(leaseDeadline(sentAt, this.ttlMs, this.#core.clockDrift));
   }
 
-  async #extendLoop(sentAt) {
+  #extendLoop(sentAt) {
     const core = this.#core;
-    const stop = this.#stop.signal;
-    let nextAt = sentAt + this.ttlMs / 3;
-    for (;;) {
-      try {
-        await sleep(nextAt - now(), stop, 'renew', true);
-      } catch {
-        return; // released, or lost
-      }
-      const deadline = this.#deadline;
-      try {
-        // `stop` also cancels an extend in flight: release() need not wait for it.
+    return this.renewEvery(core, this.#stop.signal, sentAt + this.ttlMs / 3, () => this.#deadline,
+      async (call) => {
         const { answer, sentAt: sent } = await core.extend(this.key, this.session.id, this.token,
-          this.ttlMs, this.ns, this.mode, { deadline, repeatSafe: true, slackMs: 0, signal: stop });
+          this.ttlMs, this.ns, this.mode, call);
         this.#record(answer, sent);
-        nextAt = sent + answer.trusted_ttl_ms / 3;
-      } catch (error) {
-        if (stop.aborted) return;
+        return sent + answer.trusted_ttl_ms / 3;
+      },
+      (error) => {
         if (error instanceof errors.LockLost) {
           this.gone = true;
           this.markLost(`lock lost: ${error.message}`);
-          return;
+          return true;
         }
         if (error instanceof errors.SessionNotFound) {
           this.gone = true;
           this.session.gone = true;
           this.session.markLost(`session expired on the server: ${error.message}`);
-          return;
+          return true;
         }
-        if (!(error instanceof errors.DlockError)) throw error;
-        if (now() >= deadline) {
-          this.markLost(`no successful extend before the lock's deadline: ${error.message}`);
-          return;
-        }
-        nextAt = Math.min(deadline, now() + core.backoffInitialMs);
-      }
-    }
+        return false;
+      },
+      (error) => this.markLost(
+        `no successful extend before the lock's deadline: ${error.message}`));
   }
 
   /** Extends the lock now (the same token); `ttl` undefined: the current TTL. */

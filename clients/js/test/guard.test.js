@@ -97,7 +97,10 @@ test('guard: the admitted row stays locked until the transaction ends', { skip }
     assert.equal(await admit(db, 'ledger/f', 20, 'payouts'), true);
     await other.query('BEGIN');
     let decided = false;
-    const racing = admit(other, 'ledger/f', 19, 'payouts').then((v) => { decided = true; return v; });
+    const racing = admit(other, 'ledger/f', 19, 'payouts').then((v) => {
+      decided = true;
+      return v;
+    });
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(decided, false, 'the second writer did not wait for the first to commit');
     await db.query('COMMIT');

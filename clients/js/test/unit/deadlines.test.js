@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { test } from 'node:test';
-import { Client, durationMs, InvalidArgument, leaseDeadline, trustedTtlMs } from '../../src/index.js';
+import {
+  Client, durationMs, InvalidArgument, leaseDeadline, trustedTtlMs,
+} from '../../src/index.js';
 import { parseClockDrift, resolveClockDrift } from '../../src/lease.js';
 import { fakeServer, granting } from './fake_server.js';
 

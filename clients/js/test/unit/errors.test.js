@@ -63,15 +63,16 @@ async function withServer(handle, options, body) {
 test('errors: outage: an acquire answered 503 until its budget rejects, never resolves held',
   async () => {
     const grant = granting();
-    await withServer((seen) => (seen.url.includes('/acquire') ? error(503, 'unavailable') : grant(seen)),
-      {}, async (client, server) => {
-        const session = await client.session();
-        await assert.rejects(session.acquire('k'), dlock.Unavailable);
-        await assert.rejects(session.lock('k', { wait: '200ms' }), dlock.Unavailable);
-        assert.ok(server.requests.filter((r) => r.url.includes('/acquire')).length > 2,
-          'retried');
-        await session.close();
-      });
+    const outage = (seen) => (seen.url.includes('/acquire') ? error(503, 'unavailable')
+      : grant(seen));
+    await withServer(outage, {}, async (client, server) => {
+      const session = await client.session();
+      await assert.rejects(session.acquire('k'), dlock.Unavailable);
+      await assert.rejects(session.lock('k', { wait: '200ms' }), dlock.Unavailable);
+      assert.ok(server.requests.filter((r) => r.url.includes('/acquire')).length > 2,
+        'retried');
+      await session.close();
+    });
   });
 
 test('errors: outage: retried with back-off until the server is back', async () => {

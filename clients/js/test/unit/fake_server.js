@@ -50,12 +50,15 @@ export const error = (status, code, extra = {}) =>
 export function granting({ ttlMs = 0, token = 7 } = {}) {
   return ({ method, url, body }) => {
     if (method === 'POST' && url === '/v1/sessions') {
-      return { status: 201, body: { session_id: 's1', owner: body.owner, ttl_ms: body.ttl_ms ?? 30000 } };
+      return { status: 201,
+        body: { session_id: 's1', owner: body.owner, ttl_ms: body.ttl_ms ?? 30000 } };
     }
-    if (method === 'POST' && url.endsWith('/keepalive')) return { status: 200, body: { ttl_ms: 30000 } };
+    if (method === 'POST' && url.endsWith('/keepalive')) {
+      return { status: 200, body: { ttl_ms: 30000 } };
+    }
     if (method === 'POST' && /\/(acquire|extend)/.test(url)) {
-      return { status: 200, body: { key: 'k', fencing_token: token, ttl_ms: ttlMs || body.ttl_ms || 30000,
-        lease: body.lease ?? 'ttl', mode: 'exclusive' } };
+      return { status: 200, body: { key: 'k', fencing_token: token,
+        ttl_ms: ttlMs || body.ttl_ms || 30000, lease: body.lease ?? 'ttl', mode: 'exclusive' } };
     }
     if (method === 'DELETE') return { status: 204 };
     return error(404, 'not_found');
