@@ -42,6 +42,17 @@ function withEnvironment(vars, make) {
   }
 }
 
+/** Whether `promise` settles within `ms` (a timer that keeps the process alive, then cleared). */
+async function within(promise, ms) {
+  let timer;
+  const expired = new Promise((resolve) => { timer = setTimeout(resolve, ms, false); });
+  try {
+    return await Promise.race([promise.then(() => true), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** What a step did: its value (a Lock, a leader, null for held/none) or its error, and when. */
 class Outcome {
   constructor(value, error, elapsed) {
@@ -63,9 +74,7 @@ class Task {
 
   /** Whether the task ended within `timeoutMs`. */
   async wait(timeoutMs) {
-    if (this.outcome) return true;
-    const timer = delay(timeoutMs, false, { ref: false });
-    return Promise.race([this.done.then(() => true), timer]);
+    return this.outcome !== undefined || within(this.done, timeoutMs);
   }
 }
 
@@ -288,8 +297,8 @@ export class ScenarioRun {
 
   async do_await(step) {
     const task = this.tasks.get(step.task);
-    const within = ms(step.within);
-    assert.ok(await task.wait(within), `${step.task} still pending after ${within} ms`);
+    const bound = ms(step.within);
+    assert.ok(await task.wait(bound), `${step.task} still pending after ${bound} ms`);
     this.expect(step, task.outcome,
       ['acquire', 'campaign'].includes(task.step.do) ? { granted: true } : {});
     if (task.outcome.value !== undefined && task.outcome.value !== null) {
@@ -354,13 +363,12 @@ export class ScenarioRun {
 
   async do_lost(step) {
     const lock = this.name(step.lock);
-    const within = ms(step.within);
+    const bound = ms(step.within);
     if (!lock.signal.aborted) {
       const fired = new Promise((resolve) => {
-        lock.signal.addEventListener('abort', () => resolve(true), { once: true });
+        lock.signal.addEventListener('abort', resolve, { once: true });
       });
-      const fell = await Promise.race([fired, delay(within, false, { ref: false })]);
-      assert.ok(fell, `no lost signal within ${within} ms`);
+      assert.ok(await within(fired, bound), `no lost signal within ${bound} ms`);
     }
     assert.ok(!lock.valid, 'lost but still valid');
     assert.throws(() => lock.check(), dlock.LockLost, 'check() did not throw LockLost');
