@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "auth/tokens_file.h"
+#include "dlock_revision.h"
 #include "server/config.h"
 #include "server/daemon.h"
 #include "server/telemetry.h"
@@ -67,9 +68,11 @@ int main(int argc, char** argv) {
   server::hold_hangups();
   std::signal(SIGPIPE, SIG_IGN);  // a closed stdout or peer is an error to handle, not a death
   if (argc == 2 && std::string(argv[1]) == "--version") {
-    std::printf("dlockd %s\n", DLOCK_VERSION);  // the build's version (src/exe/CMakeLists.txt)
+    // The build's version and revision (src/exe/CMakeLists.txt).
+    std::printf("dlockd %s (revision %s)\n", DLOCK_VERSION, DLOCK_REVISION);
     return 0;
   }
+  server::set_build_info(DLOCK_VERSION, DLOCK_REVISION);
   server::ServerConfig config;
   const std::vector<std::string> args(argv + 1, argv + argc);
   const bool checking = std::find(args.begin(), args.end(), "--check-config") != args.end();

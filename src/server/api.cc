@@ -137,26 +137,42 @@ Api::Api(core::LockService& service, Telemetry& telemetry, const ServerConfig& c
       waiters_per_principal_(config.max_waiters_per_principal, "waiting acquires"),
       waiting_share_(std::max<std::size_t>(1, config.max_connections / 4),
                      "waiting requests (a quarter of server.max.connections)",
-                     auth_.enabled() ? "principal" : "address") {}
+                     auth_.enabled() ? "principal" : "address") {
+  telemetry_.set_routes(route_labels());
+}
 
 Api::Waiter Api::waiter_of(const RequestContext& context) const {
   if (!context.principal) return {context.remote_address, ""};
   return {context.principal->name, context.principal->name};
 }
 
+std::vector<std::string> Api::route_labels() {
+  std::vector<std::string> labels;
+  for (const auto& route : kRoutes) {
+    std::string pattern(route.pattern);
+    labels.push_back((route.method ? std::string(http::to_string(*route.method)) + " " : "") + "/" +
+                     pattern);
+  }
+  return labels;
+}
+
 void Api::handle(Request&& request, Reply reply, const Peer& peer) {
-  auto counted = [this, reply = std::move(reply)](Response response) {
-    telemetry_.on_http_request(static_cast<int>(response.result_int()));
-    reply(std::move(response));
+  std::size_t index = kRoutes.size();  // no route (yet): counted as route "other"
+  const auto counted = [&]() -> Reply {
+    return [this, reply, index](Response response) {
+      telemetry_.on_http_request(index, static_cast<int>(response.result_int()));
+      reply(std::move(response));
+    };
   };
   try {
-    route(request, peer, counted);
+    route(request, peer, index, counted);
   } catch (...) {
-    counted(error_response(std::current_exception()));
+    counted()(error_response(std::current_exception()));
   }
 }
 
-void Api::route(const Request& request, const Peer& peer, const Reply& reply) {
+void Api::route(const Request& request, const Peer& peer, std::size_t& index,
+                const std::function<Reply()>& counted) {
   const auto parsed = boost::urls::parse_origin_form(request.target());
   if (!parsed) {
     throw InvalidArgumentError("path", "malformed request target (bad percent-encoding?)");
@@ -172,16 +188,18 @@ void Api::route(const Request& request, const Peer& peer, const Reply& reply) {
                          .cancellation = peer.cancellation};
   std::vector<std::string> path;
   for (auto segment : context.url.segments()) path.push_back(segment);
+  for (index = 0; index < kRoutes.size(); ++index) {
+    const auto& route = kRoutes[index];
+    if (route.method && *route.method != request.method()) continue;
+    if (matches(route.pattern, path, context.params)) break;
+  }
+  const Reply reply = counted();
   if (!path.empty() && path[0] == "v1") {
     auto identity = auth_.authenticate(request, context.remote_address, context.client_cert_cn);
     if (identity.refusal) return reply(std::move(*identity.refusal));
     context.principal = std::move(identity.principal);
   }
-
-  for (const auto& route : kRoutes) {
-    if (route.method && *route.method != request.method()) continue;
-    if (matches(route.pattern, path, context.params)) return (this->*route.handler)(context, reply);
-  }
+  if (index < kRoutes.size()) return (this->*kRoutes[index].handler)(context, reply);
   if (path.size() < 3 || path[0] != "v1" ||
       (path[1] != "locks" && path[1] != "semaphores" && path[1] != "elections")) {
     return reply(not_found(context));
@@ -195,7 +213,8 @@ void Api::route(const Request& request, const Peer& peer, const Reply& reply) {
 // --- health and metrics ---------------------------------------------------------------------
 
 void Api::health(const RequestContext&, const Reply& reply) {
-  reply(ok(200, {{"status", "ok"}, {"backend", service_.backend_id()}}));
+  reply(ok(200,
+           {{"status", "ok"}, {"backend", service_.backend_id()}, {"version", build_version()}}));
 }
 
 void Api::ready(const RequestContext& context, const Reply& reply) {

@@ -92,7 +92,12 @@ class Api {
   void read_election(const RequestContext& context, const Reply& reply);
 
  private:
-  void route(const Request& request, const Peer& peer, const Reply& reply);
+  // Matches the route table (its row's index in `index`, kRoutes.size() for none) and runs the
+  // row's handler with the reply `counted()` makes for that index (dlock_http_requests_total).
+  void route(const Request& request, const Peer& peer, std::size_t& index,
+             const std::function<Reply()>& counted);
+  // The route table's rows as metric labels, in order: "POST /v1/locks/{}/acquire".
+  static std::vector<std::string> route_labels();
   // Runs `act` once the session is known to belong to the caller (ADR-0016); another
   // principal's session is answered 404 session_not_found, as a missing one is.
   void with_own_session(const RequestContext& context, const std::string& session_id,

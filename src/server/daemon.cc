@@ -91,7 +91,7 @@ int serve(const ServerConfig& config, Backend& backend) {
   // once it runs (SIGHUP, held since main, included).
   asio::signal_set signals(io, SIGINT, SIGTERM);
   asio::signal_set hangup(io, SIGHUP);
-  Telemetry telemetry(std::string(backend.backend_id()));
+  Telemetry telemetry(std::string(backend.backend_id()), config.max_wait);
   core::LockService service(backend, io, service_options(config), telemetry);
   std::unique_ptr<Api> loaded;
   try {

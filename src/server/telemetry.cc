@@ -2,6 +2,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,8 +10,12 @@
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "auth/crypto.h"
@@ -228,22 +233,57 @@ std::string session_fingerprint(std::string_view session_id) {
   return auth::to_hex(auth::sha256(session_id)).substr(0, 12);
 }
 
-Telemetry::Telemetry(std::string backend)
+namespace {
+
+std::mutex g_build_mutex;
+std::string g_build_version = "unknown";
+std::string g_build_revision = "unknown";
+
+}  // namespace
+
+void set_build_info(std::string version, std::string revision) {
+  std::lock_guard lock(g_build_mutex);
+  g_build_version = std::move(version);
+  g_build_revision = std::move(revision);
+}
+
+const std::string& build_version() {
+  std::lock_guard lock(g_build_mutex);
+  return g_build_version;
+}
+
+const std::string& build_revision() {
+  std::lock_guard lock(g_build_mutex);
+  return g_build_revision;
+}
+
+Telemetry::Telemetry(std::string backend, std::chrono::milliseconds max_wait)
     : backend_(std::move(backend)), registry_(std::make_shared<prometheus::Registry>()) {
   using prometheus::Histogram;
+  prometheus::BuildGauge()
+      .Name("dlock_build_info")
+      .Help("1, labelled with the running dlockd's version, source revision and backend")
+      .Register(*registry_)
+      .Add({{"version", build_version()}, {"revision", build_revision()}, {"backend", backend_}})
+      .Set(1);
   auto& acquire = prometheus::BuildHistogram()
                       .Name("dlock_lock_acquire_seconds")
                       .Help("Latency of lock acquire requests, by backend and outcome")
                       .Register(*registry_);
-  const Histogram::BucketBoundaries buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                               0.25,   0.5,   1,      2.5,   5,    10,    30,   60};
+  // Up to lock.max.wait: a waiting acquire is answered at most that long after it came.
+  Histogram::BucketBoundaries buckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                         0.5,    1,     2.5,    5,     10,   30,    60,   120, 300};
+  const double top = std::chrono::duration<double>(max_wait).count();
+  std::erase_if(buckets, [&](double bound) { return bound > 60 && bound >= top; });
+  if (top > buckets.back()) buckets.push_back(top);
   acquire_granted_ = &acquire.Add({{"backend", backend_}, {"outcome", "granted"}}, buckets);
   acquire_held_ = &acquire.Add({{"backend", backend_}, {"outcome", "held"}}, buckets);
   acquire_error_ = &acquire.Add({{"backend", backend_}, {"outcome", "error"}}, buckets);
   http_requests_ = &prometheus::BuildCounter()
                         .Name("dlock_http_requests_total")
-                        .Help("HTTP requests answered, by status code")
+                        .Help("HTTP requests answered, by route and status code")
                         .Register(*registry_);
+  set_routes({});
   backend_errors_ = &prometheus::BuildCounter()
                          .Name("dlock_backend_errors_total")
                          .Help("Backend calls that failed transiently, by error code")
@@ -308,6 +348,58 @@ prometheus::MetricFamily family(const char* name, const char* help, prometheus::
   return {name, help, type, {metric}};
 }
 
+// The process metrics of the Prometheus client conventions, read from /proc at each scrape.
+// A figure that cannot be read is left out rather than reported as 0.
+void add_process_metrics(std::vector<prometheus::MetricFamily>& families) {
+  using prometheus::MetricType;
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  // Fields after the command name, which is in parentheses and may hold spaces: the first here
+  // is field 3 (state); utime is field 14, stime 15, starttime 22, vsize 23, rss 24.
+  if (const auto close = stat.rfind(')'); close != std::string::npos && ticks > 0) {
+    std::istringstream rest(stat.substr(close + 2));
+    std::vector<std::string> fields{std::istream_iterator<std::string>(rest),
+                                    std::istream_iterator<std::string>()};
+    const auto field = [&](std::size_t number) { return std::stod(fields.at(number - 3)); };
+    try {
+      families.push_back(family("process_cpu_seconds_total",
+                                "Total user and system CPU time spent in seconds",
+                                MetricType::Counter, (field(14) + field(15)) / ticks));
+      families.push_back(family("process_virtual_memory_bytes", "Virtual memory size in bytes",
+                                MetricType::Gauge, field(23)));
+      families.push_back(family("process_resident_memory_bytes", "Resident memory size in bytes",
+                                MetricType::Gauge, field(24) * page));
+      std::ifstream uptime_file("/proc/uptime");
+      double uptime = 0;
+      if (uptime_file >> uptime) {
+        const double now =
+            std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        families.push_back(family("process_start_time_seconds",
+                                  "Start time of the process since unix epoch in seconds",
+                                  MetricType::Gauge, now - uptime + field(22) / ticks));
+      }
+    } catch (const std::exception&) {  // a kernel with another layout: leave them out
+    }
+  }
+  std::error_code error;
+  std::size_t open_fds = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", error), end; !error && it != end;
+       it.increment(error)) {
+    ++open_fds;
+  }
+  if (!error) {
+    families.push_back(family("process_open_fds", "Number of open file descriptors",
+                              MetricType::Gauge, static_cast<double>(open_fds)));
+  }
+  if (rlimit limit{}; getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    families.push_back(family("process_max_fds", "Maximum number of open file descriptors",
+                              MetricType::Gauge, static_cast<double>(limit.rlim_cur)));
+  }
+}
+
 }  // namespace
 
 ServerCounters& server_counters() {
@@ -346,19 +438,34 @@ std::string Telemetry::scrape() const {
       family("", "", MetricType::Counter, number(c.log_client_limited), {{"reason", "client_rate"}})
           .metric.front());
   families.push_back(std::move(dropped));
+  add_process_metrics(families);
   return prometheus::TextSerializer().Serialize(families);
 }
 
-void Telemetry::on_http_request(int status) {
+void Telemetry::set_routes(const std::vector<std::string>& labels) {
+  routes_.clear();
+  for (const auto& label : labels) {
+    routes_.push_back(std::make_unique<RouteCounters>());
+    routes_.back()->label = label;
+  }
+  routes_.push_back(std::make_unique<RouteCounters>());
+  routes_.back()->label = "other";
+}
+
+void Telemetry::on_http_request(std::size_t route, int status) {
+  auto& counters = *routes_[std::min(route, routes_.size() - 1)];
+  const auto labels = [&]() -> prometheus::Labels {
+    return {{"route", counters.label}, {"code", std::to_string(status)}};
+  };
   if (status < 100 || status > 599) {
-    http_requests_->Add({{"code", std::to_string(status)}}).Increment();
+    http_requests_->Add(labels()).Increment();
     return;
   }
-  auto& slot = http_request_counters_[static_cast<std::size_t>(status - 100)];
+  auto& slot = counters.by_code[static_cast<std::size_t>(status - 100)];
   auto* counter = slot.load(std::memory_order_acquire);
   if (counter == nullptr) {
     // Family::Add returns the one counter of these labels, so a racing first use stores the same.
-    counter = &http_requests_->Add({{"code", std::to_string(status)}});
+    counter = &http_requests_->Add(labels());
     slot.store(counter, std::memory_order_release);
   }
   counter->Increment();

@@ -11,10 +11,12 @@
 #include <array>
 #include <atomic>
 #include <boost/json/object.hpp>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/lock_service.h"
 
@@ -48,14 +50,27 @@ struct ServerCounters {
 };
 ServerCounters& server_counters();
 
+// The build this process runs, set once by main() before the server starts: dlockd's version
+// and the source revision it was built from (dlock_build_info, /healthz). "unknown" until set.
+void set_build_info(std::string version, std::string revision);
+const std::string& build_version();
+const std::string& build_revision();
+
 class Telemetry final : public core::ServiceObserver {
  public:
-  explicit Telemetry(std::string backend);
+  // `max_wait`: lock.max.wait, the top of the acquire histogram's buckets.
+  explicit Telemetry(std::string backend,
+                     std::chrono::milliseconds max_wait = std::chrono::minutes(5));
 
-  // The Prometheus text exposition of every metric.
+  // The Prometheus text exposition of every metric, with the process metrics of the Prometheus
+  // client conventions (process_cpu_seconds_total, process_resident_memory_bytes, ...).
   std::string scrape() const;
 
-  void on_http_request(int status);
+  // The routes of the route table, in its order, as labels ("GET /v1/locks/{}"); set once,
+  // before the first request. on_http_request's `route` is an index into them; any other index
+  // (a request no route matched) is counted as route "other".
+  void set_routes(const std::vector<std::string>& labels);
+  void on_http_request(std::size_t route, int status);
   // dlock_auth_denied_total{reason} (contract C6) and dlock_auth_reloads_total{result}.
   void on_auth_denied(std::string_view reason);
   void on_tokens_reload(bool ok);
@@ -77,9 +92,14 @@ class Telemetry final : public core::ServiceObserver {
   prometheus::Histogram* acquire_held_;
   prometheus::Histogram* acquire_error_;
   prometheus::Family<prometheus::Counter>* http_requests_;
-  // dlock_http_requests_total{code} per status code (100..599), added on first use: the
-  // per-request count is then an array read, not Family::Add's label hash under its mutex.
-  std::array<std::atomic<prometheus::Counter*>, 500> http_request_counters_{};
+  // dlock_http_requests_total{route, code}: per route, a counter per status code (100..599),
+  // added on first use: the per-request count is then an array read, not Family::Add's label
+  // hash under its mutex. The last entry is route "other".
+  struct RouteCounters {
+    std::string label;
+    std::array<std::atomic<prometheus::Counter*>, 500> by_code{};
+  };
+  std::vector<std::unique_ptr<RouteCounters>> routes_;
   prometheus::Family<prometheus::Counter>* backend_errors_;
   prometheus::Family<prometheus::Counter>* auth_denied_;
   prometheus::Family<prometheus::Counter>* auth_reloads_;
