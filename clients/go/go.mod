@@ -1,0 +1,3 @@
+module dlock.dev/clients/go
+
+go 1.21
