@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"time"
 )
 
 // harness drives tests/clients/harness.cc (tests/clients/README.md) through a pipe: the servers
@@ -40,7 +41,25 @@ func startHarness(binary, backend string) (*harness, error) {
 	if err := h.process.Start(); err != nil {
 		return nil, err
 	}
-	line, err := h.stdout.ReadString('\n')
+	// The first line, once every server is ready: bounded, so that a harness that hangs fails
+	// the run with a reason instead of waiting out CTest's timeout.
+	type first struct {
+		line string
+		err  error
+	}
+	read := make(chan first, 1)
+	go func() {
+		line, err := h.stdout.ReadString('\n')
+		read <- first{line, err}
+	}()
+	var line string
+	select {
+	case got := <-read:
+		line, err = got.line, got.err
+	case <-time.After(120 * time.Second):
+		_ = h.process.Process.Kill()
+		return nil, fmt.Errorf("harness for %s: not ready after 120 s", backend)
+	}
 	if err == nil {
 		err = json.Unmarshal([]byte(line), h)
 	}
