@@ -110,14 +110,20 @@ func openSession(t *testing.T, c *Client) *Session {
 	return s
 }
 
-func TestOutageIsUnavailableNeverHeld(t *testing.T) {
-	var acquires atomic.Int32
+// answering: a session on a fake whose every lock request is answered status with a C3 error
+// of code, and the count of those requests.
+func answering(t *testing.T, status int, code string) (*Session, *atomic.Int32) {
+	var count atomic.Int32
 	server := fake(t, func(w http.ResponseWriter, r *http.Request) {
-		acquires.Add(1)
-		w.WriteHeader(503)
-		fmt.Fprint(w, `{"error":{"code":"unavailable","message":"backend unavailable"}}`)
+		count.Add(1)
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error":{"code":%q,"message":"m"}}`, code)
 	})
-	s := openSession(t, quickClient(t, server.URL))
+	return openSession(t, quickClient(t, server.URL)), &count
+}
+
+func TestOutageIsUnavailableNeverHeld(t *testing.T) {
+	s, acquires := answering(t, 503, "unavailable")
 	l, granted, err := s.TryAcquire(context.Background(), "k", LockOptions{TTL: time.Second})
 	if granted || l != nil || !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrHeld) {
 		t.Fatalf("TryAcquire during an outage: %v %v %v", l, granted, err)
@@ -131,11 +137,7 @@ func TestOutageIsUnavailableNeverHeld(t *testing.T) {
 }
 
 func TestHeldIsAValueFromTryAcquireAndAnErrorFromAcquire(t *testing.T) {
-	server := fake(t, func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(409)
-		fmt.Fprint(w, `{"error":{"code":"held","message":"held"}}`)
-	})
-	s := openSession(t, quickClient(t, server.URL))
+	s, _ := answering(t, 409, "held")
 	l, granted, err := s.TryAcquire(context.Background(), "k", LockOptions{})
 	if l != nil || granted || err != nil {
 		t.Fatalf("TryAcquire of a held key: %v %v %v", l, granted, err)
@@ -146,13 +148,7 @@ func TestHeldIsAValueFromTryAcquireAndAnErrorFromAcquire(t *testing.T) {
 }
 
 func TestTooManyRequestsIsRetriedThenTyped(t *testing.T) {
-	var attempts atomic.Int32
-	server := fake(t, func(w http.ResponseWriter, r *http.Request) {
-		attempts.Add(1)
-		w.WriteHeader(429)
-		fmt.Fprint(w, `{"error":{"code":"too_many_requests","message":"limit"}}`)
-	})
-	s := openSession(t, quickClient(t, server.URL))
+	s, attempts := answering(t, 429, "too_many_requests")
 	_, _, err := s.TryAcquire(context.Background(), "k", LockOptions{})
 	if !errors.Is(err, ErrTooManyRequests) || attempts.Load() < 2 {
 		t.Fatalf("429: %v after %d attempts", err, attempts.Load())

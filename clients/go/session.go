@@ -186,14 +186,20 @@ func (s *Session) markLost(reason string) {
 		return
 	}
 	s.mu.Lock()
-	locks := make([]*Lock, 0, len(s.locks))
-	for l := range s.locks {
-		locks = append(locks, l)
-	}
+	locks := s.grants()
 	s.mu.Unlock()
 	for _, l := range locks {
 		l.loss.mark("session lost: " + reason) // a lock dies with its session
 	}
+}
+
+// grants: the session's live grants (s.mu held).
+func (s *Session) grants() []*Lock {
+	locks := make([]*Lock, 0, len(s.locks))
+	for l := range s.locks {
+		locks = append(locks, l)
+	}
+	return locks
 }
 
 func (s *Session) keepaliveLoop(ctx context.Context, sentAt time.Time) {
@@ -249,10 +255,7 @@ func (s *Session) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	locks := make([]*Lock, 0, len(s.locks))
-	for l := range s.locks {
-		locks = append(locks, l)
-	}
+	locks := s.grants()
 	s.mu.Unlock()
 	s.stop()
 	<-s.done
