@@ -139,9 +139,7 @@ class Executor:
 
     def run(self) -> int:
         give_up = time.monotonic() + self.args.give_up_s
-        self.log.emit(event="start", fencing=self.args.fencing, read=self.args.read)
-        if self.args.read:
-            return self.read_all(give_up)
+        self.log.emit(event="start", fencing=self.args.fencing)
         while time.monotonic() < give_up:
             try:
                 todo = [batch for batch in self.args.batches if self.pending(batch)]
@@ -158,15 +156,6 @@ class Executor:
         self.log.emit(event="exit", code=1)
         return 1
 
-    def read_all(self, give_up: float) -> int:
-        """--read: every batch read once (a read refused as stale, or failed, is tried again)."""
-        todo = list(self.args.batches)
-        while todo and time.monotonic() < give_up:
-            todo = [batch for batch in todo if not self.work_on(batch)]
-        code = 0 if not todo else 1
-        self.log.emit(event="exit", code=code)
-        return code
-
     def ensure_session(self) -> bool:
         if self.session is not None and not self.session.lost.is_set():
             return True
@@ -181,11 +170,11 @@ class Executor:
         self.log.emit(event="session", session=self.session.id)
         return True
 
-    def work_on(self, batch: str) -> bool:
-        """One grant of the batch's key (shared with --read) and its work: pays the batch, or
-        reads it. True when the work was done (read mode: one admitted read)."""
+    def work_on(self, batch: str) -> None:
+        """One grant of the batch's key (a TTL lock, or with --elect a leadership) and its
+        payments."""
         if not self.ensure_session():
-            return False
+            return
         key = lock_key(batch)
         start = time.monotonic_ns()
         try:
@@ -193,33 +182,27 @@ class Executor:
                 lock = self.session.campaign(key, self.args.worker_id,
                                              wait=self.args.wait_ms / 1000)
             else:
-                lock = self.session.acquire(
-                    key, ttl=self.args.ttl_ms / 1000, wait=self.args.wait_ms / 1000,
-                    auto_extend=True, mode="shared" if self.args.read else "exclusive")
+                lock = self.session.acquire(key, ttl=self.args.ttl_ms / 1000,
+                                            wait=self.args.wait_ms / 1000, auto_extend=True)
         except dlock.UnknownOutcome as error:
             self.op("acquire", key, start, "unknown", 0, str(error))
-            return False
+            return
         except dlock.DlockError as error:
             self.op("acquire", key, start, "fail", 0, str(error))
-            return False
+            return
         if lock is None:
             self.op("acquire", key, start, "fail", 0, "held")
-            return False
+            return
         # The deadline the lock was promised until (the safety checker's I5 reads it).
         self.op("acquire", key, start, "ok", lock.token, "",
                 promised_until=int(lock.deadline * 1e9))
-        done = True
-        if self.args.read:
-            done = self.read(batch, key, lock.token)
-        else:
-            self.pay_batch(batch, key, lock)
+        self.pay_batch(batch, key, lock)
         release_start = time.monotonic_ns()
         try:
             lock.release()
             self.op("release", key, release_start, "ok", lock.token, "")
         except dlock.DlockError as error:
             self.op("release", key, release_start, "fail", lock.token, str(error))
-        return done
 
     def pay_batch(self, batch: str, key: str, lock: dlock.Lock) -> None:
         try:
@@ -241,44 +224,25 @@ class Executor:
                 return
 
     def pay(self, batch: str, key: str, token: int, payout_id: str, amount: int) -> bool:
-        """One payout: the guard, the ledger insert and the status update commit together."""
+        """One payout in one transaction: the guard (skipped with --no-fencing), the ledger
+        insert and the status update commit together. Logged as a write: rejected (stale:
+        nothing done), ok (committed), fail (not applied) or unknown (the COMMIT failed: it may
+        have been applied). True when ok."""
         event = {"event": "write", "batch": batch, "payout": payout_id, "token": token,
                  "start": time.monotonic_ns()}
-
-        def write(conn, logged):
-            conn.execute("INSERT INTO ledger (payout_id, amount_cents, token, worker) "
-                         "VALUES (%s, %s, %s, %s)", (payout_id, amount, token, self.args.worker_id))
-            conn.execute("UPDATE payout SET status = 'done' WHERE id = %s", (payout_id,))
-
-        return self.guarded(event, lambda conn: fence.admit(conn, batch, token, key), write)
-
-    def read(self, batch: str, key: str, token: int) -> bool:
-        """One read under a shared grant: admit_read records the reader's token at the resource
-        (every later write with a smaller token is refused) and the read happens in the same
-        transaction, behind the row lock admit_read took."""
-        event = {"event": "read", "batch": batch, "token": token, "start": time.monotonic_ns()}
-
-        def count_paid(conn, logged):
-            logged["paid"] = len(conn.execute(
-                "SELECT 1 FROM payout WHERE batch = %s AND status = 'done'", (batch,)).fetchall())
-
-        return self.guarded(event, lambda conn: fence.admit_read(conn, batch, token, key),
-                            count_paid)
-
-    def guarded(self, event: dict, admit, body) -> bool:
-        """One transaction: `admit` (the guard, skipped with --no-fencing), then `body`, then
-        COMMIT. Logs `event` with its outcome and end: rejected (stale: nothing done), ok
-        (committed), fail (not applied) or unknown (COMMIT failed: it may have been applied)."""
         committing = False
         try:
             with self.conn.transaction():
-                if self.args.fencing and not admit(self.conn):
+                if self.args.fencing and not fence.admit(self.conn, batch, token, key):
                     event["outcome"] = "rejected"
-                    raise psycopg.Rollback()
-                body(self.conn, event)
+                    raise psycopg.Rollback()  # ends the block with a ROLLBACK, silently
+                self.conn.execute("INSERT INTO ledger (payout_id, amount_cents, token, worker) "
+                                  "VALUES (%s, %s, %s, %s)",
+                                  (payout_id, amount, token, self.args.worker_id))
+                self.conn.execute("UPDATE payout SET status = 'done' WHERE id = %s",
+                                  (payout_id,))
                 committing = True  # the block's end is the COMMIT
-            if event.get("outcome") != "rejected":
-                event["outcome"] = "ok"
+            event.setdefault("outcome", "ok")
         except (psycopg.Error, dlock.DlockError) as error:
             event["outcome"] = "unknown" if committing else "fail"
             event["message"] = str(error)
@@ -293,8 +257,6 @@ class Executor:
         event = {"event": kind, "key": key, "start": start, "end": time.monotonic_ns(),
                  "outcome": outcome, "token": token,
                  "session": self.session.id if self.session else ""}
-        if self.args.read:
-            event["mode"] = "shared"
         if message:
             event["message"] = message
         if promised_until > 0:
@@ -320,13 +282,9 @@ def parse_args(argv: list[str]):
     parser.add_argument("--no-fencing", dest="fencing", action="store_false",
                         help="skip the fencing guard (UNSAFE: the negative control of the "
                              "safety tests)")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--elect", action="store_true",
-                      help="lead each batch through an election (session-bound) instead of a "
-                           "TTL lock")
-    mode.add_argument("--read", action="store_true",
-                      help="a reader: take each batch's lock in shared mode, admit the token "
-                           "with admit_read, read what the batch has paid; pays nothing")
+    parser.add_argument("--elect", action="store_true",
+                        help="lead each batch through an election (session-bound) instead of a "
+                             "TTL lock")
     parser.add_argument("--init", action="store_true",
                         help="create the schema and seed the batches, then exit")
     parser.add_argument("--seed-payouts", type=int, default=0, help="with --init: payouts per batch")

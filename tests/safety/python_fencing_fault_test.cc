@@ -46,6 +46,15 @@ TEST_P(PythonFencingFaults, NegativeControl_WithoutFencingThePythonHolderPaysTwi
   EXPECT_EQ(report.rejected_writes, 0u);
 }
 
+// Scenario (l) with Python leaders (--elect: Session.campaign, a session-bound leadership): the
+// leader stopped past its session's end wakes after the next leader paid; its write is refused.
+TEST_P(PythonFencingFaults, L_PausedPythonLeaderPastItsSessionIsFencedOff) {
+  const auto report = run_pause_scenario(true, cycles(1, 10), /*elect=*/true);
+  print(std::cout, report);
+  EXPECT_TRUE(report.ok());
+  EXPECT_EQ(report.rejected_writes, static_cast<std::size_t>(cycles(1, 10)));
+}
+
 std::vector<std::string> safety_backends() {
   std::vector<std::string> backends = {"sqlite", "pg"};
 #ifdef DLOCK_WITH_ETCD
