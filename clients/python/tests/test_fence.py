@@ -11,12 +11,11 @@ import sys
 import threading
 import time
 
+import psycopg  # tests/requirements.txt: a missing driver fails the run, never skips it
 import pytest
 
-psycopg = pytest.importorskip("psycopg")
-
-from dlock import fence  # noqa: E402
-from fence_postgres import PostgresServer  # noqa: E402
+from dlock import fence
+from fence_postgres import PostgresServer
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 GUARD_SQL = ROOT / "src" / "fencing" / "fencing_guard.sql"
