@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS fencing_resource (
 ALTER TABLE fencing_resource ADD COLUMN IF NOT EXISTS highest_read_token bigint NOT NULL DEFAULT 0;
 
 -- The guard's rule as functions, so that a program in any language calls one thing
--- (docs/fencing.md "The guard from any language"). Call dlock_fence_admit (or _read) inside the
+-- (docs/fencing.md "The rule"). Call dlock_fence_admit (or _read) inside the
 -- transaction that makes the fenced write, then write, then COMMIT: true = admitted, the row
 -- stays locked until the transaction ends; false = stale (a greater token was accepted: roll
 -- back, do not write). SQLSTATE DL001: the resource is bound to another lock key (a
