@@ -44,6 +44,8 @@ const std::array kRoutes{
     Route{std::nullopt, "healthz", &Api::health},
     Route{std::nullopt, "readyz", &Api::ready},
     Route{http::verb::get, "metrics", &Api::metrics},
+    Route{http::verb::get, "ui", &Api::console_root},
+    Route{http::verb::get, "ui/{}", &Api::console},
     Route{http::verb::post, "v1/sessions", &Api::open_session},
     Route{http::verb::post, "v1/sessions/{}/keepalive", &Api::keepalive},
     Route{http::verb::get, "v1/sessions", &Api::list_sessions},

@@ -90,6 +90,9 @@ class Api {
   void proclaim(const RequestContext& context, const Reply& reply);
   void resign(const RequestContext& context, const Reply& reply);
   void read_election(const RequestContext& context, const Reply& reply);
+  // The web console's files at /ui/ (api_console.cc, docs/console.md); /ui redirects there.
+  void console(const RequestContext& context, const Reply& reply);
+  void console_root(const RequestContext& context, const Reply& reply);
 
  private:
   // Matches the route table (its row's index in `index`, kRoutes.size() for none) and runs the
