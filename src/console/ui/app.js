@@ -15,14 +15,18 @@ const tail = new EventTail();
 const app = {
   say(text) {
     status.classList.remove('error');
+    status.removeAttribute('data-source');
     status.textContent = text;
   },
-  fail(error) {
+  // An error on the status line; `source` 'refresh' is cleared by the next refresh that works,
+  // an action's error stays until the next message.
+  fail(error, source = 'action') {
     status.classList.add('error');
+    status.setAttribute('data-source', source);
     if (error instanceof ApiError && error.status === 401) {
       status.textContent = token()
         ? 'dlockd refused this token (401). Enter another above.'
-        : 'This dlockd needs a bearer token (it has a tokens file): enter one above.';
+        : 'This dlockd needs a bearer token (401): enter one above.';
     } else if (error instanceof ApiError && error.status === 403) {
       status.textContent = `Not allowed with this token (403): ${error.message}`;
     } else if (error instanceof ApiError) {
@@ -84,11 +88,11 @@ async function refresh() {
   try {
     await Promise.all([current.refresh(scope()), tail.poll(scope())]);
     if (current === view) {
-      if (status.classList.contains('error')) app.say('');
+      if (status.getAttribute('data-source') === 'refresh') app.say('');
       main.setAttribute('data-refreshed', String(Date.now()));
     }
   } catch (error) {
-    if (current === view) app.fail(error);
+    if (current === view) app.fail(error, 'refresh');
   } finally {
     refreshing = false;
   }
