@@ -487,6 +487,27 @@ TEST_P(AuthzMatrix, ASessionThisServerHasNotSeenIsCheckedAgainstTheStore) {
   EXPECT_EQ(own.status, 200) << own.body;
 }
 
+// The web console's files (/ui/, docs/console.md) are public, as /healthz is: they hold no data
+// and no secret, so every caller gets them, an unknown token or none too, under the console's
+// CSP. Only /v1 authenticates: a bad token sent with them drains no throttle bucket. The /v1
+// calls the page then makes are the rows of the matrix above.
+TEST_P(AuthzMatrix, ConsoleFilesArePublicAndAuthenticateNobody) {
+  for (const auto& caller : callers_) {
+    for (const std::string target : {"/ui/", "/ui/app.js", "/ui/console.css"}) {
+      const auto got = call(caller, "GET", target);
+      EXPECT_EQ(got.status, 200) << caller.name << " " << target;
+      ASSERT_TRUE(got.headers.count("content-security-policy")) << caller.name << " " << target;
+      EXPECT_NE(got.headers.at("content-security-policy").find("frame-ancestors 'none'"),
+                std::string::npos);
+    }
+  }
+  const Caller& stranger = callers_[4];
+  ASSERT_EQ(stranger.name, "stranger");
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(call(stranger, "GET", "/ui/").status, 200);
+  EXPECT_EQ(call(stranger, "GET", "/v1/locks?ns=a").status, 401);  // not 429: nothing counted
+  EXPECT_EQ(call(callers_[5], "GET", "/v1/locks?ns=a").status, 401);
+}
+
 // Readers see a lock's session_id only when it is their own session or they are admins on the
 // namespace; the owner shown is the client's label, never the principal.
 TEST_P(AuthzMatrix, ReadsHideOtherPrincipalsSessionIds) {
