@@ -1,4 +1,4 @@
-// The web console's files at /ui/ (docs/console.md, ADR-0032): static, built into the binary
+// The web console's files at /ui/ (docs/console.md, ADR-0033): static, built into the binary
 // (src/console), public like /healthz — they hold no data and no secret; every /v1 call the page
 // makes is authenticated and authorized as any other (C6). Each answer carries a strict
 // Content-Security-Policy: scripts, styles and fetches from this origin only, no inline script

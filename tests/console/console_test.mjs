@@ -43,6 +43,11 @@ if (process.argv[2] !== 'run') {
   process.exit(64);
 }
 
+const browser = process.env.DLOCK_CHROMIUM || '/usr/bin/chromium';
+if (!existsSync(browser)) {
+  console.log(`FAIL: no ${browser} (Debian's chromium: scripts/setup installs it)`);
+  process.exit(1);
+}
 const { chromium } = createRequire(join(deps, 'package.json'))('playwright-core');
 const screenshots = join(work, 'screenshots');
 mkdirSync(screenshots, { recursive: true });
@@ -444,7 +449,7 @@ try {
   }
 
   context = await chromium.launchPersistentContext(join(scratch, 'profile'), {
-    executablePath: process.env.DLOCK_CHROMIUM || '/usr/bin/chromium',
+    executablePath: browser,
     headless: true,
     viewport: { width: 1200, height: 800 },
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
