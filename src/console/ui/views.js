@@ -288,11 +288,13 @@ export class Events {
   constructor(tail) {
     this.tail = tail;
     this.list = el('ol', { class: 'events', role: 'log', 'aria-label': 'Events, newest first' });
-    this.node = el('section', {}, heading('Events'), el('p', { class: 'muted' }, tail.describe()), this.list);
+    this.source = el('p', { class: 'muted' });
+    this.node = el('section', {}, heading('Events'), this.source, this.list);
     this.shown = 0;
   }
 
   async refresh() {
+    setCell(this.source, this.tail.describe());
     const events = this.tail.events;
     if (events.length === 0 && this.shown === 0) {
       this.list.replaceChildren(el('li', { class: 'muted' }, 'No event yet.'));
