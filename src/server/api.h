@@ -71,6 +71,9 @@ class Api {
   void health(const RequestContext& context, const Reply& reply);
   void ready(const RequestContext& context, const Reply& reply);
   void metrics(const RequestContext& context, const Reply& reply);
+  // The web console's files at /ui/ (api_console.cc, docs/console.md); /ui redirects there.
+  void console(const RequestContext& context, const Reply& reply);
+  void console_root(const RequestContext& context, const Reply& reply);
   void open_session(const RequestContext& context, const Reply& reply);
   void keepalive(const RequestContext& context, const Reply& reply);
   void close_session(const RequestContext& context, const Reply& reply);
@@ -90,9 +93,6 @@ class Api {
   void proclaim(const RequestContext& context, const Reply& reply);
   void resign(const RequestContext& context, const Reply& reply);
   void read_election(const RequestContext& context, const Reply& reply);
-  // The web console's files at /ui/ (api_console.cc, docs/console.md); /ui redirects there.
-  void console(const RequestContext& context, const Reply& reply);
-  void console_root(const RequestContext& context, const Reply& reply);
 
  private:
   // Matches the route table (its row's index in `index`, kRoutes.size() for none) and runs the
