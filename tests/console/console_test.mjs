@@ -290,6 +290,7 @@ test('each_view_shows_the_state', async ({ page, plain, state }) => {
   await waitFor(page, 'events: the grant of nightly-report', () => [...document.querySelectorAll('main li')]
     .some((li) => li.textContent.includes('grant') && li.textContent.includes('nightly-report')
       && li.textContent.includes('owner erin')));
+  console.log(`  event tail: ${await page.textContent('main p.muted')}`);
   await page.screenshot({ path: join(screenshots, 'events.png'), fullPage: true });
 });
 
