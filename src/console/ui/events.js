@@ -42,8 +42,9 @@ export class EventTail {
       + 'revoked) and lock-delays. A change that comes and goes within a second is not shown.';
   }
 
-  add(kind, text) {
-    this.events.push({ at: new Date().toISOString(), kind, text });
+  // `at`: the event's time when its source says (the watch: the backend's clock), else now.
+  add(kind, text, at = new Date().toISOString()) {
+    this.events.push({ at, kind, text });
     this.seq += 1;
     if (this.events.length > this.capacity) this.events.shift();
   }
@@ -76,7 +77,7 @@ export class EventTail {
       try {
         const { body } = await get(watchTarget(scope, next === null ? {} : { after: next, wait_ms: WATCH_WAIT_MS }));
         if (this.scopeKey !== scopeKey) return;
-        if (next !== null) for (const event of body.events) this.add(event.kind, describeEvent(event));
+        if (next !== null) for (const event of body.events) this.add(event.kind, describeEvent(event), event.at);
         next = body.next;
       } catch {
         await new Promise((resolve) => setTimeout(resolve, 1000));  // the refresh reports the error
