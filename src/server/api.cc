@@ -215,8 +215,12 @@ void Api::route(const Request& request, const Peer& peer, std::size_t& index,
 // --- health and metrics ---------------------------------------------------------------------
 
 void Api::health(const RequestContext&, const Reply& reply) {
-  reply(ok(200,
-           {{"status", "ok"}, {"backend", service_.backend_id()}, {"version", build_version()}}));
+  const auto uptime =
+      std::chrono::duration_cast<std::chrono::seconds>(SteadyClock::now() - started_);
+  reply(ok(200, {{"status", "ok"},
+                 {"backend", service_.backend_id()},
+                 {"version", build_version()},
+                 {"uptime_s", uptime.count()}}));
 }
 
 void Api::ready(const RequestContext& context, const Reply& reply) {

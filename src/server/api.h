@@ -130,6 +130,7 @@ class Api {
   Telemetry& telemetry_;
   const ServerConfig& config_;
   std::atomic<bool> ready_{false};
+  const SteadyClock::time_point started_ = SteadyClock::now();  // /healthz's uptime_s
   ApiAuth auth_;
   core::PrincipalCounter waiters_per_principal_;  // waiting acquires, with authentication only
   // Every waiting request (an acquire with wait_ms, an observer of an election) holds a
