@@ -1,6 +1,8 @@
 #include "core/lock_service.h"
 
 #include <boost/asio/post.hpp>
+#include <cstdio>
+#include <random>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -10,6 +12,19 @@ namespace dlock::core {
 namespace asio = boost::asio;
 using std::chrono::milliseconds;
 
+namespace {
+
+// A mark no earlier process of this dlockd (nor another dlockd) is likely to have had: 64 bits.
+std::string random_epoch() {
+  std::random_device device;
+  const auto value = (std::uint64_t{device()} << 32) | device();
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+}  // namespace
+
 LockService::LockService(Backend& backend, asio::io_context& io, ServiceOptions options,
                          ServiceObserver& observer)
     : backend_(backend),
@@ -17,6 +32,8 @@ LockService::LockService(Backend& backend, asio::io_context& io, ServiceOptions 
       options_(options),
       observer_(observer),
       sessions_(SessionLimits{options.max_sessions, options.max_sessions_per_principal}),
+      watch_(io, options.watch_events,
+             options.watch_epoch.empty() ? random_epoch() : options.watch_epoch),
       workers_(options.workers == 0 ? 1 : options.workers) {
   reap_timer_ = std::make_unique<asio::steady_timer>(io_);
   reap();
@@ -43,6 +60,26 @@ void LockService::run(Callback<T> done, Work work) {
     }
     done(std::move(outcome));
   });
+}
+
+void LockService::note(WatchKind kind, const std::string& key, FencingToken token,
+                       const std::string& owner_id, const std::string& session_id, HoldMode mode,
+                       std::string reason) {
+  watch_.record(WatchEvent{.seq = 0,
+                           .kind = kind,
+                           .key = key,
+                           .token = token,
+                           .owner_id = owner_id,
+                           .session_id = session_id,
+                           .mode = mode,
+                           .at = WallClock::now(),
+                           .reason = std::move(reason)});
+}
+
+void LockService::note_release(const std::string& key, FencingToken token,
+                               const std::string& owner_id, const std::string& session_id) {
+  observer_.on_release(key, token);
+  note(WatchKind::kRelease, key, token, owner_id, session_id);
 }
 
 void LockService::report(const std::exception_ptr& error) {
@@ -166,7 +203,7 @@ void LockService::close_session(std::string session_id, Callback<std::vector<Loc
     forget_session(session_id);
     drop_waiters_of({session_id});
     for (const auto& info : released) {
-      observer_.on_release(info.key, info.fencing_token);
+      note_release(info.key, info.fencing_token, info.owner_id, info.session_id);
       pump(info.key);
     }
     return released;
@@ -261,7 +298,7 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
         throw LockLostError("lock " + key + " token " + std::to_string(token) +
                             " is not held by this session");
       }
-      observer_.on_release(key, token);
+      note_release(key, token, from.owner_id, session_id);
       return true;
     };
     if (!head) return plain_release();
@@ -307,7 +344,7 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
       after = state->queue.end_attempt(head, next ? Attempt::kGranted : Attempt::kRefused, nullptr);
       if (after.deliver) count_answered(1);
     }
-    observer_.on_release(key, token);
+    note_release(key, token, from.owner_id, session_id);
     deliver(state, head, after.deliver, std::move(next), refused);
     return true;
   });
@@ -333,6 +370,10 @@ void LockService::list(std::string prefix, std::size_t limit,
 void LockService::revoke(std::string key, Callback<LockOutcome> done) {
   run<LockOutcome>(std::move(done), [this, key = std::move(key)] {
     auto outcome = backend_.revoke(key);
+    if (outcome.revoked) {
+      note(WatchKind::kRevoke, key, outcome.fencing_token.value_or(0),
+           outcome.owner_id.value_or(""), "");
+    }
     pump(key);
     return outcome;
   });
@@ -408,6 +449,8 @@ void LockService::reap() {
         const auto report_ = backend_.reap_expired();
         for (const auto& info : report_.expired_locks) {
           observer_.on_expiry(info);
+          note(WatchKind::kExpire, info.key, info.fencing_token, info.owner_id, info.session_id,
+               info.mode);
           pump(info.key);
         }
         for (const auto& session : report_.expired_sessions) {
@@ -448,6 +491,7 @@ void LockService::shutdown() {
     queues.swap(queues_);
     observations.swap(observations_);
   }
+  watch_.shutdown();
   for (auto& [id, weak] : observations) {
     if (auto alive = weak.lock()) {
       alive->fail(std::make_exception_ptr(UnavailableError("server is shutting down")));

@@ -28,6 +28,7 @@
 #include "core/observation.h"
 #include "core/session_book.h"
 #include "core/waiter_queue.h"
+#include "core/watch_log.h"
 #include "dlock/lock_store.h"
 
 namespace dlock::core {
@@ -43,6 +44,10 @@ struct ServiceOptions {
   std::chrono::milliseconds reap_interval{1000};
   // How long a waiter's wake-up is deferred after a failed backend call.
   std::chrono::milliseconds retry_backoff{200};
+  // The watch's event ring (WatchLog, ADR-0032): how many events it keeps, and this process's
+  // mark in positions ("" : a random one).
+  std::size_t watch_events = 10000;
+  std::string watch_epoch;
 };
 
 // Events the service reports for logs and metrics; implemented by the server.
@@ -177,6 +182,8 @@ class LockService {
   }
 
   std::string_view backend_id() const { return backend_.backend_id(); }
+  // The events of the locks this dlockd serves (C3 "Watch").
+  WatchLog& watch_log() { return watch_; }
 
   // Answers every waiter with UnavailableError("shutting down") and stops the reaper. Calls
   // already running finish; the worker pool is joined by the destructor.
@@ -251,12 +258,19 @@ class LockService {
   std::vector<std::string> dead_waiting_sessions();
   void reap();
   void report(const std::exception_ptr& error);
+  // A grant ended by a release (or given back): reported to the observer and the watch.
+  void note_release(const std::string& key, FencingToken token, const std::string& owner_id,
+                    const std::string& session_id);
+  void note(WatchKind kind, const std::string& key, FencingToken token,
+            const std::string& owner_id, const std::string& session_id,
+            HoldMode mode = HoldMode::kExclusive, std::string reason = {});
 
   Backend& backend_;
   boost::asio::io_context& io_;
   const ServiceOptions options_;
   ServiceObserver& observer_;
   SessionBook sessions_;  // its own lock
+  WatchLog watch_;        // its own lock
   boost::asio::thread_pool workers_;
   // Heartbeats started with Backend::try_heartbeat_async and not yet answered: the destructor
   // waits for them (their answers come on the backend's threads and use this service).

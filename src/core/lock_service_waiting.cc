@@ -47,6 +47,9 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
     observer_.on_acquire(outcome_label(outcome), SteadyClock::now() - started);
     if (outcome.value && *outcome.value) {
       observer_.on_grant(**outcome.value);
+      const auto& handle = **outcome.value;
+      note(WatchKind::kGrant, handle.key, handle.fencing_token, handle.owner_id, handle.session_id,
+           handle.mode);
       // Armed before the answer leaves: a grant its client never receives is given back at
       // once, not held by nobody until its TTL (ADR-0007).
       if (cancellation) {
@@ -93,7 +96,16 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
       waiter->lease = lease;
       waiter->request = request;
       waiter->value = std::move(leader_value);
-      waiter->done = measured;  // a copy: if queueing refuses, `measured` still answers below
+      // A copy: if queueing refuses, `measured` still answers below. A queued waiter's answer
+      // is its leaving the queue (C3 "Watch").
+      waiter->done = [this, key, session_id, owner_id, request,
+                      measured](Outcome<std::optional<LockHandle>> outcome) {
+        note(WatchKind::kWaiterLeft, key, 0, owner_id, session_id, request.mode,
+             outcome.error                ? "error"
+             : outcome.value && *outcome.value ? "granted"
+                                               : "gave_up");
+        measured(std::move(outcome));
+      };
       wait_in_queue(key, waiter, wait, cancellation);
     } catch (...) {
       report(std::current_exception());
@@ -155,6 +167,9 @@ void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter,
     // Only a new head makes an attempt: later arrivals wait their turn without touching the
     // backend (64 waiters must not mean 64 failing writes).
     if (is_head) head = state->queue.begin_attempt();
+    // Under mutex_: recorded before its deadline or an attempt can answer it (waiter_left).
+    note(WatchKind::kWaiterJoined, key, 0, waiter->owner_id, waiter->session_id,
+         waiter->request.mode);
     break;
   }
   // A waiter whose client has gone leaves at once: its place under max_waiters (and its
@@ -361,7 +376,7 @@ void LockService::drop_locked(KeyState& state, Dropped& dropped) {
 void LockService::give_back(const LockHandle& orphan) {
   try {
     backend_.delete_if_owner(orphan.key, orphan.owner_id, orphan.session_id, orphan.fencing_token);
-    observer_.on_release(orphan.key, orphan.fencing_token);
+    note_release(orphan.key, orphan.fencing_token, orphan.owner_id, orphan.session_id);
   } catch (...) {
     // The grant then simply expires with its TTL; nobody holds a handle to it.
     report(std::current_exception());

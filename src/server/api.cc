@@ -68,6 +68,7 @@ const std::array kRoutes{
     Route{http::verb::post, "v1/elections/{}/campaign", &Api::campaign},
     Route{http::verb::post, "v1/elections/{}/proclaim", &Api::proclaim},
     Route{http::verb::post, "v1/elections/{}/resign", &Api::resign},
+    Route{http::verb::get, "v1/watch", &Api::watch},
 };
 
 // Whether `path` has the shape of `pattern`; fills `params` with the segments "{}" matched.

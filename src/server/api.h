@@ -93,6 +93,8 @@ class Api {
   void proclaim(const RequestContext& context, const Reply& reply);
   void resign(const RequestContext& context, const Reply& reply);
   void read_election(const RequestContext& context, const Reply& reply);
+  // The watch of a key or a prefix (api_watch.cc, C3 "Watch").
+  void watch(const RequestContext& context, const Reply& reply);
 
  private:
   // Matches the route table (its row's index in `index`, kRoutes.size() for none) and runs the
