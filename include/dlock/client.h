@@ -173,6 +173,29 @@ struct LeaderInfo {
   std::optional<std::string> session_id;
 };
 
+// One event of a watch (Client::watch, C3 "Watch"): a grant, release, expire, revoke,
+// waiter_joined, waiter_left, or a reset (the position could not be continued: re-read the
+// state). Fields the server did not send are empty.
+struct WatchEvent {
+  std::string position;
+  std::string kind;
+  std::string ns;
+  std::string key;
+  std::string owner;
+  std::string mode;
+  std::string reason;
+  std::optional<FencingToken> fencing_token;
+  std::optional<std::string> session_id;  // shown only to whom C6 lets see it
+  WallClock::time_point at{};
+  std::string json;  // the event as the server sent it, one line
+};
+
+// One answer of a watch: its events, and the position to pass as `after` next.
+struct WatchPage {
+  std::vector<WatchEvent> events;
+  std::string next;
+};
+
 struct CampaignOptions {
   // How long to wait while another session leads (or the name is held as a lock) before
   // reporting "held"; 0 = try once. Campaigns and lock acquires of the name queue first-come
@@ -433,6 +456,12 @@ class Client {
                                     const std::optional<std::string>& after_value,
                                     std::chrono::milliseconds wait, const std::string& ns = {},
                                     Deadline deadline = {});
+  // The events of the key `target` (or, with `prefix`, of every key beginning with it) after
+  // the position `after` ("" : from now), waiting at most `wait` for the first (GET /v1/watch,
+  // one long poll; C3 "Watch"). Pass the answer's `next` as the following call's `after`.
+  WatchPage watch(const std::string& target, bool prefix, const std::string& after,
+                  std::chrono::milliseconds wait, const std::string& ns = {},
+                  Deadline deadline = {});
 
   // Admin: removes the current grant whoever holds it. Needs the admin token.
   LockOutcome revoke(const std::string& key, const std::string& ns = {}, Deadline deadline = {});

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <iostream>
 #include <ostream>
+#include <thread>
 
 #include "cli/completion.h"
 #include "cli/exit_codes.h"
@@ -18,6 +19,7 @@
 #include "cli/token_command.h"
 #include "cli/usage.h"
 #include "cli/wait_line.h"
+#include "cli/watch_command.h"
 #include "dlock/client.h"
 
 namespace dlock::cli {
@@ -223,6 +225,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   list->add_option("--prefix", prefix, "only keys starting with this");
   list->add_option("--limit", limit, "at most this many (default: the server's)");
 
+  CLI::App* watch_cmd = app.add_subcommand("watch", kWatchHelp);
+  watch_cmd->footer(kWatchFooter);
+  CLI::Option* watch_key = watch_cmd->add_option("KEY", key, "lock key");
+  CLI::Option* watch_prefix =
+      watch_cmd->add_option("--prefix", prefix, "every key beginning with this (\"\": all)");
+  watch_key->excludes(watch_prefix);
+
   CLI::App* revoke = app.add_subcommand("revoke", help::kRevoke);
   revoke->footer(help::kRevokeFooter);
   revoke->add_option("KEY", key, "lock key")->required();
@@ -294,6 +303,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   try {
     app.parse(argc, argv);
+    if (*watch_cmd && watch_key->count() == 0 && watch_prefix->count() == 0) {
+      throw CLI::RequiredError("KEY or --prefix");
+    }
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e, out, err);
   } catch (const CLI::CallForAllHelp& e) {
@@ -468,6 +480,22 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         }
       });
       return run_locked(keeping, run_options, err);
+    } else if (*watch_cmd) {
+      const WatchOptions watch_options{.target = watch_key->count() > 0 ? key : prefix,
+                                       .prefix = watch_key->count() == 0,
+                                       .ns = flags.ns,
+                                       .json = flags.json};
+      if (!flags.json && terminal) {
+        err << "dlock: watching " << (watch_options.prefix ? "prefix " : "")
+            << printable(watch_options.target) << " (Ctrl-C to stop)\n";
+      }
+      client::Client watching(one_attempt(options));
+      return until_interrupted(
+          [&](const std::stop_token& stop) {
+            follow_watch(watching, watch_options, out, err, stop,
+                         [](milliseconds delay) { std::this_thread::sleep_for(delay); });
+          },
+          out);
     } else if (*leader) {
       client::Client watching(options);
       if (watch) return watch_until_interrupted(watching, key, flags.ns, printer, out);

@@ -45,6 +45,14 @@ void watch_leader(client::Client& client, const std::string& name, const std::st
 
 int watch_until_interrupted(client::Client& client, const std::string& name, const std::string& ns,
                             Printer& printer, std::ostream& out) {
+  return until_interrupted(
+      [&](const std::stop_token& stop) {
+        watch_leader(client, name, ns, printer, out, kWatchPoll, stop);
+      },
+      out);
+}
+
+int until_interrupted(const std::function<void(const std::stop_token&)>& body, std::ostream& out) {
   // Blocked before the watcher starts, so every thread inherits the mask and the signals are
   // taken here, by sigwait, alone.
   sigset_t set, previous;
@@ -56,7 +64,7 @@ int watch_until_interrupted(client::Client& client, const std::string& name, con
   std::exception_ptr failure;
   std::jthread watcher([&](const std::stop_token& stop) {
     try {
-      watch_leader(client, name, ns, printer, out, kWatchPoll, stop);
+      body(stop);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -66,8 +74,8 @@ int watch_until_interrupted(client::Client& client, const std::string& name, con
   while (sigwait(&set, &signo) != 0 || (signo != SIGUSR1 && signo != SIGINT && signo != SIGTERM)) {
   }
   if (signo != SIGUSR1) {
-    // Interrupted: the end of a watch, not a failure. The poll in flight may last up to
-    // kWatchPoll: leave without waiting for it.
+    // Interrupted: the end of a watch, not a failure. The poll in flight may last up to a
+    // minute: leave without waiting for it.
     out.flush();
     std::_Exit(0);
   }

@@ -4,6 +4,7 @@
 // the observe long poll, one line per change.
 
 #include <chrono>
+#include <functional>
 #include <iosfwd>
 #include <stop_token>
 #include <string>
@@ -24,8 +25,12 @@ void watch_leader(client::Client& client, const std::string& name, const std::st
                   Printer& printer, std::ostream& out, std::chrono::milliseconds poll,
                   const std::stop_token& stop);
 
-// `dlock leader --watch`: watch_leader on a thread of its own until SIGINT or SIGTERM, which
-// end it with status 0 (the poll in flight is abandoned). An error of the watch is rethrown.
+// Runs `body` on a thread of its own until SIGINT or SIGTERM, which end the process with status
+// 0 (the poll in flight is abandoned, `out` flushed); an error of `body` is rethrown. For the
+// commands that follow a long poll (`dlock leader --watch`, `dlock watch`).
+int until_interrupted(const std::function<void(const std::stop_token&)>& body, std::ostream& out);
+
+// `dlock leader --watch`: watch_leader until interrupted (until_interrupted).
 int watch_until_interrupted(client::Client& client, const std::string& name, const std::string& ns,
                             Printer& printer, std::ostream& out);
 
