@@ -62,7 +62,8 @@ enum class Route {
   kResign,
   kElectionGet,
   kSessionList,
-  kSessionGet
+  kSessionGet,
+  kWatch
 };
 constexpr Route kRoutes[] = {Route::kOpen,         Route::kAcquire,       Route::kExtend,
                              Route::kRelease,      Route::kKeepalive,     Route::kClose,
@@ -70,7 +71,8 @@ constexpr Route kRoutes[] = {Route::kOpen,         Route::kAcquire,       Route:
                              Route::kClearDelay,   Route::kSharedAcquire, Route::kPermitAcquire,
                              Route::kPermitExtend, Route::kPermitRelease, Route::kSemaphoreGet,
                              Route::kCampaign,     Route::kProclaim,      Route::kResign,
-                             Route::kElectionGet,  Route::kSessionList,   Route::kSessionGet};
+                             Route::kElectionGet,  Route::kSessionList,   Route::kSessionGet,
+                             Route::kWatch};
 
 const char* name_of(Route route) {
   static const char* kNames[] = {"open",          "acquire",        "extend",
@@ -79,7 +81,8 @@ const char* name_of(Route route) {
                                  "clear-delay",   "shared-acquire", "permit-acquire",
                                  "permit-extend", "permit-release", "semaphore-get",
                                  "campaign",      "proclaim",       "resign",
-                                 "election-get",  "session-list",   "session-get"};
+                                 "election-get",  "session-list",   "session-get",
+                                 "watch"};
   return kNames[static_cast<int>(route)];
 }
 
@@ -88,7 +91,7 @@ const char* name_of(Route route) {
 bool holder_route(Route route) {
   return route >= Route::kSharedAcquire && route < Route::kSessionList;
 }
-// The session views (C3 "Sessions"): a third group, for the same reason.
+// The session views (C3 "Sessions") and the watch: a third group, for the same reason.
 bool session_view_route(Route route) { return route >= Route::kSessionList; }
 
 bool uses_namespace(Route route) {
@@ -199,6 +202,7 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
       case Route::kList:
       case Route::kSemaphoreGet:
       case Route::kElectionGet:
+      case Route::kWatch:
         return allows(caller, "read", ns) ? 200 : 403;
       case Route::kRevoke:
       case Route::kClearDelay:
@@ -329,6 +333,9 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
         break;
       case Route::kElectionGet:
         result = call(caller, "GET", "/v1/elections/" + key + "?ns=" + ns);
+        break;
+      case Route::kWatch:
+        result = call(caller, "GET", "/v1/watch?ns=" + ns + "&key=" + key);
         break;
     }
     const int want = expected(caller, route, ns, own);
@@ -567,6 +574,33 @@ TEST_P(AuthzMatrix, WaitersShowSessionIdsOnlyToTheirPrincipalAndAdmins) {
             204);
   waiter.join();
   EXPECT_EQ(waited.status, 200) << waited.body;
+}
+
+// The watch (C3 "Watch") shows an event's session ID as a lock read does: only to the session's
+// principal and to admins on the namespace; and only events of the namespace asked.
+TEST_P(AuthzMatrix, WatchShowsSessionIdsOnlyToTheirPrincipalAndAdmins) {
+  const auto& locker = callers_[1];  // locker-a
+  const auto& ops = callers_[3];
+  const auto start = call(ops, "GET", "/v1/watch?ns=a&prefix=");
+  ASSERT_EQ(start.status, 200) << start.body;
+  const std::string after(start.json.at("next").as_string());
+  const auto session = open_session(locker);
+  const auto [key, token] = hold(locker, session, "a");
+  hold(victim_, open_session(victim_), "bx");  // another namespace: in no answer below
+  for (const auto& caller : callers_) {
+    if (!caller.listed || !allows(caller, "read", "a")) continue;
+    const auto got = call(caller, "GET", "/v1/watch?ns=a&prefix=&after=" + after);
+    ASSERT_EQ(got.status, 200) << caller.name << " " << got.body;
+    const auto& events = got.json.at("events").as_array();
+    ASSERT_EQ(events.size(), 1u) << caller.name << " " << got.body;
+    const auto& event = events.at(0).as_object();
+    EXPECT_EQ(event.at("kind").as_string(), "grant") << caller.name;
+    EXPECT_EQ(event.at("key").as_string(), key) << caller.name;
+    EXPECT_EQ(event.at("fencing_token").to_number<std::uint64_t>(), token) << caller.name;
+    EXPECT_EQ(event.at("owner").as_string(), "locker-a-app") << caller.name;
+    const bool shown = caller.name == "locker-a" || caller.name == "ops";
+    EXPECT_EQ(event.contains("session_id"), shown) << caller.name << " " << got.body;
+  }
 }
 
 // Ten bad tokens from one address, then every further bad token from it is 429 with
