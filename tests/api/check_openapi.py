@@ -35,6 +35,7 @@ from openapi_backend_down import BACKEND_TIMEOUT, Etcd, exercise_backend_down
 from openapi_coverage import (METHODS, c3_routes, coverage_failures, documented_pairs,
                               route_differences, self_test, waivers_for)
 from openapi_elections import MAX_WAITERS, exercise_elections, shutdown_waiters
+from openapi_watch import exercise_watch
 from openapi_report import expect, fail, failures
 
 ADMIN_TOKEN = "dlk_openapiAdminToken0123456789abcdefghijklmn"
@@ -282,6 +283,7 @@ def exercise(c, server):
     c.send("POST", revoke, "/v1/admin/locks/bad%zzkey/revoke", 400)
     exercise_lock_delay(c)
     exercise_session_views(c, sid)
+    exercise_watch(c, sid, MAX_WAITERS)
     # Read-write locks and semaphores; closing carol frees her permit.
     _, carol = c.send("POST", "/v1/sessions", "/v1/sessions", 201, {"owner": "carol"})
     exercise_modes(c, sid, bob_sid, carol["session_id"])

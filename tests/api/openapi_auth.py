@@ -7,6 +7,7 @@ import os
 import secrets
 
 from openapi_report import expect, fail
+from openapi_watch import exercise_watch_auth
 
 # A principal that may read one other namespace only: no role on "default", and no `lock`
 # anywhere (opening a session needs it).
@@ -77,6 +78,7 @@ def exercise_auth(c):
         if (method, template) not in NO_ROLE:
             expect(c.send(method, template, path, 403, body, headers=bearer(READER))[1],
                    code="permission_denied")
+    exercise_watch_auth(c, {}, bearer(READER))
     # Another principal's sessions: only an administrator of every namespace lists them.
     expect(c.send("GET", "/v1/sessions", "/v1/sessions?principal=someone-else", 403,
                   headers=bearer(READER))[1], code="permission_denied")

@@ -8,7 +8,8 @@ release, keepalive, campaign, proclaim and resign reach their logic instead of s
 campaign or observing read does not spend the run's time budget (the waits themselves are
 tested in tests/integration). Two rules of the document that JSON Schema cannot state are
 applied to valid data: a `fencing_token` in a body is written without a fraction (`5`, not
-`5.0`, which JSON Schema counts as an integer; C3 "Numbers"), `after_value` comes only with `after_token`, and the lengths
+`5.0`, which JSON Schema counts as an integer; C3 "Numbers"), `after_value` comes only with `after_token`,
+a watch has exactly one of `key` and `prefix`, and the lengths
 of keys, owners and values are bytes of UTF-8 (JSON Schema's maxLength counts characters), so a
 valid string longer in bytes is cut to fit. Malformed
 values (the negative cases) are left as generated."""
@@ -37,7 +38,8 @@ SESSION_ID = _open_session()
 
 MAX_WAIT_MS = 100
 # The byte limits of C3 (JSON Schema's maxLength gives them in characters).
-MAX_BYTES = {"key": 512, "name": 512, "owner": 256, "value": 1024, "after_value": 1024}
+MAX_BYTES = {"key": 512, "name": 512, "owner": 256, "value": 1024, "after_value": 1024,
+             "prefix": 512}
 
 
 def _utf8_length(text):
@@ -86,3 +88,9 @@ def before_call(context, case, kwargs):
     if isinstance(case.query, dict) and "after_value" in case.query and \
             "after_token" not in case.query:
         del case.query["after_value"]
+    # GET /v1/watch takes exactly one of key and prefix (C3 "Watch").
+    if case.operation.path == "/v1/watch" and isinstance(case.query, dict):
+        if "key" in case.query and "prefix" in case.query:
+            del case.query["prefix"]
+        elif "key" not in case.query and "prefix" not in case.query:
+            case.query["prefix"] = ""
