@@ -136,6 +136,20 @@ http = {
     + request("GET", "/v1/elections/e?after_value=%ff&after_token=0")
     + request("GET", "/v1/elections/e?after_token=0&wait_ms=1e3")
     + request("PUT", "/v1/elections/e/campaign"),
+    # The watch (C3 "Watch"): its query parameters, after a grant and a release.
+    "watch": request("GET", "/v1/watch?prefix=")
+    + acquire("jobs%2Fa")
+    + request("DELETE", "/v1/locks/jobs%2Fa?session_id=@SID@&fencing_token=1")
+    + request("GET", "/v1/watch?prefix=jobs%2F&ns=default&limit=1")
+    + request("GET", "/v1/watch?key=jobs%2Fa&after=0123456789abcdef.0&wait_ms=3&limit=1000")
+    + request("GET", "/v1/watch?key=jobs%2Fa&after=&wait_ms=0"),
+    "watch_bad": request("GET", "/v1/watch")
+    + request("GET", "/v1/watch?key=a&prefix=b")
+    + request("GET", "/v1/watch?key=&after=..")
+    + request("GET", "/v1/watch?key=a&after=ABC")
+    + request("GET", "/v1/watch?key=a&after=0123456789abcdef.99999999999999999999999")
+    + request("GET", "/v1/watch?prefix=%ff&wait_ms=1e3&limit=-1")
+    + request("GET", "/v1/watch?key=a%00b&ns=x%2Fy"),
 }
 for name, data in http.items():
     write("http_request", name, data)
