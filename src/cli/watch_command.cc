@@ -88,8 +88,8 @@ void follow_watch(client::Client& client, const WatchOptions& options, std::ostr
       const auto failure = describe_failure(error.what());
       backoff = std::clamp(backoff * 2, milliseconds(500), milliseconds(5000));
       err << "dlock: watch: connection lost (" << printable(failure.reason) << "); resuming "
-          << (position.empty() ? std::string("from now") : "after " + printable(position))
-          << " in " << backoff.count() << "ms\n"
+          << (position.empty() ? std::string("from now") : "after " + printable(position)) << " in "
+          << backoff.count() << "ms\n"
           << std::flush;
       sleep(backoff);
       continue;

@@ -33,12 +33,11 @@ WatchEvent decode_event(const json::object& object) {
 }  // namespace
 
 WatchPage Client::watch(const std::string& target, bool prefix, const std::string& after,
-                        std::chrono::milliseconds wait, const std::string& ns,
-                        Deadline deadline) {
+                        std::chrono::milliseconds wait, const std::string& ns, Deadline deadline) {
   const std::string what = "watch " + target;
   // Built by hand: an empty prefix (the whole namespace) is a parameter too.
-  std::string url = std::string("/v1/watch?") + (prefix ? "prefix=" : "key=") +
-                    detail::percent_encode(target);
+  std::string url =
+      std::string("/v1/watch?") + (prefix ? "prefix=" : "key=") + detail::percent_encode(target);
   const std::vector<std::pair<std::string, std::string>> rest{
       {"ns", ns},
       {"after", after},

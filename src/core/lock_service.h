@@ -261,9 +261,9 @@ class LockService {
   // A grant ended by a release (or given back): reported to the observer and the watch.
   void note_release(const std::string& key, FencingToken token, const std::string& owner_id,
                     const std::string& session_id);
-  void note(WatchKind kind, const std::string& key, FencingToken token,
-            const std::string& owner_id, const std::string& session_id,
-            HoldMode mode = HoldMode::kExclusive, std::string reason = {});
+  void note(WatchKind kind, const std::string& key, FencingToken token, const std::string& owner_id,
+            const std::string& session_id, HoldMode mode = HoldMode::kExclusive,
+            std::string reason = {});
 
   Backend& backend_;
   boost::asio::io_context& io_;

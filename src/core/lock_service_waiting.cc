@@ -101,7 +101,7 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
       waiter->done = [this, key, session_id, owner_id, request,
                       measured](Outcome<std::optional<LockHandle>> outcome) {
         note(WatchKind::kWaiterLeft, key, 0, owner_id, session_id, request.mode,
-             outcome.error                ? "error"
+             outcome.error                     ? "error"
              : outcome.value && *outcome.value ? "granted"
                                                : "gave_up");
         measured(std::move(outcome));

@@ -109,7 +109,8 @@ void WatchLog::poll(WatchFilter filter, const std::string& after, std::size_t li
     if (!after.empty()) {
       const auto dot = after.rfind('.');
       std::uint64_t seq = 0;
-      const auto digits = dot == std::string::npos ? std::string_view() : std::string_view(after).substr(dot + 1);
+      const auto digits =
+          dot == std::string::npos ? std::string_view() : std::string_view(after).substr(dot + 1);
       const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), seq);
       if (dot == std::string::npos || after.substr(0, dot) != epoch_ || digits.empty() ||
           error != std::errc() || end != digits.data() + digits.size()) {

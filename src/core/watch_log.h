@@ -30,7 +30,7 @@ std::string_view to_string(WatchKind kind);
 struct WatchEvent {
   std::uint64_t seq = 0;  // set by WatchLog::record
   WatchKind kind = WatchKind::kGrant;
-  std::string key;  // the store key, "<ns>/<key>"
+  std::string key;         // the store key, "<ns>/<key>"
   FencingToken token = 0;  // 0: none (a waiter's event)
   std::string owner_id;    // the stored owner
   std::string session_id;

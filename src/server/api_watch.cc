@@ -46,10 +46,9 @@ json::object event_json(const core::WatchEvent& event, const std::string& positi
 // from now), waiting up to wait_ms for the first; `next` is the `after` of the next call. A
 // position this dlockd cannot continue from is answered with a `reset` event first.
 void Api::watch(const RequestContext& context, const Reply& reply) {
-  const auto query = parse_watch_query(context.query("ns"), context.query("key"),
-                                       context.query("prefix"), context.query("after"),
-                                       context.query("wait_ms"), context.query("limit"),
-                                       config_.max_wait);
+  const auto query = parse_watch_query(
+      context.query("ns"), context.query("key"), context.query("prefix"), context.query("after"),
+      context.query("wait_ms"), context.query("limit"), config_.max_wait);
   if (auto denied = auth_.authorize(context, auth::Role::kRead, query.ns)) return reply(*denied);
   auto& log = service_.watch_log();
   // A waiting watch holds a connection as a waiting acquire does (C6 "Connections"), and every

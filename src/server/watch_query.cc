@@ -25,9 +25,8 @@ WatchQuery parse_watch_query(const std::optional<std::string>& ns,
   }
   if (after) {
     constexpr std::size_t kMaxPosition = 64;
-    const bool shaped =
-        after->size() <= kMaxPosition && after->find_first_not_of("0123456789abcdef.") ==
-                                             std::string::npos;
+    const bool shaped = after->size() <= kMaxPosition &&
+                        after->find_first_not_of("0123456789abcdef.") == std::string::npos;
     if (!shaped) {
       throw InvalidArgumentError("after", "after must be the `next` of an earlier watch answer");
     }

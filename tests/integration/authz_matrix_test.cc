@@ -65,14 +65,13 @@ enum class Route {
   kSessionGet,
   kWatch
 };
-constexpr Route kRoutes[] = {Route::kOpen,         Route::kAcquire,       Route::kExtend,
-                             Route::kRelease,      Route::kKeepalive,     Route::kClose,
-                             Route::kGet,          Route::kList,          Route::kRevoke,
-                             Route::kClearDelay,   Route::kSharedAcquire, Route::kPermitAcquire,
-                             Route::kPermitExtend, Route::kPermitRelease, Route::kSemaphoreGet,
-                             Route::kCampaign,     Route::kProclaim,      Route::kResign,
-                             Route::kElectionGet,  Route::kSessionList,   Route::kSessionGet,
-                             Route::kWatch};
+constexpr Route kRoutes[] = {
+    Route::kOpen,         Route::kAcquire,       Route::kExtend,        Route::kRelease,
+    Route::kKeepalive,    Route::kClose,         Route::kGet,           Route::kList,
+    Route::kRevoke,       Route::kClearDelay,    Route::kSharedAcquire, Route::kPermitAcquire,
+    Route::kPermitExtend, Route::kPermitRelease, Route::kSemaphoreGet,  Route::kCampaign,
+    Route::kProclaim,     Route::kResign,        Route::kElectionGet,   Route::kSessionList,
+    Route::kSessionGet,   Route::kWatch};
 
 const char* name_of(Route route) {
   static const char* kNames[] = {"open",          "acquire",        "extend",

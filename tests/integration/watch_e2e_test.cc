@@ -79,8 +79,8 @@ class WatchEndToEnd : public ::testing::TestWithParam<std::string> {
   std::vector<json::object> drain(const std::string& query, std::string after, int limit) {
     std::vector<json::object> events;
     for (int calls = 0; calls < 1000; ++calls) {
-      const auto page = call("GET", "/v1/watch?" + query + "&limit=" + std::to_string(limit) +
-                                        "&after=" + after);
+      const auto page =
+          call("GET", "/v1/watch?" + query + "&limit=" + std::to_string(limit) + "&after=" + after);
       EXPECT_EQ(page.status, 200) << page.body;
       if (page.status != 200) break;
       const auto& got = page.json.at("events").as_array();
@@ -121,8 +121,8 @@ TEST_P(WatchEndToEnd, AResumedWatchMissesAndRepeatsNothing) {
   const auto first = acquire(key, alice);
   ASSERT_EQ(first.status, 200) << first.body;
   auto waiting = std::async(std::launch::async, [&] { return acquire(key, bob, 20000); });
-  ASSERT_TRUE(testing::wait_for(
-      [&] { return drain("key=" + key, start, 100).size() >= 2; }, milliseconds(10000)))
+  ASSERT_TRUE(testing::wait_for([&] { return drain("key=" + key, start, 100).size() >= 2; },
+                                milliseconds(10000)))
       << "the waiter never showed";
   ASSERT_EQ(call("DELETE", "/v1/locks/" + key + "?session_id=" + alice +
                                "&fencing_token=" + std::to_string(token_of(first)))
@@ -260,9 +260,8 @@ TEST_P(WatchEndToEnd, BadQueriesAreRefusedNamingTheField) {
   const auto field = [&](const std::string& query) {
     const auto result = call("GET", "/v1/watch" + query);
     EXPECT_EQ(result.status, 400) << query << " " << result.body;
-    return result.status == 400
-               ? std::string(result.json.at("error").at("field").as_string())
-               : std::string();
+    return result.status == 400 ? std::string(result.json.at("error").at("field").as_string())
+                                : std::string();
   };
   EXPECT_EQ(field(""), "key");
   EXPECT_EQ(field("?key=a&prefix=b"), "prefix");
@@ -317,8 +316,8 @@ TEST(DlockWatch, PrintsEventsResumesAfterARestartAndExitsZeroOnSigint) {
   const auto start = [&](const std::string& flags, const std::string& name) {
     return std::make_unique<cli::ChildProcess>(
         std::vector<std::string>{"sh", "-c",
-                                 "exec \"$DLOCK\" --server \"$SERVER\" " + flags +
-                                     " > \"$DIR/" + name + ".out\" 2> \"$DIR/" + name + ".err\""},
+                                 "exec \"$DLOCK\" --server \"$SERVER\" " + flags + " > \"$DIR/" +
+                                     name + ".out\" 2> \"$DIR/" + name + ".err\""},
         std::vector<std::string>{"DLOCK=" DLOCK_BINARY, "SERVER=" + server.url(),
                                  "DIR=" + dir.string()},
         none);
@@ -326,9 +325,8 @@ TEST(DlockWatch, PrintsEventsResumesAfterARestartAndExitsZeroOnSigint) {
   auto text = start("watch --prefix jobs/", "text");
   auto json_watch = start("--json watch jobs/a", "json");
   const auto printed = [&](const std::string& name, const std::string& what) {
-    return testing::wait_for(
-        [&] { return read_file(dir / name).find(what) != std::string::npos; },
-        milliseconds(20'000));
+    return testing::wait_for([&] { return read_file(dir / name).find(what) != std::string::npos; },
+                             milliseconds(20'000));
   };
   ASSERT_TRUE(printed("text.out", "TIME"));
   // The watch pins its position with a first answer; then the events.

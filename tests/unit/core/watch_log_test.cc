@@ -29,8 +29,8 @@ class WatchLogTest : public ::testing::Test {
   WatchLog::Page poll_now(WatchLog& log, const WatchFilter& filter, const std::string& after,
                           std::size_t limit = 100) {
     std::optional<WatchLog::Page> page;
-    log.poll(filter, after, limit, milliseconds(0), [&](WatchLog::Page got) { page = got; },
-             nullptr);
+    log.poll(
+        filter, after, limit, milliseconds(0), [&](WatchLog::Page got) { page = got; }, nullptr);
     EXPECT_TRUE(page.has_value());
     return page.value_or(WatchLog::Page{});
   }
@@ -87,8 +87,9 @@ TEST_F(WatchLogTest, PositionsOfAnotherProcessOrTheFutureAreReset) {
 TEST_F(WatchLogTest, ALongPollWakesOnAMatchingEventOnly) {
   WatchLog log(io_, 10, "e1");
   std::optional<WatchLog::Page> page;
-  log.poll(WatchFilter{"k", false}, "e1.0", 10, milliseconds(60'000),
-           [&](WatchLog::Page got) { page = got; }, nullptr);
+  log.poll(
+      WatchFilter{"k", false}, "e1.0", 10, milliseconds(60'000),
+      [&](WatchLog::Page got) { page = got; }, nullptr);
   EXPECT_EQ(log.pending(), 1u);
   log.record(event("other"));
   EXPECT_FALSE(page.has_value());
@@ -103,8 +104,9 @@ TEST_F(WatchLogTest, ALongPollWakesOnAMatchingEventOnly) {
 TEST_F(WatchLogTest, ADeadlineAnswersEmptyACancelLeavesAndShutdownEnds) {
   WatchLog log(io_, 10, "e1");
   std::optional<WatchLog::Page> timed;
-  log.poll(WatchFilter{"k", false}, "", 10, milliseconds(20),
-           [&](WatchLog::Page got) { timed = got; }, nullptr);
+  log.poll(
+      WatchFilter{"k", false}, "", 10, milliseconds(20), [&](WatchLog::Page got) { timed = got; },
+      nullptr);
   io_.run_for(milliseconds(500));
   ASSERT_TRUE(timed.has_value());
   EXPECT_TRUE(timed->events.empty());
@@ -112,16 +114,18 @@ TEST_F(WatchLogTest, ADeadlineAnswersEmptyACancelLeavesAndShutdownEnds) {
 
   auto cancellation = std::make_shared<Cancellation>();
   bool cancelled_answered = false;
-  log.poll(WatchFilter{"k", false}, "", 10, milliseconds(60'000),
-           [&](WatchLog::Page) { cancelled_answered = true; }, cancellation);
+  log.poll(
+      WatchFilter{"k", false}, "", 10, milliseconds(60'000),
+      [&](WatchLog::Page) { cancelled_answered = true; }, cancellation);
   cancellation->cancel();
   EXPECT_EQ(log.pending(), 0u);
   log.record(event("k"));
   EXPECT_FALSE(cancelled_answered);
 
   std::optional<WatchLog::Page> ended;
-  log.poll(WatchFilter{"x", false}, "", 10, milliseconds(60'000),
-           [&](WatchLog::Page got) { ended = got; }, nullptr);
+  log.poll(
+      WatchFilter{"x", false}, "", 10, milliseconds(60'000),
+      [&](WatchLog::Page got) { ended = got; }, nullptr);
   log.shutdown();
   EXPECT_TRUE(ended.has_value());
   EXPECT_EQ(log.pending(), 0u);
