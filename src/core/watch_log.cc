@@ -144,14 +144,13 @@ void WatchLog::poll(WatchFilter filter, const std::string& after, std::size_t li
     if (auto alive = weak.lock()) finish(alive);
   });
   if (cancellation) {
+    // Its client has gone: answered now (nobody reads it), so that whatever the answer releases
+    // (the caller's count of waiting requests) is released at once.
     cancellation->arm_watched([this, weak = std::weak_ptr<Pending>(pending)] {
-      const auto alive = weak.lock();
-      if (!alive) return;
-      std::lock_guard lock(mutex_);
-      if (alive->finished) return;
-      alive->finished = true;
-      pending_.remove(alive);
-      if (alive->timer) alive->timer->cancel();
+      if (const auto alive = weak.lock()) {
+        if (alive->timer) alive->timer->cancel();
+        finish(alive);
+      }
     });
   }
 }

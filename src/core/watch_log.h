@@ -67,7 +67,7 @@ class WatchLog {
   using Done = std::function<void(Page)>;
   // The matching events after `after` (a position, or "" for "now"), at most `limit`; with none
   // yet, waits up to `wait` for one (an empty page at the deadline, or at shutdown). A cancelled
-  // poll leaves at once and is never answered.
+  // poll leaves at once, answered with what it has (its client has gone).
   void poll(WatchFilter filter, const std::string& after, std::size_t limit,
             std::chrono::milliseconds wait, Done done, const CancellationPtr& cancellation);
   // Answers every pending poll with what it has (nothing) and refuses waits from now on.

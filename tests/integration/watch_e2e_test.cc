@@ -5,8 +5,12 @@
 // from before a restart is answered with a reset, never with a silent gap. And `dlock watch`
 // (sqlite): one aligned line per event, --json, a lost connection reported and resumed, Ctrl-C.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <boost/json.hpp>
@@ -275,6 +279,43 @@ TEST_P(WatchEndToEnd, BadQueriesAreRefusedNamingTheField) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, WatchEndToEnd, ::testing::ValuesIn(testing::dlockd_backends()),
                          [](const auto& info) { return info.param; });
+
+// A waiting watch holds a connection and counts against its client's share of them (C6
+// "Connections": here one, a quarter of 4); a client that closes its connection while its watch
+// waits gives its share back at once, not at the next event of the key.
+TEST(WatchLimits, AWatchWhoseClientLeftGivesItsShareBack) {
+  DlockdOptions options;
+  options.extra_args = {"--server-max-connections", "4"};
+  DlockdProcess server(options);
+  const auto waiting_watch = [&] {
+    return testing::http_call(server.address(), "GET", "/v1/watch?key=quiet&wait_ms=300");
+  };
+  // Nothing holds the share: a waiting watch is served (empty at its deadline).
+  ASSERT_EQ(waiting_watch().status, 200);
+  for (int round = 0; round < 3; ++round) {
+    // A watch that waits, and its client leaves.
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    const auto colon = server.address().rfind(':');
+    address.sin_port =
+        htons(static_cast<std::uint16_t>(std::stoi(server.address().substr(colon + 1))));
+    ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    const std::string request =
+        "GET /v1/watch?key=quiet&wait_ms=60000 HTTP/1.1\r\nHost: dlockd\r\n\r\n";
+    ASSERT_EQ(::write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+    std::this_thread::sleep_for(milliseconds(300));
+    const auto refused = waiting_watch();  // the share is taken while it waits
+    EXPECT_EQ(refused.status, 429) << refused.body;
+    ::close(fd);
+    // Given back at once: served again within a moment, long before the 60 s wait.
+    EXPECT_TRUE(
+        testing::wait_for([&] { return waiting_watch().status == 200; }, milliseconds(5000)))
+        << "round " << round << ": the watch of a closed connection kept its share";
+  }
+}
 
 // --- dlock watch ------------------------------------------------------------------------------
 
