@@ -116,8 +116,9 @@ TEST_F(WatchLogTest, ADeadlineAnswersEmptyACancelLeavesAndShutdownEnds) {
   // its answer releases (the API's count of waiting requests) is not held until an event.
   auto cancellation = std::make_shared<Cancellation>();
   int cancelled_answers = 0;
-  log.poll(WatchFilter{"k", false}, "", 10, milliseconds(60'000),
-           [&](WatchLog::Page) { ++cancelled_answers; }, cancellation);
+  log.poll(
+      WatchFilter{"k", false}, "", 10, milliseconds(60'000),
+      [&](WatchLog::Page) { ++cancelled_answers; }, cancellation);
   EXPECT_EQ(cancelled_answers, 0);
   cancellation->cancel();
   EXPECT_EQ(log.pending(), 0u);
