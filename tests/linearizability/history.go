@@ -408,3 +408,32 @@ func markQueuedAhead(h *History) {
 func sameServer(a, b string) bool {
 	return a == "" || b == "" || a == b
 }
+
+// KnownWaiterHeldAtDeadline names the finding ExcuseWaiterHeldAtDeadline sets aside: issue 43's
+// first find (testdata/found_held_waiter_granted_by_handover.json, README.md "Found"), a waiting
+// acquire answered held at its deadline while a release's hand-over granted it the key -- the
+// trade-off of docs/adr/0007, left to the lead. Not fixed here.
+const KnownWaiterHeldAtDeadline = "waiter-held-at-deadline"
+
+// ExcuseWaiterHeldAtDeadline turns every acquire or campaign that waited (wait_ms > 0) and was
+// answered held at its deadline (at 90 % of wait_ms or later: dlockd counts the wait from its
+// receipt, and its timer may fire a little early -- the found history's came at 299.5 of 300 ms) into an unknown outcome -- granted, or not, at any point
+// after its call -- and returns how many it turned. It weakens the check of exactly those
+// answers and no other: with it, a history's only violations are those of other calls.
+func ExcuseWaiterHeldAtDeadline(h *History) int {
+	excused := 0
+	for i, in := range h.Inputs {
+		out := &h.Outputs[i]
+		if (in.Op != "acquire" && in.Op != "campaign") || in.WaitMs <= 0 ||
+			out.Outcome != OutcomeFail || out.Error != "held" ||
+			out.CompleteNs-in.InvokeNs < in.WaitMs*900_000 {
+			continue
+		}
+		out.Outcome = OutcomeUnknown
+		out.Error = ""
+		out.CompleteNs = h.EndNs
+		h.Inputs[i].QueuedAhead = false
+		excused++
+	}
+	return excused
+}
