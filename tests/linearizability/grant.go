@@ -49,12 +49,8 @@ func stepAcquire(s State, in Input, out Output) []State {
 		}
 		return grants(s, in, out)
 	case OutcomeUnknown:
-		// Took effect, when it could: not taking effect is the same as taking effect after every
-		// other call (its answer is at the end of the history), which Porcupine tries too.
-		if next := grants(s, in, out); len(next) > 0 {
-			return next
-		}
-		return []State{s}
+		// Took effect, when it could (step adds: or not at all).
+		return grants(s, in, out)
 	}
 	switch out.Error {
 	case "held":

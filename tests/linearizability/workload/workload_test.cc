@@ -1,13 +1,16 @@
-// The first linearizability workload (issue 43), with no faults, against a real dlockd on every
-// backend: sessions acquire, extend, read, release and abandon a few mutex, read-write lock and
-// semaphore keys through the C++ client library; meanwhile others campaign, proclaim, resign and
-// observe an election, and others hold a key with a lock-delay that an admin revokes now and
-// then, over plain HTTP (one request per call, no retries). Every call is recorded (sent and
-// answered on the steady clock, what was asked, what came back) as a history in the format of
-// README.md, and dlock-lincheck checks it. The histories stay as artefacts in
-// <build>/tests/linearizability/histories/<backend>.json (with <backend>-html/ when illegal).
+// The linearizability workload (issue 43, docs/correctness.md) against real dlockd on every
+// backend, without faults and under the faults of nemesis.h: sessions acquire, extend, read,
+// release and abandon a few mutex, read-write lock and semaphore keys through the C++ client
+// library; meanwhile others campaign, proclaim, resign and observe an election, and others hold a
+// key with a lock-delay that an admin revokes now and then, over plain HTTP (one request per call,
+// no retries). Every call is recorded (sent and answered on the steady clock, what was asked, what
+// came back) as a history in the format of README.md, and dlock-lincheck checks it. The histories
+// stay as artefacts in <build>/tests/linearizability/histories/<backend>.json (with <backend>-html/
+// when illegal).
 //
-// DLOCK_LIN_SECONDS (default 10) sets how long each backend's run lasts.
+// Short mode (CI): 10 s per backend without faults, one round of every fault per backend.
+// DLOCK_LIN_LONG=1, the long mode: 60 s without faults, 120 s of fault rounds. DLOCK_LIN_SECONDS
+// sets the length of either run.
 
 #include <gtest/gtest.h>
 
@@ -18,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "dlock/client.h"
+#include "linearizability/workload/nemesis.h"
 #include "support/dlockd_backends.h"
 #include "support/dlockd_process.h"
 
@@ -45,10 +50,27 @@ std::int64_t ns_of(SteadyClock::time_point at) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
 }
 
-int run_seconds() {
-  const char* text = std::getenv("DLOCK_LIN_SECONDS");
-  return text != nullptr && *text != '\0' ? std::atoi(text) : 10;
+bool long_mode() {
+  const char* text = std::getenv("DLOCK_LIN_LONG");
+  return text != nullptr && std::string(text) == "1";
 }
+
+// How long a run lasts: DLOCK_LIN_SECONDS, else `short_s` or, in the long mode, `long_s`.
+int run_seconds(int short_s, int long_s) {
+  const char* text = std::getenv("DLOCK_LIN_SECONDS");
+  if (text != nullptr && *text != '\0') return std::atoi(text);
+  return long_mode() ? long_s : short_s;
+}
+
+// Sessions outlive the run (the models see a session end only through close): its length and a
+// minute more.
+std::int64_t session_ttl_ms = 60'000;
+
+// When the workers stop: set before they start, or, under faults, once the nemesis is done.
+struct Until {
+  std::atomic<std::int64_t> ns{std::numeric_limits<std::int64_t>::max()};
+  bool before() const { return now_ns() < ns.load(); }
+};
 
 // A key of the workload. Short TTLs are abandoned now and then, so that grants expire and are
 // taken over during the run; the others outlive it unless released.
@@ -65,10 +87,10 @@ class Recorder {
     std::lock_guard lock(mutex_);
     operations_.push_back(std::move(op));
   }
-  json::object history(const std::string& backend) {
+  json::object history(const std::string& backend, const std::string& description) {
     std::lock_guard lock(mutex_);
     return {{"backend", backend},
-            {"description", "tests/linearizability/workload_test.cc, no faults"},
+            {"description", "tests/linearizability/workload_test.cc, " + description},
             {"operations", operations_}};
   }
 
@@ -76,6 +98,16 @@ class Recorder {
   std::mutex mutex_;
   json::array operations_;
 };
+
+// After a call with an unknown outcome (a fault): the caller waits 100-200 ms before its next
+// call, as a client backs off, so that an outage of a second is a handful of unknown calls, not
+// thousands (each is pending until the end of the history: the checker's cost). And an unknown
+// read or observe is not recorded: it changed nothing and says nothing.
+bool keep_unknown(const json::object& op) {
+  thread_local std::mt19937 random(std::random_device{}());
+  std::this_thread::sleep_for(milliseconds(100 + random() % 100));
+  return op.at("op") != "read" && op.at("op") != "observe";
+}
 
 // One call: sent now, answered when `call` returns or throws. `call` fills "output" and returns
 // the outcome; the errors that say the call did not take effect are "fail" with their code, and
@@ -103,7 +135,7 @@ std::string record(Recorder& recorder, json::object op, Call&& call) {
   op["complete_ns"] = now_ns();
   op["outcome"] = outcome;
   op["output"] = output;
-  recorder.add(std::move(op));
+  if (outcome != "unknown" || keep_unknown(op)) recorder.add(std::move(op));
   return outcome;
 }
 
@@ -131,13 +163,18 @@ std::string record_http(Recorder& recorder, json::object op, const std::string& 
       outcome = "fail";
       output = {{"error", answer.error_code()}};
     }
-  } catch (const std::runtime_error&) {
-    // No answer: unknown.
+  } catch (const std::runtime_error& error) {
+    // No answer: unknown. No connection (dlockd down): never sent, no effect.
+    if (std::string_view(error.what()).starts_with("connect ")) {
+      outcome = "fail";
+      output = {{"error", "not_sent"}};
+    }
   }
   op["complete_ns"] = now_ns();
   op["outcome"] = outcome;
   op["output"] = output;
-  recorder.add(std::move(op));
+  if (output.contains("error") && output.at("error") == "not_sent") keep_unknown(op);  // paced
+  if (outcome != "unknown" || keep_unknown(op)) recorder.add(std::move(op));
   return outcome;
 }
 
@@ -148,7 +185,7 @@ std::uint64_t token_of(const testing::HttpResult& answer) {
 // Opens a session over HTTP; throws unless 201.
 std::string open_http_session(const std::string& address, const std::string& owner,
                               int lock_delay_ms) {
-  json::object body{{"owner", owner}, {"ttl_ms", 60'000}};
+  json::object body{{"owner", owner}, {"ttl_ms", session_ttl_ms}};
   if (lock_delay_ms > 0) body["lock_delay_ms"] = lock_delay_ms;
   const auto answer = testing::http_call(address, "POST", "/v1/sessions", json::serialize(body));
   if (answer.status != 201) throw std::runtime_error("open session: " + answer.body);
@@ -190,8 +227,8 @@ void close_http_session(Recorder& recorder, const std::string& address, int id,
 
 // An election's candidate: campaigns (at once or waiting 200 ms), proclaims, resigns and
 // observes until `until`; resigns and closes its session at the end.
-void campaign_work(int id, const std::string& address, const std::string& name,
-                   SteadyClock::time_point until, Recorder& recorder, std::atomic<int>& grants) {
+void campaign_work(int id, const std::string& address, const std::string& name, const Until& until,
+                   Recorder& recorder, std::atomic<int>& grants) {
   std::mt19937 random(static_cast<unsigned>(id) * 104729u + 3u);
   const auto session = open_http_session(address, "candidate-" + std::to_string(id), 0);
   const std::string route = "/v1/elections/" + name;
@@ -201,6 +238,22 @@ void campaign_work(int id, const std::string& address, const std::string& name,
   };
   std::uint64_t leading = 0;  // the token this candidate leads with; 0: none
   int values = 0;
+  // Observes the election (recorded); the leader's token if `mine` leads.
+  const auto observe = [&](const std::string& mine) {
+    auto op = base("observe");
+    op.erase("session");
+    std::optional<std::uint64_t> mine_leads;
+    record_http(
+        recorder, std::move(op), address, "GET", route, {},
+        [&](const testing::HttpResult& answer, json::object& output) {
+          output = {{"token", token_of(answer)}, {"value", answer.json.at("leader").at("value")}};
+          if (const auto* session = answer.json.as_object().if_contains("session_id")) {
+            output["session"] = *session;
+            if (session->as_string() == mine) mine_leads = token_of(answer);
+          }
+        });
+    return mine_leads;
+  };
   const auto resign = [&] {
     auto op = base("resign");
     op["input"] = {{"token", leading}};
@@ -209,19 +262,10 @@ void campaign_work(int id, const std::string& address, const std::string& name,
                 [](const testing::HttpResult&, json::object&) {});
     leading = 0;  // resigned, lost or unknown: no longer counted on
   };
-  while (SteadyClock::now() < until) {
+  while (until.before()) {
     const int dice = static_cast<int>(random() % 10);
     if (dice < 3) {
-      auto op = base("observe");
-      op.erase("session");
-      record_http(
-          recorder, std::move(op), address, "GET", route, {},
-          [](const testing::HttpResult& answer, json::object& output) {
-            output = {{"token", token_of(answer)}, {"value", answer.json.at("leader").at("value")}};
-            if (const auto* session = answer.json.as_object().if_contains("session_id")) {
-              output["session"] = *session;
-            }
-          });
+      observe("");
     } else if (leading && dice < 6) {
       const std::string value = "v" + std::to_string(id) + "-" + std::to_string(++values);
       auto op = base("proclaim");
@@ -241,12 +285,14 @@ void campaign_work(int id, const std::string& address, const std::string& name,
       auto op = base("campaign");
       op["input"] = {{"value", value}, {"wait_ms", wait_ms}};
       std::optional<std::uint64_t> token;
-      record_http(recorder, std::move(op), address, "POST", route + "/campaign",
-                  {{"session_id", session}, {"value", value}, {"wait_ms", wait_ms}},
-                  [&](const testing::HttpResult& answer, json::object& output) {
-                    token = token_of(answer);
-                    output = {{"token", *token}};
-                  });
+      const auto outcome =
+          record_http(recorder, std::move(op), address, "POST", route + "/campaign",
+                      {{"session_id", session}, {"value", value}, {"wait_ms", wait_ms}},
+                      [&](const testing::HttpResult& answer, json::object& output) {
+                        token = token_of(answer);
+                        output = {{"token", *token}};
+                      });
+      if (outcome == "unknown") token = observe(session);  // a fault: did it win?
       if (token) {
         leading = *token;
         ++grants;
@@ -259,8 +305,8 @@ void campaign_work(int id, const std::string& address, const std::string& name,
 
 // A holder of `key` whose session has a lock-delay: acquires, extends, releases and abandons it
 // (TTL 1.5 s) until `until`; meanwhile revoke_work revokes it now and then.
-void delay_work(int id, const std::string& address, const std::string& key,
-                SteadyClock::time_point until, Recorder& recorder, std::atomic<int>& grants) {
+void delay_work(int id, const std::string& address, const std::string& key, const Until& until,
+                Recorder& recorder, std::atomic<int>& grants) {
   constexpr int kDelayMs = 200;
   constexpr int kTtlMs = 1500;
   std::mt19937 random(static_cast<unsigned>(id) * 15485863u + 5u);
@@ -275,7 +321,26 @@ void delay_work(int id, const std::string& address, const std::string& key,
               {"ttl_ms", answer.json.at("ttl_ms").to_number<std::int64_t>()}};
   };
   std::uint64_t holding = 0;  // the token of the grant held; 0: none
-  while (SteadyClock::now() < until) {
+  // Reads the key (recorded); the token of this session's grant if it holds it.
+  const auto read = [&] {
+    auto op = base("read");
+    op.erase("session");
+    std::optional<std::uint64_t> mine;
+    record_http(recorder, std::move(op), address, "GET", route, {},
+                [&](const testing::HttpResult& answer, json::object& output) {
+                  json::array holders;
+                  for (const auto& holder : answer.json.at("holders").as_array()) {
+                    holders.push_back(json::object{{"session", holder.at("session_id")},
+                                                   {"token", holder.at("fencing_token")}});
+                    if (holder.at("session_id").as_string() == session) {
+                      mine = holder.at("fencing_token").to_number<std::uint64_t>();
+                    }
+                  }
+                  output = {{"holders", holders}};
+                });
+    return mine;
+  };
+  while (until.before()) {
     const int dice = static_cast<int>(random() % 10);
     if (holding && dice < 4) {
       auto op = base("release");
@@ -298,28 +363,20 @@ void delay_work(int id, const std::string& address, const std::string& key,
       auto op = base("acquire");
       op["input"] = {{"ttl_ms", kTtlMs}, {"lock_delay_ms", kDelayMs}};
       std::optional<std::uint64_t> token;
-      record_http(recorder, std::move(op), address, "POST", route + "/acquire",
-                  {{"session_id", session}, {"ttl_ms", kTtlMs}},
-                  [&](const testing::HttpResult& answer, json::object& output) {
-                    ttl_of(answer, output);
-                    token = token_of(answer);
-                  });
+      if (record_http(recorder, std::move(op), address, "POST", route + "/acquire",
+                      {{"session_id", session}, {"ttl_ms", kTtlMs}},
+                      [&](const testing::HttpResult& answer, json::object& output) {
+                        ttl_of(answer, output);
+                        token = token_of(answer);
+                      }) == "unknown") {
+        token = read();  // a fault: was it granted?
+      }
       if (token) {
         holding = *token;
         ++grants;
       }
     } else {
-      auto op = base("read");
-      op.erase("session");
-      record_http(recorder, std::move(op), address, "GET", route, {},
-                  [](const testing::HttpResult& answer, json::object& output) {
-                    json::array holders;
-                    for (const auto& holder : answer.json.at("holders").as_array()) {
-                      holders.push_back(json::object{{"session", holder.at("session_id")},
-                                                     {"token", holder.at("fencing_token")}});
-                    }
-                    output = {{"holders", holders}};
-                  });
+      read();
     }
   }
   if (holding) {
@@ -335,10 +392,10 @@ void delay_work(int id, const std::string& address, const std::string& key,
 constexpr const char* kAdminToken = "linearizability-admin-0123456789abcdef";
 
 // The admin: revokes `key` every 150-450 ms until `until`.
-void revoke_work(int id, const std::string& address, const std::string& key,
-                 SteadyClock::time_point until, Recorder& recorder) {
+void revoke_work(int id, const std::string& address, const std::string& key, const Until& until,
+                 Recorder& recorder) {
   std::mt19937 random(static_cast<unsigned>(id) + 99u);
-  while (SteadyClock::now() < until) {
+  while (until.before()) {
     std::this_thread::sleep_for(milliseconds(150 + random() % 300));  // a pace, not a wait
     record_http(recorder,
                 {{"client", id},
@@ -364,15 +421,32 @@ struct Held {
 
 // One session's calls until `until`; at the end it releases what it holds.
 void work(int id, client::Client& client, const std::string& server,
-          const std::vector<KeySpec>& keys, SteadyClock::time_point until, Recorder& recorder,
+          const std::vector<KeySpec>& keys, const Until& until, Recorder& recorder,
           std::atomic<int>& grants) {
   std::mt19937 random(static_cast<unsigned>(id) * 7919u + 17u);
   const std::string session =
-      client.open_session("lin-" + std::to_string(id), milliseconds(60'000)).session_id;
+      client.open_session("lin-" + std::to_string(id), milliseconds(session_ttl_ms)).session_id;
   std::map<std::string, Held> held;
   const auto base = [&](const KeySpec& key, const std::string& op) {
     return json::object{{"client", id},    {"server", server},           {"session", session},
                         {"key", key.name}, {"primitive", key.primitive}, {"op", op}};
+  };
+  // Reads `key` (recorded); this session's token if it holds it.
+  const auto read = [&](const KeySpec& key) {
+    auto op = base(key, "read");
+    op.erase("session");
+    std::optional<FencingToken> mine;
+    record(recorder, std::move(op), [&](json::object& output) {
+      json::array holders;
+      for (const auto& holder : client.holders(key.name)) {
+        holders.push_back(
+            json::object{{"session", holder.session_id}, {"token", holder.fencing_token}});
+        if (holder.session_id == session) mine = holder.fencing_token;
+      }
+      output = {{"holders", holders}};
+      return std::string("ok");
+    });
+    return mine;
   };
   const auto release = [&](const KeySpec& key, Held grant) {
     auto op = base(key, "release");
@@ -383,7 +457,7 @@ void work(int id, client::Client& client, const std::string& server,
     });
     held.erase(key.name);  // released, lost or unknown: this client no longer counts on it
   };
-  while (SteadyClock::now() < until) {
+  while (until.before()) {
     const KeySpec& key = keys[random() % keys.size()];
     const auto it = held.find(key.name);
     const int dice = static_cast<int>(random() % 20);
@@ -405,17 +479,7 @@ void work(int id, client::Client& client, const std::string& server,
     } else if (it != held.end() && dice < 16) {
       if (key.ttl < milliseconds(5000)) held.erase(key.name);  // abandoned: left to expire
     } else if (dice < 18) {
-      auto op = base(key, "read");
-      op.erase("session");
-      record(recorder, std::move(op), [&](json::object& output) {
-        json::array holders;
-        for (const auto& holder : client.holders(key.name)) {
-          holders.push_back(
-              json::object{{"session", holder.session_id}, {"token", holder.fencing_token}});
-        }
-        output = {{"holders", holders}};
-        return std::string("ok");
-      });
+      read(key);
     } else {
       auto op = base(key, "acquire");
       const milliseconds wait(random() % 5 == 0 ? 300 : 0);
@@ -432,7 +496,7 @@ void work(int id, client::Client& client, const std::string& server,
       }
       op["input"] = std::move(input);
       std::optional<LockHandle> grant;
-      record(recorder, std::move(op), [&](json::object& output) {
+      const auto outcome = record(recorder, std::move(op), [&](json::object& output) {
         grant = limit > 0 ? client.acquire_permit(key.name, session, limit, key.ttl, wait)
                           : client.acquire(key.name, session, key.ttl, wait, {}, {}, mode);
         if (!grant) {
@@ -445,6 +509,10 @@ void work(int id, client::Client& client, const std::string& server,
       if (grant) {
         held[key.name] = {grant->fencing_token, mode};
         ++grants;
+      } else if (outcome == "unknown") {
+        // A fault: was it granted? (A read lists every holder; a shared holder or permit of this
+        // session is this grant, the session asks one at a time.)
+        if (const auto mine = read(key)) held[key.name] = {*mine, mode};
       }
     }
   }
@@ -474,11 +542,18 @@ void work(int id, client::Client& client, const std::string& server,
   }
 }
 
+// The finding the check reports apart instead of failing on: issue 43's first, a waiter answered
+// held at its deadline while a hand-over granted it (ADR-0007's trade-off, left to the lead;
+// README.md "Found"). Seen in about one run in four; the check's output says when.
+constexpr const char* lin_known_finding = "waiter-held-at-deadline";
+
 // Runs dlock-lincheck (go run, from its module) on `history`; returns its exit status and output.
 std::pair<int, std::string> lincheck(const std::string& history, const std::string& html_dir) {
   const std::string command = std::string("cd '") + DLOCK_LINCHECK_DIR +
                               "' && GOFLAGS=-mod=readonly '" + DLOCK_GO_EXECUTABLE +
-                              "' run ./cmd/dlock-lincheck -time-limit 60s -require "
+                              "' run ./cmd/dlock-lincheck -time-limit 60s -known " +
+                              lin_known_finding +
+                              " -require "
                               "mutex,rwlock,semaphore,election,lockdelay -html-dir '" +
                               html_dir + "' '" + history + "' 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
@@ -490,20 +565,54 @@ std::pair<int, std::string> lincheck(const std::string& history, const std::stri
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
-class LinearizabilityWorkload : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(LinearizabilityWorkload, EveryPrimitiveIsLinearizableWithoutFaults) {
-  if (std::string(DLOCK_GO_EXECUTABLE).empty()) GTEST_SKIP() << "go not found";
-  const std::string backend = GetParam();
-  auto dlockd = testing::dlockd_options(backend, "dlock_linearizability");
+// A run: dlockd on `backend` (two where the backend is shared: pg, etcd), the workers of this
+// file through them until `until`, and the history checked. `faults`: the nemesis of nemesis.h
+// runs meanwhile, and the workers stop once it is done.
+void run_and_check(const std::string& backend, bool faults) {
+  const std::string label = backend + (faults ? "-faults" : "");
+  const int seconds = run_seconds(10, faults ? 120 : 60);
+  session_ttl_ms = std::max<std::int64_t>(60'000, (seconds + 60) * 1000LL);
+  std::unique_ptr<testing::SteppedClock> clock;
+  if (faults && testing::SteppedClock::available()) {
+    clock = std::make_unique<testing::SteppedClock>();
+  }
+  auto dlockd =
+      testing::dlockd_options(backend, faults ? "dlock_lin_faults" : "dlock_linearizability");
   dlockd.extra_args.insert(dlockd.extra_args.end(),
                            {"--admin-enabled", "true", "--admin-token", kAdminToken});
-  testing::DlockdProcess server(dlockd);
-  client::ClientOptions options;
-  options.server_url = server.url();
-  client::Client client(options);
+  lin::FaultTargets targets;
+#ifdef DLOCK_WITH_ETCD
+  std::unique_ptr<testing::EtcdCluster> etcd;
+  if (faults && backend == "etcd") {
+    etcd = std::make_unique<testing::EtcdCluster>(3);  // a leader to kill, a minority to lose
+    dlockd.etcd_endpoints = etcd->endpoints();
+    targets.etcd = etcd.get();
+  }
+#endif
+#ifdef DLOCK_WITH_PG
+  if (faults && backend == "pg") targets.postgres = &testing::shared_postgres();
+#endif
+  if (faults) {
+    dlockd.fixed_port = true;  // restarted on its address
+    if (clock) dlockd.env = clock->env();
+    targets.clock = clock.get();
+  }
+  std::vector<std::unique_ptr<testing::DlockdProcess>> servers;
+  std::vector<std::unique_ptr<client::Client>> clients;
+  for (int i = 0; i < (backend == "sqlite" ? 1 : 2); ++i) {
+    servers.push_back(std::make_unique<testing::DlockdProcess>(dlockd));
+    targets.dlockds.push_back(servers.back().get());
+    client::ClientOptions options;
+    options.server_url = servers.back()->url();
+    if (faults) {
+      // One attempt per call: a release retried after a lost answer could be answered
+      // lock_lost for the release that took effect (README.md "Workloads").
+      options.backoff_initial = options.backoff_max = std::chrono::hours(1);
+    }
+    clients.push_back(std::make_unique<client::Client>(options));
+  }
   // Fresh names: the etcd and PostgreSQL of this binary outlive one run.
-  const std::string run = std::to_string(::getpid()) + "-" + backend + "-";
+  const std::string run = std::to_string(::getpid()) + "-" + label + "-";
   const std::vector<KeySpec> keys = {
       {run + "mutex-a", "mutex", milliseconds(30'000)},
       {run + "mutex-b", "mutex", milliseconds(30'000)},
@@ -515,7 +624,9 @@ TEST_P(LinearizabilityWorkload, EveryPrimitiveIsLinearizableWithoutFaults) {
   };
   Recorder recorder;
   std::atomic<int> grants{0};
-  const auto until = SteadyClock::now() + std::chrono::seconds(run_seconds());
+  Until until;
+  if (!faults) until.ns = now_ns() + seconds * 1'000'000'000LL;
+  const auto started = SteadyClock::now();
   std::vector<std::thread> workers;
   const auto spawn = [&](int id, std::function<void()> body) {
     workers.emplace_back([id, body = std::move(body)] {
@@ -526,36 +637,69 @@ TEST_P(LinearizabilityWorkload, EveryPrimitiveIsLinearizableWithoutFaults) {
       }
     });
   };
-  const auto address = server.address();
+  const auto address = [&](int id) { return servers[id % servers.size()]->address(); };
   for (int id = 0; id < 6; ++id) {
-    spawn(id, [&, id] { work(id, client, address, keys, until, recorder, grants); });
+    spawn(id, [&, id] {
+      work(id, *clients[id % clients.size()], address(id), keys, until, recorder, grants);
+    });
   }
   std::atomic<int> leaders{0};
   std::atomic<int> delayed{0};
   for (int id = 6; id < 9; ++id) {
-    spawn(id, [&, id] { campaign_work(id, address, run + "election", until, recorder, leaders); });
+    spawn(id,
+          [&, id] { campaign_work(id, address(id), run + "election", until, recorder, leaders); });
   }
   for (int id = 9; id < 11; ++id) {
-    spawn(id, [&, id] { delay_work(id, address, run + "delayed", until, recorder, delayed); });
+    spawn(id, [&, id] { delay_work(id, address(id), run + "delayed", until, recorder, delayed); });
   }
-  spawn(11, [&] { revoke_work(11, address, run + "delayed", until, recorder); });
+  spawn(11, [&] { revoke_work(11, address(11), run + "delayed", until, recorder); });
+  std::vector<std::string> applied;
+  if (faults) {
+    // The pause outlasts the 1.5 s TTLs. Short mode: one round (every fault once); the long
+    // mode: rounds until the run's length.
+    const auto nemesis = lin::faults_for(targets, milliseconds(2'500), long_mode());
+    applied = lin::run_nemesis(nemesis, milliseconds(long_mode() ? 1'000 : 500),
+                               started + std::chrono::seconds(seconds));
+    until.ns = now_ns();
+  }
   for (auto& worker : workers) worker.join();
+  const auto elapsed = std::chrono::duration<double>(SteadyClock::now() - started).count();
 
   const std::filesystem::path dir = DLOCK_LINCHECK_OUT;
   std::filesystem::create_directories(dir);
-  const auto path = dir / (backend + ".json");
-  const auto history = recorder.history(backend);
+  const auto path = dir / (label + ".json");
+  std::string description = faults ? "faults:" : "no faults";
+  for (const auto& fault : applied) description += " " + fault + ";";
+  if (faults && !clock) description += " (no clock steps: libfaketime is not installed)";
+  const auto history = recorder.history(backend, description);
   std::ofstream(path) << json::serialize(history);
   const auto operations = history.at("operations").as_array().size();
   EXPECT_GT(grants.load(), 50) << "too few grants to say anything";
   EXPECT_GT(leaders.load(), 10) << "too few leaders to say anything";
   EXPECT_GT(delayed.load(), 5) << "too few lock-delayed grants to say anything";
 
-  const auto [status, output] = lincheck(path.string(), (dir / (backend + "-html")).string());
-  std::printf("%s: %zu calls, %d grants, %d leaders, %d delayed grants, history %s\n%s",
-              backend.c_str(), operations, grants.load(), leaders.load(), delayed.load(),
-              path.c_str(), output.c_str());
+  const auto [status, output] = lincheck(path.string(), (dir / (label + "-html")).string());
+  std::printf(
+      "%s: %.1f s, %zu calls, %d grants, %d leaders, %d delayed grants, %zu faults, "
+      "history %s\n%s",
+      label.c_str(), elapsed, operations, grants.load(), leaders.load(), delayed.load(),
+      applied.size(), path.c_str(), output.c_str());
   EXPECT_EQ(status, 0) << output;
+}
+
+class LinearizabilityWorkload : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (std::string(DLOCK_GO_EXECUTABLE).empty()) GTEST_SKIP() << "go not found";
+  }
+};
+
+TEST_P(LinearizabilityWorkload, EveryPrimitiveIsLinearizableWithoutFaults) {
+  run_and_check(GetParam(), false);
+}
+
+TEST_P(LinearizabilityWorkload, EveryPrimitiveIsLinearizableUnderFaults) {
+  run_and_check(GetParam(), true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LinearizabilityWorkload,

@@ -1,0 +1,118 @@
+#pragma once
+
+// The faults of the linearizability workload (issue 43, docs/correctness.md): the nemeses of
+// tests/safety, applied one after the other to the dlockd processes and the backend of a run
+// while its clients work. Each fault is applied, held, healed, then the system is left alone
+// for a moment before the next: every fault ends healed, and the run ends with everything up.
+//
+// - kill -9 of a dlockd, restarted on the same address and storage (every backend; on sqlite it
+//   is the backend's crash too, the store is embedded);
+// - a dlockd paused (SIGSTOP) for longer than the workload's short TTLs, then resumed;
+// - a dlockd's wall clock stepped (libfaketime, as tests/safety's scenario j): +1 h, -1 h, back;
+// - PostgreSQL crashed (SIGQUIT: no checkpoint) and restarted;
+// - etcd (three members): its leader killed and restarted; a follower killed and restarted.
+
+#include <csignal>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/dlockd_backends.h"
+#include "support/dlockd_process.h"
+#include "support/fault_env.h"
+
+namespace dlock::lin {
+
+using std::chrono::milliseconds;
+
+struct Fault {
+  std::string name;
+  std::function<void()> apply;
+  std::function<void()> heal;
+  milliseconds held;
+};
+
+// What a run's faults act on. `clock` is null when libfaketime is not installed (no clock
+// steps then; the run says so).
+struct FaultTargets {
+  std::vector<testing::DlockdProcess*> dlockds;
+  testing::SteppedClock* clock = nullptr;
+#ifdef DLOCK_WITH_PG
+  testing::PostgresServer* postgres = nullptr;
+#endif
+#ifdef DLOCK_WITH_ETCD
+  testing::EtcdCluster* etcd = nullptr;
+#endif
+};
+
+// The faults for `targets`, in the order they are applied. `pause` outlasts the longest TTL
+// that is meant to run out during a pause. Every dlockd is killed; only the first is paused
+// unless `pause_every_dlockd` (the long mode: the pause is the slowest fault).
+inline std::vector<Fault> faults_for(const FaultTargets& targets, milliseconds pause,
+                                     bool pause_every_dlockd) {
+  std::vector<Fault> faults;
+  for (std::size_t i = 0; i < targets.dlockds.size(); ++i) {
+    auto* dlockd = targets.dlockds[i];
+    const std::string which = "dlockd " + std::to_string(i);
+    faults.push_back({"kill -9 of " + which + ", restarted", [dlockd] { dlockd->kill9(); },
+                      [dlockd] { dlockd->start(); }, milliseconds(500)});
+    if (i > 0 && !pause_every_dlockd) continue;
+    faults.push_back({which + " paused (SIGSTOP) past the TTL",
+                      [dlockd] { dlockd->process().signal(SIGSTOP); },
+                      [dlockd] { dlockd->process().signal(SIGCONT); }, pause});
+  }
+  if (auto* clock = targets.clock) {
+    faults.push_back({"dlockd wall clock stepped +1 h",
+                      [clock] { clock->set_offset(std::chrono::hours(1)); },
+                      [clock] { clock->set_offset(std::chrono::seconds(0)); }, milliseconds(1000)});
+    faults.push_back({"dlockd wall clock stepped -1 h",
+                      [clock] { clock->set_offset(-std::chrono::hours(1)); },
+                      [clock] { clock->set_offset(std::chrono::seconds(0)); }, milliseconds(1000)});
+  }
+#ifdef DLOCK_WITH_PG
+  if (auto* postgres = targets.postgres) {
+    faults.push_back({"PostgreSQL crashed (SIGQUIT), restarted", [postgres] { postgres->crash(); },
+                      [postgres] { postgres->start(); }, milliseconds(1000)});
+  }
+#endif
+#ifdef DLOCK_WITH_ETCD
+  if (auto* etcd = targets.etcd) {
+    auto killed = std::make_shared<int>(-1);
+    faults.push_back({"etcd leader killed, restarted",
+                      [etcd, killed] {
+                        *killed = etcd->leader().value_or(0);
+                        etcd->kill(*killed);
+                      },
+                      [etcd, killed] { etcd->start(*killed); }, milliseconds(1500)});
+    faults.push_back({"etcd follower (a minority) killed, restarted",
+                      [etcd, killed] {
+                        *killed = (etcd->leader().value_or(0) + 1) % etcd->size();
+                        etcd->kill(*killed);
+                      },
+                      [etcd, killed] { etcd->start(*killed); }, milliseconds(1500)});
+  }
+#endif
+  return faults;
+}
+
+// Applies `faults` in turn, each held for its time and followed by `quiet`, round after round
+// until `until` (at least one full round, whatever the time); returns the names of the faults
+// applied, in order.
+inline std::vector<std::string> run_nemesis(const std::vector<Fault>& faults, milliseconds quiet,
+                                            SteadyClock::time_point until) {
+  std::vector<std::string> applied;
+  std::this_thread::sleep_for(quiet);
+  for (std::size_t i = 0; i < faults.size() || SteadyClock::now() + quiet < until; ++i) {
+    const Fault& fault = faults[i % faults.size()];
+    fault.apply();
+    std::this_thread::sleep_for(fault.held);
+    fault.heal();
+    applied.push_back(fault.name);
+    std::this_thread::sleep_for(quiet);
+  }
+  return applied;
+}
+
+}  // namespace dlock::lin
