@@ -417,8 +417,10 @@ const KnownWaiterHeldAtDeadline = "waiter-held-at-deadline"
 
 // ExcuseWaiterHeldAtDeadline turns every acquire or campaign that waited (wait_ms > 0) and was
 // answered held at its deadline (at 90 % of wait_ms or later: dlockd counts the wait from its
-// receipt, and its timer may fire a little early -- the found history's came at 299.5 of 300 ms) into an unknown outcome -- granted, or not, at any point
-// after its call -- and returns how many it turned. It weakens the check of exactly those
+// receipt, and its timer may fire a little early -- the found history's came at 299.5 of 300 ms)
+// into an unknown outcome -- granted, or not, at any point after its call, and ended at any
+// moment after that (dlockd gives back a hand-over's grant whose waiter gave up) -- and returns
+// how many it turned. It weakens the check of exactly those
 // answers and no other: with it, a history's only violations are those of other calls.
 func ExcuseWaiterHeldAtDeadline(h *History) int {
 	excused := 0
@@ -433,6 +435,9 @@ func ExcuseWaiterHeldAtDeadline(h *History) int {
 		out.Error = ""
 		out.CompleteNs = h.EndNs
 		h.Inputs[i].QueuedAhead = false
+		// The grant, if made, was the hand-over's, and dlockd gives back a grant whose waiter
+		// gave up (LockService::deliver): it may end at any moment, so its promise is its call.
+		h.Inputs[i].IfEffectExpiresNs = in.InvokeNs
 		excused++
 	}
 	return excused

@@ -1,6 +1,10 @@
 package lincheck
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestMutexModel(t *testing.T) {
 	runCases(t, Mutex, []historyCase{
@@ -189,4 +193,46 @@ func TestMutexModelNoOvertaking(t *testing.T) {
 			3 s3 acquire wait=5000 @15-5015 -> held
 			2 s2 acquire @20-30 -> ok token=2`, VerdictIllegal},
 	})
+}
+
+// The known finding's excuse (ExcuseWaiterHeldAtDeadline): a waiter answered held at its deadline
+// may have been handed the key, and dlockd then gives that grant back at any moment. Nothing
+// else is excused.
+func TestExcuseWaiterHeldAtDeadline(t *testing.T) {
+	cases := []struct {
+		name, history   string
+		excused         int
+		strict, relaxed Verdict
+	}{
+		{"handed over, then given back", `
+			1 s1 acquire ttl=30000 @0-10 -> ok token=1
+			2 s2 acquire ttl=30000 wait=300 @20-320 -> held
+			1 s1 release token=1 @300-310 -> ok
+			3 - read @315-318 -> ok holders=s2#2
+			3 - read @330-332 -> ok holders=none
+			3 s3 acquire ttl=30000 @340-350 -> ok token=3`, 1, VerdictIllegal, VerdictOk},
+		{"a held answer before the deadline is not excused", `
+			1 s1 acquire ttl=30000 @0-10 -> ok token=1
+			2 s2 acquire ttl=30000 wait=300 @20-100 -> held
+			1 s1 release token=1 @300-310 -> ok
+			3 - read @315-318 -> ok holders=s2#2`, 0, VerdictIllegal, VerdictIllegal},
+		{"another violation stays one", `
+			2 s2 acquire ttl=30000 wait=300 @20-320 -> held
+			1 s1 acquire ttl=30000 @400-410 -> ok token=5
+			3 s3 acquire ttl=30000 @420-430 -> ok token=6`, 1, VerdictIllegal, VerdictIllegal},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := parseHistory(t, Mutex, c.history)
+			if r := CheckModel(h, Mutex, 10*time.Second); r.Verdict != c.strict {
+				t.Fatalf("as recorded: %s, want %s", r.Verdict, c.strict)
+			}
+			if n := ExcuseWaiterHeldAtDeadline(h); n != c.excused {
+				t.Fatalf("excused %d answers, want %d", n, c.excused)
+			}
+			if r := CheckModel(h, Mutex, 10*time.Second); r.Verdict != c.relaxed {
+				t.Fatalf("excused: %s, want %s\n%s", r.Verdict, c.relaxed, strings.Join(r.Explanations, "\n"))
+			}
+		})
+	}
 }
