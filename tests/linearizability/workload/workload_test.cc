@@ -542,18 +542,11 @@ void work(int id, client::Client& client, const std::string& server,
   }
 }
 
-// The finding the check reports apart instead of failing on: issue 43's first, a waiter answered
-// held at its deadline while a hand-over granted it (ADR-0007's trade-off, left to the lead;
-// README.md "Found"). Seen in about one run in four; the check's output says when.
-constexpr const char* lin_known_finding = "waiter-held-at-deadline";
-
 // Runs dlock-lincheck (go run, from its module) on `history`; returns its exit status and output.
 std::pair<int, std::string> lincheck(const std::string& history, const std::string& html_dir) {
   const std::string command = std::string("cd '") + DLOCK_LINCHECK_DIR +
                               "' && GOFLAGS=-mod=readonly '" + DLOCK_GO_EXECUTABLE +
-                              "' run ./cmd/dlock-lincheck -time-limit 60s -known " +
-                              lin_known_finding +
-                              " -require "
+                              "' run ./cmd/dlock-lincheck -time-limit 60s -require "
                               "mutex,rwlock,semaphore,election,lockdelay -html-dir '" +
                               html_dir + "' '" + history + "' 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
