@@ -230,6 +230,14 @@ void Api::ready(const RequestContext& context, const Reply& reply) {
 }
 
 void Api::metrics(const RequestContext&, const Reply& reply) {
+  // dlock_held_locks: one bounded list of the store at most once a second, in the background, so
+  // that a slow or wedged backend never holds up a scrape (C4).
+  if (telemetry_.held_count_due()) {
+    service_.list("", Telemetry::kHeldCountLimit,
+                  [this](core::Outcome<std::vector<LockInfo>> grants) {
+                    telemetry_.set_held_locks(grants.error ? nullptr : &*grants.value);
+                  });
+  }
   Response response{http::status::ok, 11};
   response.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
   response.body() = telemetry_.scrape();
@@ -297,10 +305,14 @@ void Api::keepalive(const RequestContext& context, const Reply& reply) {
 
 void Api::close_session(const RequestContext& context, const Reply& reply) {
   const auto session_id = checked_session_id(context.params[0]);
-  with_own_session(context, session_id, reply, [this, session_id, reply] {
-    service_.close_session(
-        session_id,
-        answer<std::vector<LockInfo>>(reply, [](std::vector<LockInfo>) { return no_content(); }));
+  with_own_session(context, session_id, reply, [this, session_id, reply, who = audit_who(context)] {
+    service_.close_session(session_id, answer<std::vector<LockInfo>>(
+                                           reply, [who](const std::vector<LockInfo>& released) {
+                                             for (const auto& grant : released) {
+                                               audit_release(grant, who.principal, who.remote);
+                                             }
+                                             return no_content();
+                                           }));
   });
 }
 
@@ -589,7 +601,7 @@ void Api::grant(const RequestContext& context, const Reply& reply, const BodyRea
   const auto cancellation = context.cancellation;
   const auto waiter = waiter_of(context);
   with_own_session(context, session_id, reply, [=, this] {
-    auto render = [=](std::optional<LockHandle> handle) {
+    auto render = [=, this](std::optional<LockHandle> handle) {
       if (!handle) {
         return error_response(409, "held",
                               leader_value ? "election " + api_key(key) + " has another leader"
@@ -598,8 +610,11 @@ void Api::grant(const RequestContext& context, const Reply& reply, const BodyRea
                                   : "lock " + api_key(key) + " is held by another session");
       }
       audit(leader_value ? "campaign" : "grant", who.principal, ns, name, handle->fencing_token,
-            who.remote);
-      if (leader_value) return ok(200, leader_json(*handle, *leader_value, received, auth));
+            who.remote, {}, log_enabled("info") ? grant_fields(*handle) : json::object{});
+      if (leader_value) {
+        telemetry_.on_leader(handle->key, handle->fencing_token);
+        return ok(200, leader_json(*handle, *leader_value, received, auth));
+      }
       return ok(200, handle_json(*handle, ttl, received, auth, request.limit));
     };
     // "held" because of a lock-delay says so, and until when (C3 "Lock-delay"): one more read,
@@ -674,14 +689,13 @@ void Api::revoke(const RequestContext& context, const Reply& reply) {
   if (auto denied = auth_.authorize(context, auth::Role::kAdmin, ns)) return reply(*denied);
   const bool auth = auth_.enabled();
   const auto who = audit_who(context);
-  service_.revoke(key, answer<LockOutcome>(reply, [=](LockOutcome outcome) {
+  service_.revoke(key, answer<LockOutcome>(reply, [=, this](LockOutcome outcome) {
                     json::object body{{"revoked", outcome.revoked}};
                     if (outcome.fencing_token) body["fencing_token"] = *outcome.fencing_token;
                     if (outcome.owner_id) body["owner"] = shown_owner(*outcome.owner_id, auth);
-                    log_event("info", "revoke", {{"key", key}, {"revoked", outcome.revoked}});
-                    if (outcome.revoked) {
-                      audit("revoke", who.principal, ns, name, outcome.fencing_token, who.remote);
-                    }
+                    if (outcome.fencing_token) telemetry_.on_revoke(key, *outcome.fencing_token);
+                    audit("revoke", who.principal, ns, name, outcome.fencing_token, who.remote, {},
+                          revoke_fields(outcome));
                     return ok(200, body);
                   }));
 }
@@ -695,10 +709,8 @@ void Api::clear_delay(const RequestContext& context, const Reply& reply) {
   if (auto denied = auth_.authorize(context, auth::Role::kAdmin, ns)) return reply(*denied);
   const auto who = audit_who(context);
   service_.clear_delay(key, answer<bool>(reply, [=](bool cleared) {
-                         log_event("info", "clear_delay", {{"key", key}, {"cleared", cleared}});
-                         if (cleared) {
-                           audit("clear_delay", who.principal, ns, name, std::nullopt, who.remote);
-                         }
+                         audit("clear_delay", who.principal, ns, name, std::nullopt, who.remote, {},
+                               {{"cleared", cleared}});
                          return ok(200, {{"cleared", cleared}});
                        }));
 }

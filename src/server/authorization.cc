@@ -15,6 +15,7 @@
 #include "server/api.h"
 #include "server/error_mapping.h"
 #include "server/input_checks.h"
+#include "server/json_util.h"
 #include "server/telemetry.h"
 #include "util/store_key.h"
 
@@ -200,10 +201,7 @@ class Withdrawal : public std::enable_shared_from_this<Withdrawal> {
 
   // Audited as a release by its principal, with the reason; no remote address (C6).
   static void audit_release(const LockInfo& grant) {
-    const auto parts = store_key::split(grant.key);
-    audit("release", principal_of_owner(grant.owner_id), parts ? parts->ns : "",
-          parts ? parts->key : std::string_view(grant.key), grant.fencing_token, "",
-          "tokens_reload");
+    server::audit_release(grant, principal_of_owner(grant.owner_id), "", "tokens_reload");
   }
 
   void failed() {
@@ -443,13 +441,40 @@ bool may_see_session(const auth::Principal* caller, std::string_view stored, std
 
 void audit(std::string_view action, std::string_view principal, std::string_view ns,
            std::string_view key, std::optional<std::uint64_t> fencing_token,
-           std::string_view remote, std::string_view reason) {
+           std::string_view remote, std::string_view reason, boost::json::object extra) {
   if (!log_enabled("info")) return;
   boost::json::object fields{
       {"action", action}, {"principal", principal}, {"ns", ns}, {"key", key}, {"remote", remote}};
+  for (auto& field : extra) fields[field.key()] = std::move(field.value());
   if (fencing_token) fields["fencing_token"] = *fencing_token;
   if (!reason.empty()) fields["reason"] = reason;
   log_event("info", "audit", std::move(fields));
+}
+
+boost::json::object grant_fields(const LockHandle& grant) {
+  return {{"owner", logged_owner(grant.owner_id)},
+          {"session", session_fingerprint(grant.session_id)},
+          {"expires_at", format_time(grant.server_expiry)}};
+}
+
+boost::json::object holder_fields(const LockInfo& grant) {
+  return {{"owner", logged_owner(grant.owner_id)},
+          {"session", session_fingerprint(grant.session_id)}};
+}
+
+boost::json::object revoke_fields(const LockOutcome& outcome) {
+  boost::json::object fields{{"revoked", outcome.revoked}};
+  if (outcome.owner_id) fields["owner"] = logged_owner(*outcome.owner_id);
+  return fields;
+}
+
+void audit_release(const LockInfo& grant, std::string_view principal, std::string_view remote,
+                   std::string_view reason) {
+  if (!log_enabled("info")) return;
+  const auto parts = store_key::split(grant.key);
+  audit("release", principal, parts ? parts->ns : "",
+        parts ? parts->key : std::string_view(grant.key), grant.fencing_token, remote, reason,
+        holder_fields(grant));
 }
 
 }  // namespace dlock::server

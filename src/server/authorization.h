@@ -10,6 +10,7 @@
 // unambiguously. Any dlockd sharing the backend reads the same answer (ADR-0016); the API
 // shows clients the owner part only.
 
+#include <boost/json/object.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -134,9 +135,21 @@ std::string_view logged_owner(std::string_view stored) noexcept;
 bool may_see_session(const auth::Principal* caller, std::string_view stored, std::string_view ns);
 
 // The audit event of contract C6 (C4 format): principal, namespace, key, fencing token, remote
-// address -- never a token, never a raw session ID.
+// address -- never a token, never a raw session ID. `extra`: the event's own fields (a grant's
+// owner, session fingerprint and expiry), so that each event is one line (C4).
 void audit(std::string_view action, std::string_view principal, std::string_view ns,
            std::string_view key, std::optional<std::uint64_t> fencing_token,
-           std::string_view remote, std::string_view reason = {});
+           std::string_view remote, std::string_view reason = {}, boost::json::object extra = {});
+
+// The fields a grant's, a release's, an expiry's and a revoke's audit line add to audit's: the
+// holder's owner (logged_owner) and session fingerprint, and the grant's expiry, if known.
+boost::json::object grant_fields(const LockHandle& grant);
+boost::json::object holder_fields(const LockInfo& grant);
+boost::json::object revoke_fields(const LockOutcome& outcome);
+
+// The audit line of a grant released with its session (DELETE /v1/sessions/{id}, a tokens file
+// reload that removed its principal): one line per released lock.
+void audit_release(const LockInfo& grant, std::string_view principal, std::string_view remote,
+                   std::string_view reason = {});
 
 }  // namespace dlock::server

@@ -92,6 +92,11 @@ int serve(const ServerConfig& config, Backend& backend) {
   asio::signal_set signals(io, SIGINT, SIGTERM);
   asio::signal_set hangup(io, SIGHUP);
   Telemetry telemetry(std::string(backend.backend_id()), config.max_wait);
+  const auto cap = [](std::size_t value) { return static_cast<double>(value); };
+  telemetry.set_limits({{"server.max.sessions", cap(config.max_sessions)},
+                        {"server.max.waiters", cap(config.max_waiters)},
+                        {"server.max.connections", cap(config.max_connections)},
+                        {"server.max.unsent.bytes", cap(config.max_unsent_bytes)}});
   core::LockService service(backend, io, service_options(config), telemetry);
   std::unique_ptr<Api> loaded;
   try {

@@ -27,6 +27,22 @@
 namespace dlock::server {
 namespace {
 
+// The `mode` label of dlock_held_locks and dlock_lock_hold_seconds: HoldMode's names, and
+// `leader` for an election's leader (an exclusive grant with a value).
+constexpr std::array<const char*, 4> kHoldModes = {"exclusive", "shared", "permit", "leader"};
+const prometheus::Histogram::BucketBoundaries kHoldBuckets = {
+    0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600};
+
+constexpr auto kHeldCountMaxAge = std::chrono::seconds(10);
+
+std::string hold_mode(const LockInfo& grant) {
+  return grant.value ? "leader" : to_string(grant.mode);
+}
+
+std::string remembered_key(std::string_view key, FencingToken token) {
+  return std::string(key) + '\0' + std::to_string(token);
+}
+
 std::atomic<int> g_log_threshold{1};  // 0 debug, 1 info, 2 warn, 3 error
 
 int level_rank(std::string_view level) {
@@ -322,6 +338,18 @@ Telemetry::Telemetry(std::string backend, std::chrono::milliseconds max_wait)
                            .Help("Backend writes that may grant a lock (acquire or hand-over)")
                            .Register(*registry_)
                            .Add(labels);
+  hold_seconds_ = &prometheus::BuildHistogram()
+                       .Name("dlock_lock_hold_seconds")
+                       .Help("How long grants were held, observed when they end, by mode")
+                       .Register(*registry_);
+  for (const char* mode : kHoldModes) {
+    hold_seconds_->Add({{"backend", backend_}, {"mode", mode}}, kHoldBuckets);
+  }
+  holds_unmeasured_ = &prometheus::BuildCounter()
+                           .Name("dlock_lock_holds_unmeasured_total")
+                           .Help("Grants ended here whose start this server does not know")
+                           .Register(*registry_)
+                           .Add(labels);
   waiters_ = &prometheus::BuildGauge()
                   .Name("dlock_waiters")
                   .Help("Acquire requests currently waiting on this server")
@@ -438,8 +466,110 @@ std::string Telemetry::scrape() const {
       family("", "", MetricType::Counter, number(c.log_client_limited), {{"reason", "client_rate"}})
           .metric.front());
   families.push_back(std::move(dropped));
+  {
+    std::lock_guard lock(held_mutex_);
+    if (held_counts_ && std::chrono::steady_clock::now() - held_counted_ <= kHeldCountMaxAge) {
+      prometheus::MetricFamily held{"dlock_held_locks",
+                                    "Live grants in the store, by mode (the whole store, counted "
+                                    "at most once a second)",
+                                    MetricType::Gauge,
+                                    {}};
+      for (std::size_t i = 0; i < kHoldModes.size(); ++i) {
+        held.metric.push_back(family("", "", MetricType::Gauge,
+                                     static_cast<double>((*held_counts_)[i]),
+                                     {{"backend", backend_}, {"mode", kHoldModes[i]}})
+                                  .metric.front());
+      }
+      families.push_back(std::move(held));
+    }
+  }
   add_process_metrics(families);
   return prometheus::TextSerializer().Serialize(families);
+}
+
+bool Telemetry::held_count_due() {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(held_mutex_);
+  if (held_counting_ || now - held_counted_ < std::chrono::seconds(1)) return false;
+  held_counted_ = now;
+  held_counting_ = true;
+  return true;
+}
+
+void Telemetry::set_held_locks(const std::vector<LockInfo>* grants) {
+  std::optional<std::array<std::uint64_t, 4>> counts;
+  if (grants != nullptr) {
+    counts.emplace();
+    counts->fill(0);
+    for (const auto& grant : *grants) {
+      const auto mode = hold_mode(grant);
+      for (std::size_t i = 0; i < kHoldModes.size(); ++i) {
+        if (mode == kHoldModes[i]) ++(*counts)[i];
+      }
+    }
+  }
+  std::lock_guard lock(held_mutex_);
+  held_counts_ = counts;
+  held_counting_ = false;
+}
+
+void Telemetry::remember(std::string_view key, FencingToken token, std::string mode) {
+  std::lock_guard lock(held_mutex_);
+  auto name = remembered_key(key, token);
+  if (!remembered_.insert_or_assign(name, Held{std::chrono::steady_clock::now(), std::move(mode)})
+           .second) {
+    return;  // already remembered (on_leader after on_grant): only the mode changed
+  }
+  remembered_order_.push_back(std::move(name));
+  while (remembered_.size() > kMaxRemembered && !remembered_order_.empty()) {
+    remembered_.erase(remembered_order_.front());
+    remembered_order_.pop_front();
+  }
+  // Names whose grant ended stay in the order until they reach its front: keep it bounded too.
+  while (remembered_order_.size() > 2 * kMaxRemembered) {
+    const auto& oldest = remembered_order_.front();
+    const auto found = remembered_.find(oldest);
+    if (found != remembered_.end()) remembered_.erase(found);
+    remembered_order_.pop_front();
+  }
+}
+
+void Telemetry::observe_hold(const std::string& mode, double seconds) {
+  hold_seconds_->Add({{"backend", backend_}, {"mode", mode}}, kHoldBuckets)
+      .Observe(std::max(0.0, seconds));
+}
+
+void Telemetry::observe_hold(std::string_view key, FencingToken token) {
+  std::optional<Held> held;
+  {
+    std::lock_guard lock(held_mutex_);
+    const auto found = remembered_.find(remembered_key(key, token));
+    if (found != remembered_.end()) {
+      held = std::move(found->second);
+      remembered_.erase(found);
+    }
+  }
+  if (!held) {
+    holds_unmeasured_->Increment();
+    return;
+  }
+  observe_hold(
+      held->mode,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - held->since).count());
+}
+
+void Telemetry::on_leader(std::string_view key, FencingToken token) {
+  remember(key, token, "leader");
+}
+
+void Telemetry::on_revoke(std::string_view key, FencingToken token) { observe_hold(key, token); }
+
+void Telemetry::set_limits(const std::vector<std::pair<std::string, double>>& limits) {
+  auto& family = prometheus::BuildGauge()
+                     .Name("dlock_limit")
+                     .Help("Configured caps of this dlockd, by option name (C5)")
+                     .Register(*registry_);
+  for (const auto& [name, value] : limits) family.Add({{"limit", name}}).Set(value);
 }
 
 void Telemetry::set_routes(const std::vector<std::string>& labels) {
@@ -494,35 +624,39 @@ void Telemetry::on_acquire(std::string_view outcome, std::chrono::nanoseconds la
   }
 }
 
+// Grants, releases and expiries are logged once each, as audit lines (C4): a grant and a
+// release by the API that answered them (who asked, from where), an expiry here.
 void Telemetry::on_grant(const LockHandle& handle) {
   grants_->Increment();
-  if (!log_enabled("info")) return;  // the fields cost a SHA-256 and a time format
-  log_event("info", "grant",
-            {{"key", handle.key},
-             {"fencing_token", handle.fencing_token},
-             {"owner", logged_owner(handle.owner_id)},
-             {"session", session_fingerprint(handle.session_id)},
-             {"expires_at", format_time(handle.server_expiry)}});
+  remember(handle.key, handle.fencing_token, to_string(handle.mode));
 }
 
 void Telemetry::on_release(std::string_view key, FencingToken token) {
   releases_->Increment();
-  if (!log_enabled("info")) return;
-  log_event("info", "release", {{"key", key}, {"fencing_token", token}});
+  observe_hold(key, token);
 }
 
 void Telemetry::on_expiry(const LockInfo& info) {
   expiries_->Increment();
-  if (!log_enabled("info")) return;  // the audit line below is at info too
-  log_event("info", "expiry",
-            {{"key", info.key},
-             {"fencing_token", info.fencing_token},
-             {"owner", logged_owner(info.owner_id)},
-             {"session", session_fingerprint(info.session_id)},
-             {"expired_at", format_time(info.expires_at)}});
+  // The store's own times: the grant ended at its expiry (or its session's), whichever server
+  // granted it.
+  {
+    std::lock_guard lock(held_mutex_);
+    remembered_.erase(remembered_key(info.key, info.fencing_token));
+  }
+  if (info.acquired_at != WallClock::time_point{}) {
+    observe_hold(hold_mode(info),
+                 std::chrono::duration<double>(info.expires_at - info.acquired_at).count());
+  } else {
+    holds_unmeasured_->Increment();
+  }
+  if (!log_enabled("info")) return;  // the fields cost a SHA-256 and a time format
+  auto fields = holder_fields(info);
+  fields["expired_at"] = format_time(info.expires_at);
   const auto parts = store_key::split(info.key);
   audit("expire", principal_of_owner(info.owner_id), parts ? parts->ns : "",
-        parts ? parts->key : std::string_view(info.key), info.fencing_token, "");
+        parts ? parts->key : std::string_view(info.key), info.fencing_token, "", {},
+        std::move(fields));
 }
 
 void Telemetry::on_session_lost(std::string_view session_id) {

@@ -13,9 +13,14 @@
 #include <boost/json/object.hpp>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/lock_service.h"
@@ -66,6 +71,10 @@ class Telemetry final : public core::ServiceObserver {
   // client conventions (process_cpu_seconds_total, process_resident_memory_bytes, ...).
   std::string scrape() const;
 
+  // dlock_limit{limit}: the configured caps an alert compares a gauge with (C4): set once, at
+  // start-up, as (C5 option name, value).
+  void set_limits(const std::vector<std::pair<std::string, double>>& limits);
+
   // The routes of the route table, in its order, as labels ("GET /v1/locks/{}"); set once,
   // before the first request. on_http_request's `route` is an index into them; any other index
   // (a request no route matched) is counted as route "other".
@@ -74,6 +83,21 @@ class Telemetry final : public core::ServiceObserver {
   // dlock_auth_denied_total{reason} (contract C6) and dlock_auth_reloads_total{result}.
   void on_auth_denied(std::string_view reason);
   void on_tokens_reload(bool ok);
+
+  // dlock_held_locks{backend, mode}: the live grants of the whole store by mode, counted from
+  // LockService::list (at most kHeldCountLimit) by Api::metrics in the background: at most one
+  // count a second and one at a time. held_count_due() says whether to start one (and claims
+  // it); set_held_locks stores its result (nullptr: the list failed). Scrapes show the last
+  // count while it is at most 10 s old, and leave the family out otherwise.
+  static constexpr std::size_t kHeldCountLimit = 10000;
+  bool held_count_due();
+  void set_held_locks(const std::vector<LockInfo>* grants);
+
+  // dlock_lock_hold_seconds{backend, mode}: how long a grant was held, observed when it ends.
+  // A grant made through this server is remembered (key, token, when, mode) until it ends here;
+  // a leader is marked by the API that granted it. A revoke through this server ends one too.
+  void on_leader(std::string_view key, FencingToken token);
+  void on_revoke(std::string_view key, FencingToken token);
 
   void on_acquire(std::string_view outcome, std::chrono::nanoseconds latency) override;
   void on_grant(const LockHandle& handle) override;
@@ -108,6 +132,24 @@ class Telemetry final : public core::ServiceObserver {
   prometheus::Counter* expiries_;
   prometheus::Counter* sessions_lost_;
   prometheus::Counter* backend_attempts_;
+  // Hold durations (see on_leader): grants made here and not yet ended, oldest first for the
+  // bound kMaxRemembered (a grant that ends elsewhere is forgotten when the bound is reached).
+  static constexpr std::size_t kMaxRemembered = 65536;
+  struct Held {
+    std::chrono::steady_clock::time_point since;
+    std::string mode;
+  };
+  void remember(std::string_view key, FencingToken token, std::string mode);
+  void observe_hold(std::string_view key, FencingToken token);
+  void observe_hold(const std::string& mode, double seconds);
+  mutable std::mutex held_mutex_;
+  std::unordered_map<std::string, Held> remembered_;
+  std::deque<std::string> remembered_order_;
+  prometheus::Family<prometheus::Histogram>* hold_seconds_;
+  prometheus::Counter* holds_unmeasured_;
+  std::chrono::steady_clock::time_point held_counted_{};  // when the last count started
+  bool held_counting_ = false;
+  std::optional<std::array<std::uint64_t, 4>> held_counts_;  // by kHoldModes
   prometheus::Gauge* waiters_;
   prometheus::Gauge* sessions_;
 };
