@@ -308,6 +308,17 @@ Telemetry::Telemetry(std::string backend, std::chrono::milliseconds max_wait)
                       .Name("dlock_auth_denied_total")
                       .Help("Requests refused by authentication or authorization, by reason")
                       .Register(*registry_);
+  // The known label values exist from start-up at 0, so that alerts and dashboards over them
+  // have series before the first failure (rate() of a series that appears with its first
+  // increment misses that increment).
+  for (const auto code : {ErrorCode::kContention, ErrorCode::kUnavailable, ErrorCode::kNotLeader,
+                          ErrorCode::kUnknownOutcome}) {
+    backend_errors_->Add({{"backend", backend_}, {"code", to_string(code)}});
+  }
+  for (const char* reason :
+       {"missing", "malformed", "unknown", "throttled", "permission_denied", kSessionOwnerReason}) {
+    auth_denied_->Add({{"reason", reason}});
+  }
   auth_reloads_ = &prometheus::BuildCounter()
                        .Name("dlock_auth_reloads_total")
                        .Help("Reloads of the tokens file (SIGHUP), by result")
