@@ -429,6 +429,14 @@ TEST_F(AuthzConfig, AuditEventsCarryWhoWhatAndWhereButNoSessionId) {
     EXPECT_NE(found, events.end()) << action << " " << principal << " " << key << "\n" << log;
   };
   expect("grant", "alice", "a", "audited", token, "");
+  // One line per event (C4): the grant's audit line carries what a separate `grant` line did.
+  EXPECT_EQ(log.find("\"event\":\"grant\""), std::string::npos) << log;
+  EXPECT_EQ(log.find("\"event\":\"release\""), std::string::npos) << log;
+  for (const auto& event : audits["grant"]) {
+    EXPECT_TRUE(event.contains("owner") && event.contains("session") &&
+                event.contains("expires_at"))
+        << json::serialize(event);
+  }
   expect("release", "alice", "a", "audited", token, "");
   expect("revoke", "ops", "a", "revoked", revoked_token, "");
   expect("denied", "bob", "a", "forbidden", std::nullopt, "permission_denied");

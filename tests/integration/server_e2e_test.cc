@@ -434,6 +434,42 @@ TEST_P(ServerEndToEnd, MetricsAndHealth) {
   EXPECT_EQ(call("GET", "/readyz").status, 200);
 }
 
+// The figure of a /metrics line starting with `series` (name and labels), or -1 without one.
+double metric_value(const std::string& text, const std::string& series) {
+  const auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+// C4: dlock_held_locks counts the store's live grants by mode (refreshed at most once a second,
+// in the background of a scrape); dlock_lock_hold_seconds observes a grant when it ends; the
+// caps the alert rules divide by are exported.
+TEST_P(ServerEndToEnd, HeldLocksHoldDurationsAndCaps) {
+  const auto sid = open_session("alice");
+  const auto key = fresh_key();
+  const auto granted = acquire(key, sid);
+  ASSERT_EQ(granted.status, 200) << granted.body;
+  const std::string labels = "{backend=\"" + GetParam() + "\",mode=\"exclusive\"}";
+  std::string text;
+  EXPECT_TRUE(testing::wait_for(
+      [&] {
+        text = call("GET", "/metrics").body;
+        return metric_value(text, "dlock_held_locks" + labels) >= 1;
+      },
+      seconds(10)))
+      << text;
+  const auto held_before = metric_value(text, "dlock_lock_hold_seconds_count" + labels);
+  EXPECT_EQ(metric_value(text, R"(dlock_limit{limit="server.max.sessions"})"), 100000) << text;
+  std::this_thread::sleep_for(milliseconds(300));
+  ASSERT_EQ(release(key, sid, token_of(granted)).status, 204);
+  text = call("GET", "/metrics").body;
+  EXPECT_EQ(metric_value(text, "dlock_lock_hold_seconds_count" + labels), held_before + 1) << text;
+  EXPECT_GE(metric_value(text, "dlock_lock_hold_seconds_sum" + labels), 0.3) << text;
+  EXPECT_EQ(metric_value(text, "dlock_lock_holds_unmeasured_total{backend=\"" + GetParam() + "\"}"),
+            0)
+      << text;
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ServerEndToEnd, ::testing::ValuesIn(testing::dlockd_backends()),
                          [](const auto& info) { return info.param; });
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace dlock::server {
 namespace {
@@ -81,6 +82,85 @@ TEST(Telemetry, EachInstanceCountsItsOwnRequests) {
   EXPECT_TRUE(has_line(first.scrape(), R"(dlock_http_requests_total{code="204",route="other"} 2)"));
   EXPECT_TRUE(
       has_line(second.scrape(), R"(dlock_http_requests_total{code="204",route="other"} 1)"));
+}
+
+LockInfo grant(std::string key, HoldMode mode, bool leader = false) {
+  LockInfo info;
+  info.key = std::move(key);
+  info.mode = mode;
+  if (leader) info.value = "v";
+  return info;
+}
+
+// dlock_held_locks counts the store's live grants by mode, from the list it is given; a failed
+// count leaves the family out rather than showing stale figures.
+TEST(Telemetry, HeldLocksAreCountedByModeFromTheStoresList) {
+  Telemetry telemetry("sqlite");
+  EXPECT_EQ(telemetry.scrape().find("dlock_held_locks{"), std::string::npos);
+  ASSERT_TRUE(telemetry.held_count_due());
+  EXPECT_FALSE(telemetry.held_count_due()) << "one count at a time, at most one a second";
+  const std::vector<LockInfo> grants = {
+      grant("default/a", HoldMode::kExclusive), grant("default/b", HoldMode::kShared),
+      grant("default/b", HoldMode::kShared), grant("default/c", HoldMode::kPermit),
+      grant("default/e", HoldMode::kExclusive, true)};
+  telemetry.set_held_locks(&grants);
+  const auto text = telemetry.scrape();
+  EXPECT_TRUE(has_line(text, R"(dlock_held_locks{backend="sqlite",mode="exclusive"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(dlock_held_locks{backend="sqlite",mode="shared"} 2)")) << text;
+  EXPECT_TRUE(has_line(text, R"(dlock_held_locks{backend="sqlite",mode="permit"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(dlock_held_locks{backend="sqlite",mode="leader"} 1)")) << text;
+  EXPECT_FALSE(telemetry.held_count_due()) << "within the second of the last count";
+  telemetry.set_held_locks(nullptr);
+  EXPECT_EQ(telemetry.scrape().find("dlock_held_locks{"), std::string::npos);
+}
+
+// dlock_lock_hold_seconds: a grant made here is timed to its release or revoke; an expiry is
+// timed by the store's own acquired and expiry times, whoever granted it; a release of a grant
+// made elsewhere is counted as unmeasured, not observed as 0.
+TEST(Telemetry, HoldDurationsAreObservedWhenGrantsEnd) {
+  Telemetry telemetry("pg");
+  LockHandle handle;
+  handle.key = "default/a";
+  handle.fencing_token = 7;
+  handle.mode = HoldMode::kShared;
+  telemetry.on_grant(handle);
+  telemetry.on_release("default/a", 7);
+  handle.key = "default/leader";
+  handle.mode = HoldMode::kExclusive;
+  telemetry.on_grant(handle);
+  telemetry.on_leader("default/leader", 7);
+  telemetry.on_revoke("default/leader", 7);
+  auto expired = grant("default/x", HoldMode::kPermit);
+  expired.acquired_at = WallClock::time_point(std::chrono::seconds(1000));
+  expired.expires_at = expired.acquired_at + std::chrono::seconds(20);
+  telemetry.on_expiry(expired);
+  telemetry.on_release("default/elsewhere", 9);
+  telemetry.on_release("default/a", 7);  // a second end of one grant is not a second hold
+  const auto text = telemetry.scrape();
+  EXPECT_TRUE(has_line(text, R"(dlock_lock_hold_seconds_count{backend="pg",mode="shared"} 1)"))
+      << text;
+  EXPECT_TRUE(
+      has_line(text, R"(dlock_lock_hold_seconds_bucket{backend="pg",mode="shared",le="0.01"} 1)"))
+      << text;
+  EXPECT_TRUE(has_line(text, R"(dlock_lock_hold_seconds_count{backend="pg",mode="leader"} 1)"))
+      << text;
+  EXPECT_TRUE(has_line(text, R"(dlock_lock_hold_seconds_count{backend="pg",mode="exclusive"} 0)"))
+      << text;
+  EXPECT_TRUE(has_line(text, R"(dlock_lock_hold_seconds_sum{backend="pg",mode="permit"} 20)"))
+      << text;
+  EXPECT_TRUE(
+      has_line(text, R"(dlock_lock_hold_seconds_bucket{backend="pg",mode="permit",le="10"} 0)"))
+      << text;
+  EXPECT_TRUE(has_line(text, R"(dlock_lock_holds_unmeasured_total{backend="pg"} 2)")) << text;
+}
+
+// dlock_limit: the configured caps, which the alert rules divide by.
+TEST(Telemetry, ExportsTheConfiguredCaps) {
+  Telemetry telemetry("etcd");
+  telemetry.set_limits({{"server.max.sessions", 1200}, {"server.max.unsent.bytes", 1 << 20}});
+  const auto text = telemetry.scrape();
+  EXPECT_TRUE(has_line(text, R"(dlock_limit{limit="server.max.sessions"} 1200)")) << text;
+  EXPECT_TRUE(has_line(text, R"(dlock_limit{limit="server.max.unsent.bytes"} 1048576)")) << text;
 }
 
 TEST(Telemetry, LogEnabledFollowsTheLevel) {
