@@ -313,6 +313,8 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       response.keep_alive(keep_alive);
       return write(std::move(response), head);
     }
+    // dlock_wedged (C4): what /readyz would answer, as of this scrape.
+    if (request.target() == "/metrics") server_counters().wedged = shared_->wedged();
     lowest().expires_never();  // a waiting acquire may legitimately take minutes
     if (shared_->busy() == 0) shared_->progress();
     ++shared_->in_flight;

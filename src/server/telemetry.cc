@@ -468,6 +468,10 @@ std::string Telemetry::scrape() const {
   families.push_back(family("dlock_http_answers_shed_total",
                             "Large answers replaced by 503 over server.max.unsent.bytes",
                             MetricType::Counter, number(c.answers_shed)));
+  families.push_back(family("dlock_wedged",
+                            "1 while requests are in flight and none was answered for the stall "
+                            "timeout (/readyz answers 503)",
+                            MetricType::Gauge, c.wedged.load() ? 1 : 0));
   auto dropped = family("dlock_log_dropped_total", "Log lines dropped, by reason",
                         MetricType::Counter, number(c.log_dropped), {{"reason", "queue_full"}});
   dropped.metric.push_back(

@@ -49,6 +49,7 @@ struct ServerCounters {
   std::atomic<std::int64_t> unsent_bytes{0};   // dlock_http_unsent_bytes (server.max.unsent.bytes)
   std::atomic<std::uint64_t> answers_shed{0};  // dlock_http_answers_shed_total
   std::atomic<std::int64_t> waiters{0};        // mirrors dlock_waiters
+  std::atomic<bool> wedged{false};             // dlock_wedged, set by the server at each scrape
   std::atomic<std::uint64_t> log_dropped{0};   // dlock_log_dropped_total{reason}
   std::atomic<std::uint64_t> log_rate_limited{0};
   std::atomic<std::uint64_t> log_client_limited{0};  // over one client's budget (LogLimiter)
