@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -40,7 +39,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "docs"))
-from dlockd_launch import Dlockd  # noqa: E402
+from dlockd_launch import Dlockd, terminate  # noqa: E402
 
 DASHBOARD = os.path.join(ROOT, "deploy", "grafana", "dlock-dashboard.json")
 RULES = os.path.join(ROOT, "deploy", "prometheus", "dlock-rules.yml")
@@ -117,13 +116,7 @@ class Prometheus:
         return None, answer["data"]["result"]
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process, 10)
         self.log.close()
 
 

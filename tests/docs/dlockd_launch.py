@@ -42,12 +42,17 @@ class Dlockd:
 
     def stop(self):
         """SIGTERM, and the exit status (0 after a clean drain)."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process, 20)
         self.log.close()
         return self.process.returncode
+
+
+def terminate(process, timeout):
+    """SIGTERM, then SIGKILL if `process` has not exited within `timeout` seconds."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
