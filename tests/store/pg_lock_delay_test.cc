@@ -1,15 +1,18 @@
 // Lock-delay on the PostgreSQL store (C2 "Lock-delay (pg, sqlite, etcd)",
 // src/store/pg/migrations/007_lock_delay.sql): the pg-only corners the conformance cases do not
 // reach. A release, or close_session, of a grant that had already expired does not cancel its
-// delay; a zero-delay grant taking over a delayed row's name does not inherit the delay.
+// delay; a zero-delay grant taking over a delayed row's name does not inherit the delay; a write
+// whose transaction began before a revoke does not find the revoked grant live.
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "store/pg/pg_connection.h"
+#include "store/pg/pg_statements.h"
 #include "store/pg/pg_store.h"
 #include "support/postgres_server.h"
 #include "util/ids.h"
@@ -18,6 +21,7 @@ namespace dlock::store::pg {
 namespace {
 
 using std::chrono::milliseconds;
+using std::chrono::seconds;
 
 constexpr milliseconds kTtl{200};
 constexpr milliseconds kDelay{1500};
@@ -97,6 +101,50 @@ TEST_F(PgLockDelayTest, AGrantWithoutDelayTakingOverADelayedNameCarriesNone) {
   EXPECT_TRUE(store_->try_insert(k, "carol", carol.session_id, kTtl))
       << "bob's grant, without a delay, kept alice's";
 }
+
+// A write of a batch runs in the batch's transaction (pg_batch.h), whose now() is its start, and
+// may wait there for the row a revoke holds. Found by tests/linearizability on pg
+// (testdata/found_release_racing_revoke_loses_delay.json): a release racing an admin revoke of a
+// grant with a lock-delay answered ok beside revoked=true and deleted the row, delay and all;
+// another session got the key 4 ms after the revoke. Here the race is made certain: `statement`
+// runs in a transaction begun before the revoke, which then commits first. The revoked grant is
+// in its delay: the write must find it ended, and the delay must hold against bob.
+class PgLockDelayRevokeRaceTest : public PgLockDelayTest,
+                                  public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(PgLockDelayRevokeRaceTest, AWriteBegunBeforeARevokeFindsTheGrantEnded) {
+  const std::string statement = GetParam();
+  const auto k = key();
+  const auto alice = store_->open_session("alice", std::chrono::minutes(1), kDelay);
+  const auto bob = store_->open_session("bob", std::chrono::minutes(1));
+  const auto held = store_->try_insert(k, "alice", alice.session_id, seconds(30));
+  ASSERT_TRUE(held.has_value());
+  const auto token = std::to_string(held->fencing_token);
+
+  PgConnection batch(server_->url("dlock_lock_delay"), milliseconds(5000), prepared_statements());
+  batch.run("BEGIN");
+  batch.run("SELECT now()");
+  std::this_thread::sleep_for(milliseconds(20));  // the revoke's now() is later
+  ASSERT_TRUE(store_->revoke(k).revoked);
+  std::vector<std::string> params{k, "alice", alice.session_id};
+  if (statement == "acquire") {
+    params.push_back("30000");
+  } else {
+    params.push_back(token);
+  }
+  if (statement == "extend") params.push_back("30000");
+  if (statement == "handover") params.insert(params.end(), {"bob", bob.session_id, "30000"});
+  if (statement == "proclaim") params.push_back("v");
+  const auto written = batch.execute(statement.c_str(), params);
+  batch.run("COMMIT");
+  EXPECT_EQ(written.rows(), 0) << statement << " found the revoked grant live";
+  EXPECT_FALSE(store_->try_insert(k, "bob", bob.session_id, kTtl))
+      << statement << " racing the revoke ended its lock-delay";
+}
+
+INSTANTIATE_TEST_SUITE_P(Statements, PgLockDelayRevokeRaceTest,
+                         ::testing::Values("delete_if_owner", "extend", "acquire", "handover",
+                                           "proclaim"));
 
 }  // namespace
 }  // namespace dlock::store::pg

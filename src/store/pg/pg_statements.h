@@ -25,12 +25,26 @@
 // in flight is waited for and its renewed expiry seen (READ COMMITTED re-reads a locked row), and
 // a heartbeat arriving later waits for this statement and then finds the session expired
 // (kHeartbeat checks clock_timestamp()). A session cannot be renewed under a taken-over grant.
+// A take-over compares with now(), the time expiries are set from (a grant's expiry is its
+// batch's now() + TTL): judged against the later real time, a take-over could come before the
+// deadline an extend promised (ExtendAnswersNoMoreThanTheBackendKeeps/pg).
 #define DLOCK_PG_LIVE_LOCKING(t)                                    \
   "(CASE WHEN " t                                                   \
   ".expires_at IS NULL THEN coalesce((SELECT s.expires_at > now() " \
   "FROM lock_session s WHERE s.session_id = " t                     \
   ".session_id FOR SHARE), false) "                                 \
   "ELSE " t ".expires_at > now() END)"
+// "Now" for a write that keeps or re-grants a row it may have waited for: clock_timestamp(), not
+// now(). now() is its transaction's start -- a batch's (pg_batch.h), possibly before a revoke that
+// ended the row (expires_at := the revoke's now(), in its lock-delay) and committed while this
+// write waited for the row's lock. Compared with now(), READ COMMITTED's re-check of the revoked
+// row finds it live: a release deleted it and its delay with it, an extend revived it, a
+// re-entrant acquire or a hand-over re-granted it in its delay (tests/linearizability,
+// found_release_racing_revoke_loses_delay.json; tests/store/pg_lock_delay_test.cc). Later than
+// now(), so only ever sooner to find a grant ended, never later: used only where that ends the
+// holder's own write (release, extend, hand-over, proclaim, a re-entrant acquire), never where it
+// would let another session take the key over.
+#define DLOCK_PG_NOW_LOCKED "clock_timestamp()"
 // The expiry a grant reports: its own, or its session's (now() once the session row is gone).
 #define DLOCK_PG_EXPIRY(t)                                 \
   "coalesce(" t                                            \
@@ -115,6 +129,7 @@ inline constexpr char kAcquireTail[] =
     "fencing_token = nextval('fencing_token_seq') "
     "WHERE CASE WHEN " DLOCK_PG_LIVE_LOCKING("l") " "
     "THEN (l.owner_id, l.session_id) = (EXCLUDED.owner_id, EXCLUDED.session_id) "
+    "AND (l.expires_at IS NULL OR l.expires_at > " DLOCK_PG_NOW_LOCKED ") "
     "ELSE l.lock_delay_ms = 0 OR dlock_delay_over(l) END "
     "RETURNING fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US(
         DLOCK_PG_EXPIRY("l")) ", " DLOCK_PG_US("now()");
@@ -155,7 +170,7 @@ inline constexpr const char* kList =
 inline constexpr const char* kExtend =
     "UPDATE locks SET expires_at = now() + " DLOCK_PG_MS("$5") " "
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
-    "AND expires_at > now() AND EXISTS (SELECT 1 FROM lock_session s "
+    "AND expires_at > " DLOCK_PG_NOW_LOCKED " AND EXISTS (SELECT 1 FROM lock_session s "
     "WHERE s.session_id = locks.session_id AND s.expires_at > now()) "
     "RETURNING " DLOCK_PG_US("expires_at");
 
@@ -169,7 +184,10 @@ inline constexpr const char* kCheckSessionBound =
 inline constexpr const char* kDeleteIfOwner =
     "DELETE FROM locks WHERE key = $1 AND owner_id = $2 AND session_id = $3 "
     "AND fencing_token = $4 AND mode = 'exclusive' "
-    "AND (lock_delay_ms = 0 OR dlock_lock_live(locks)) RETURNING " DLOCK_PG_LIVE("locks");
+    "AND (lock_delay_ms = 0 OR (expires_at IS NULL "
+    "OR expires_at > " DLOCK_PG_NOW_LOCKED
+    ") AND dlock_lock_live(locks)) "
+    "RETURNING " DLOCK_PG_LIVE("locks");
 
 // Release and re-grant in one statement; the session trigger refuses a dead next session. Its
 // token is fenced like the acquire's (the SET list is evaluated before the row is locked).
@@ -181,7 +199,9 @@ inline constexpr const char* kHandover =
     "fencing_token = " DLOCK_PG_FENCED_TOKEN("$1") ", acquired_at = now(), "
     "expires_at = now() + nullif($7::bigint, 0) * interval '1 millisecond' "
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
-    "AND mode = 'exclusive' AND " DLOCK_PG_LIVE("locks") " RETURNING fencing_token, " DLOCK_PG_US(
+    "AND mode = 'exclusive' AND " DLOCK_PG_LIVE("locks") " "
+    "AND (lock_delay_ms = 0 OR expires_at IS NULL OR expires_at > " DLOCK_PG_NOW_LOCKED ") "
+    "RETURNING fencing_token, " DLOCK_PG_US(
         DLOCK_PG_EXPIRY("locks")) ", " DLOCK_PG_US("now()");
 
 // proclaim (ADR-0020): one guarded write of the value of the live exclusive grant that key, owner,
@@ -191,7 +211,9 @@ inline constexpr const char* kHandover =
 inline constexpr char kProclaimUpdate[] =
     "UPDATE locks SET value = $5 "
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
-    "AND mode = 'exclusive' AND (expires_at IS NULL OR expires_at > now()) "
+    "AND mode = 'exclusive' "
+    "AND (expires_at IS NULL OR expires_at > " DLOCK_PG_NOW_LOCKED
+    ") "
     "AND EXISTS (SELECT 1 FROM lock_session s "
     "WHERE s.session_id = locks.session_id AND s.expires_at > now()) "
     "RETURNING " DLOCK_PG_READ_COLUMNS;
