@@ -353,8 +353,9 @@ Telemetry::Telemetry(std::string backend, std::chrono::milliseconds max_wait)
                        .Name("dlock_lock_hold_seconds")
                        .Help("How long grants were held, observed when they end, by mode")
                        .Register(*registry_);
-  for (const char* mode : kHoldModes) {
-    hold_seconds_->Add({{"backend", backend_}, {"mode", mode}}, kHoldBuckets);
+  for (std::size_t i = 0; i < kHoldModes.size(); ++i) {
+    hold_by_mode_[i] =
+        &hold_seconds_->Add({{"backend", backend_}, {"mode", kHoldModes[i]}}, kHoldBuckets);
   }
   holds_unmeasured_ = &prometheus::BuildCounter()
                            .Name("dlock_lock_holds_unmeasured_total")
@@ -550,6 +551,9 @@ void Telemetry::remember(std::string_view key, FencingToken token, std::string m
 }
 
 void Telemetry::observe_hold(const std::string& mode, double seconds) {
+  for (std::size_t i = 0; i < kHoldModes.size(); ++i) {
+    if (mode == kHoldModes[i]) return hold_by_mode_[i]->Observe(std::max(0.0, seconds));
+  }
   hold_seconds_->Add({{"backend", backend_}, {"mode", mode}}, kHoldBuckets)
       .Observe(std::max(0.0, seconds));
 }

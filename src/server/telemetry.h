@@ -147,6 +147,9 @@ class Telemetry final : public core::ServiceObserver {
   std::unordered_map<std::string, Held> remembered_;
   std::deque<std::string> remembered_order_;
   prometheus::Family<prometheus::Histogram>* hold_seconds_;
+  // dlock_lock_hold_seconds of each mode, in kHoldModes' order (telemetry.cc): a release's
+  // observation is then an array read, not Family::Add's label hash under its mutex.
+  std::array<prometheus::Histogram*, 4> hold_by_mode_{};
   prometheus::Counter* holds_unmeasured_;
   std::chrono::steady_clock::time_point held_counted_{};  // when the last count started
   bool held_counting_ = false;
