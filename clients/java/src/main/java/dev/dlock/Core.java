@@ -26,6 +26,7 @@ import java.util.regex.Pattern;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSocket;
 
 /**
  * What Client, Session and Lock share: resolved options, the servers, the retry loop with
@@ -46,6 +47,8 @@ final class Core {
   final String namespace;
   final String owner; // DLOCK_OWNER, "" when unset
   private final HttpClient http;
+  private SSLContext tls; // null unless a server is https://
+  private SSLParameters tlsParameters;
   private final Random random = new Random();
   private int current;
 
@@ -86,6 +89,8 @@ final class Core {
       SSLParameters parameters = new SSLParameters();
       parameters.setProtocols(new String[] {"TLSv1.3", "TLSv1.2"});
       builder.sslContext(tls).sslParameters(parameters);
+      this.tls = tls;
+      tlsParameters = parameters;
     }
     http = builder.build();
   }
@@ -320,7 +325,12 @@ final class Core {
       if (cancel != null && cancel.isCancelled()) {
         throw new DlockException.Cancelled(what + ": cancelled");
       }
-      throw classify(base, failed.getCause());
+      TransportError error = classify(base, failed.getCause());
+      if (error.kind == Failure.MAYBE_SENT && !error.timedOut && refusesOurHandshake(base)) {
+        throw new TransportError(
+            Failure.TLS, "TLS with " + base + ": the server refused this client's handshake");
+      }
+      throw error;
     } finally {
       if (cancel != null) {
         cancel.detach();
@@ -343,6 +353,38 @@ final class Core {
       }
     }
     return new TransportError(Failure.MAYBE_SENT, base + ": " + describe(error));
+  }
+
+  /**
+   * Whether the https server at base refuses this client's TLS handshake. Under TLS 1.3 a server
+   * that requires a client certificate sends its alert after the client's handshake is done, so
+   * the alert races the request: the JDK's HttpClient sometimes reports only a connection closed
+   * with no byte read, which would read as an unknown outcome. One probe with the same context
+   * tells the two apart: it writes a request and reads; an SSLException is the refusal.
+   */
+  private boolean refusesOurHandshake(String base) {
+    if (tls == null || !base.toLowerCase(Locale.ROOT).startsWith("https://")) {
+      return false;
+    }
+    URI uri = URI.create(base);
+    int port = uri.getPort() == -1 ? 443 : uri.getPort();
+    try (SSLSocket socket = (SSLSocket) tls.getSocketFactory().createSocket()) {
+      int timeout = (int) Math.max(1, Math.min(requestTimeout / 1_000_000L, 2_000L));
+      socket.connect(new java.net.InetSocketAddress(uri.getHost(), port), timeout);
+      socket.setSoTimeout(timeout);
+      socket.setSSLParameters(tlsParameters);
+      socket.startHandshake();
+      String probe =
+          "GET /healthz HTTP/1.1\r\nHost: " + uri.getHost() + "\r\nConnection: close\r\n\r\n";
+      socket.getOutputStream().write(probe.getBytes(StandardCharsets.US_ASCII));
+      socket.getOutputStream().flush();
+      socket.getInputStream().read();
+      return false;
+    } catch (SSLException refused) {
+      return true;
+    } catch (IOException | RuntimeException other) {
+      return false;
+    }
   }
 
   private static String describe(Throwable e) {
