@@ -47,7 +47,7 @@ inline constexpr const char* kUpsertHolder =
 std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_view key,
                                        std::string_view owner_id, std::string_view session_id,
                                        const LockLease& lease, const HoldRequest& request,
-                                       SteadyClock::time_point sent_at) {
+                                       SteadyClock::time_point sent_at, const StoreClock& clock) {
   {
     Statement& session = statements.get(kSessionLive);
     ResetGuard reset(session);
@@ -83,7 +83,8 @@ std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_v
   upsert.bind(4, static_cast<std::int64_t>(token)).bind(5, mode).bind(6, limit);
   bind_lease(upsert, 7, lease);
   if (!upsert.step()) throw InternalError("sqlite: holder upsert returned no row");
-  return handle_from(key, owner_id, session_id, token, lease, sent_at, upsert, 0, request.mode);
+  return handle_from(key, owner_id, session_id, token, lease, sent_at, upsert, 0, clock,
+                     request.mode);
 }
 
 LockOutcome revoke_every_holder(StatementCache& statements, std::string_view key) {

@@ -10,6 +10,7 @@
 
 #include "dlock/lock_store.h"
 #include "store/sqlite/sqlite_db.h"
+#include "store/sqlite/store_clock.h"
 
 namespace dlock::store::sqlite {
 
@@ -20,7 +21,7 @@ namespace dlock::store::sqlite {
 std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_view key,
                                        std::string_view owner_id, std::string_view session_id,
                                        const LockLease& lease, const HoldRequest& request,
-                                       SteadyClock::time_point sent_at);
+                                       SteadyClock::time_point sent_at, const StoreClock& clock);
 
 // LockStore::revoke's deletes, inside the store's write transaction: the exclusive grant of `key`
 // and every holder of it; the outcome names the live one with the greatest token.

@@ -82,7 +82,7 @@ class SqliteStore final : public Backend {
       update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
       update.bind(4, static_cast<std::int64_t>(handle.fencing_token)).bind(5, value);
       if (!update.step()) return false;  // nothing written
-      proclaimed = lock_info_from(update);
+      proclaimed = lock_info_from(update, clock_);
       return true;
     });
     if (!proclaimed) {
@@ -101,7 +101,8 @@ class SqliteStore final : public Backend {
     const auto sent_at = SteadyClock::now();
     std::optional<LockHandle> granted;
     writes_.write([&] {
-      granted = grant_holder(statements_, key, owner_id, session_id, lease, request, sent_at);
+      granted =
+          grant_holder(statements_, key, owner_id, session_id, lease, request, sent_at, clock_);
       return granted.has_value();
     });
     return granted;
@@ -133,9 +134,10 @@ class SqliteStore final : public Backend {
   std::vector<KeyDelay> list_delays(std::string_view prefix, std::size_t limit) override {
     std::lock_guard lock(mutex_);
     std::vector<KeyDelay> delays;
+    const auto offset = clock_.wall_offset_ms();
     for (auto& [key, ends_at] :
          delays_by_prefix(statements_, prefix, static_cast<std::int64_t>(limit))) {
-      delays.push_back({std::move(key), util::from_unix_micros(ends_at * 1000)});
+      delays.push_back({std::move(key), StoreClock::wall_time(ends_at, offset)});
     }
     return delays;
   }
@@ -177,7 +179,8 @@ class SqliteStore final : public Backend {
         updated = update.step();
         if (!updated) continue;
         extended.client_deadline = sent_at + ttl;
-        extended.server_expiry = util::from_unix_micros(update.column_int64(0) * 1000);
+        extended.server_expiry =
+            StoreClock::wall_time(update.column_int64(0), clock_.wall_offset_ms());
         extended.mode = mode_from(update.column_text(1));
         return true;
       }
@@ -250,7 +253,7 @@ class SqliteStore final : public Backend {
       insert.bind(1, session_id).bind(2, owner_id).bind(3, std::int64_t{ttl.count()});
       insert.bind(4, std::int64_t{lock_delay.count()});
       if (!insert.step()) throw InternalError("sqlite: session insert returned no row");
-      opened.expires_at = util::from_unix_micros(insert.column_int64(0) * 1000);
+      opened.expires_at = StoreClock::wall_time(insert.column_int64(0), clock_.wall_offset_ms());
       return true;
     });
     return opened;
@@ -264,7 +267,7 @@ class SqliteStore final : public Backend {
       ResetGuard reset(update);
       update.bind(1, session_id);
       if (!update.step()) throw SessionNotFoundError("session not found or expired");
-      renewed = session_from(session_id, update);
+      renewed = session_from(session_id, update, clock_);
       return true;
     });
     return *renewed;
@@ -281,7 +284,7 @@ class SqliteStore final : public Backend {
     ResetGuard reset(select);
     select.bind(1, owner_prefix).bind(2, after).bind(3, static_cast<std::int64_t>(limit));
     std::vector<SessionInfo> sessions;
-    while (select.step()) sessions.push_back(session_from(select.column_text(4), select));
+    while (select.step()) sessions.push_back(session_from(select.column_text(4), select, clock_));
     return sessions;
   }
 
@@ -298,7 +301,7 @@ class SqliteStore final : public Backend {
     ResetGuard reset(select);
     select.bind(1, session_id);
     if (!select.step()) return std::nullopt;
-    return session_from(session_id, select);
+    return session_from(session_id, select, clock_);
   }
 
   std::vector<LockInfo> close_session(std::string_view session_id) override {
@@ -331,7 +334,7 @@ class SqliteStore final : public Backend {
       if (!acquire.step()) return false;  // held: rolling back returns the token unused
       granted =
           handle_from(key, owner_id, session_id, static_cast<FencingToken>(acquire.column_int64(0)),
-                      lease, sent_at, acquire, 2);
+                      lease, sent_at, acquire, 2, clock_);
       return true;
     });
     return granted;
@@ -375,8 +378,8 @@ class SqliteStore final : public Backend {
       if (!granted) {
         throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
       }
-      next =
-          handle_from(from.key, next_owner_id, next_session_id, token, lease, sent_at, update, 0);
+      next = handle_from(from.key, next_owner_id, next_session_id, token, lease, sent_at, update, 0,
+                         clock_);
       return true;
     });
     return next;
@@ -393,7 +396,7 @@ class SqliteStore final : public Backend {
         Statement& locks = statements_.get(std::string("DELETE FROM ") + table->name + " WHERE " +
                                            ended + " RETURNING " + table->columns);
         ResetGuard reset_locks(locks);
-        while (locks.step()) report.expired_locks.push_back(lock_info_from(locks));
+        while (locks.step()) report.expired_locks.push_back(lock_info_from(locks, clock_));
       }
       Statement& sessions = statements_.get(
           "DELETE FROM lock_session WHERE expires_at <= " DLOCK_SQLITE_NOW " RETURNING session_id");
@@ -423,7 +426,7 @@ class SqliteStore final : public Backend {
         ResetGuard reset(locks);
         locks.bind(1, session_id);
         while (locks.step()) {
-          if (locks.column_int64(10) != 0) released.push_back(lock_info_from(locks));
+          if (locks.column_int64(10) != 0) released.push_back(lock_info_from(locks, clock_));
         }
       }
       Statement& remove = statements_.get(
@@ -496,7 +499,7 @@ class SqliteStore final : public Backend {
       select.bind(4, static_cast<std::int64_t>(handle.fencing_token));
       if (!select.step()) continue;
       return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
-                         LockLease::session(), sent_at, select, 0,
+                         LockLease::session(), sent_at, select, 0, clock_,
                          mode_from(select.column_text(2)));
     }
     throw LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
@@ -530,7 +533,7 @@ class SqliteStore final : public Backend {
     select.bind(1, text);
     if (number) select.bind(2, *number);
     std::vector<LockInfo> result;
-    while (select.step()) result.push_back(lock_info_from(select));
+    while (select.step()) result.push_back(lock_info_from(select, clock_));
     return result;
   }
 

@@ -2,7 +2,9 @@
 
 // The SQLite store's clock (docs/adr/0013-sqlite-store-clock.md): the wall clock read once at
 // open, advanced by the steady clock, so a step of the host's wall clock while the store runs
-// moves no lease. ClockVfs makes it 'now' in SQL.
+// moves no lease. ClockVfs makes it 'now' in SQL. After a restart with live leases it lags the
+// host's wall clock by the downtime (ADR-0013), so the times the store reports are converted with
+// wall_time(): now by the wall clock plus how far the time is from the store's now.
 
 #include <chrono>
 #include <cstdint>
@@ -27,6 +29,20 @@ class StoreClock {
     return wall_at_open_ms_ + std::chrono::duration_cast<std::chrono::milliseconds>(
                                   SteadyClock::now() - steady_at_open_)
                                   .count();
+  }
+  // How far the host's wall clock is ahead of this clock now, in ms (0 unless a restart found
+  // live leases or the wall clock stepped since open).
+  std::int64_t wall_offset_ms() const {
+    const auto wall_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(WallClock::now().time_since_epoch())
+            .count();
+    return wall_ms - now_ms();
+  }
+  // A time of this clock (unix ms) as the wall clock reads it, given wall_offset_ms(): one offset
+  // for every time of one answer keeps their differences exact.
+  static WallClock::time_point wall_time(std::int64_t store_ms, std::int64_t offset_ms) {
+    return WallClock::time_point(std::chrono::duration_cast<WallClock::duration>(
+        std::chrono::milliseconds(store_ms + offset_ms)));
   }
 
  private:
