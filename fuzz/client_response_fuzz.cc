@@ -27,8 +27,16 @@ void decode(unsigned selector, std::string_view body) {
     case 1:
       (void)decode_lock_info(parse_object(body, "get"));
       break;
-    case 2: {  // as ClientCore::list reads it
+    case 2: {  // as ClientCore::list_page reads it
       const auto object = parse_object(body, "list");
+      (void)string_member(object, "next", /*required=*/false);
+      if (const auto* delays = object.if_contains("delays"); delays && delays->is_array()) {
+        for (const auto& delay : delays->get_array()) {
+          if (!delay.is_object()) continue;
+          (void)string_member(delay.get_object(), "key", /*required=*/false);
+          (void)time_member(delay.get_object(), "delayed_until");
+        }
+      }
       const auto* locks = object.if_contains("locks");
       if (locks == nullptr || !locks->is_array()) return;
       for (const auto& entry : locks->get_array()) {

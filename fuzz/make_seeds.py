@@ -88,6 +88,19 @@ http = {
     "token_huge": request("DELETE", "/v1/locks/k?session_id=@SID@&fencing_token=18446744073709551616"),
     "token_negative": request("POST", "/v1/locks/k/extend", '{"session_id":"@SID@","fencing_token":-3}'),
     "limit_bad": request("GET", "/v1/locks?limit=0") + request("GET", "/v1/locks?limit=lots"),
+    # Cursor paging (C3 "Paging"): a page's `next` passed back, and cursors that are none.
+    "list_pages": acquire("p%2Fa") + acquire("p%2Fb")
+    + request("GET", "/v1/locks?prefix=p%2F&limit=1")
+    + request("GET", "/v1/locks?prefix=p%2F&limit=1&after=1%3Ap%2Fa")
+    + request("GET", "/v1/locks?after=0%3Ap%2Fa&ns=default")
+    + request("GET", "/v1/sessions?limit=1&after=@SID@"),
+    "list_after_bad": request("GET", "/v1/locks?after=zz")
+    + request("GET", "/v1/locks?after=1%3A")
+    + request("GET", "/v1/locks?after=%3Ak")
+    + request("GET", "/v1/locks?after=18446744073709551616%3Ak")
+    + request("GET", "/v1/locks?after=1%3A%FF")
+    + request("GET", "/v1/locks?after=1%3Abad%01key")
+    + request("GET", "/v1/sessions?after=bad!id"),
     "revoke": acquire("r") + request("POST", "/v1/admin/locks/r/revoke", None,
                                      ["Authorization: Bearer fuzz-admin"]),
     "revoke_wrong_token": request("POST", "/v1/admin/locks/r/revoke", None,
@@ -258,6 +271,9 @@ responses = {
     "lock_info": bytes([1]) + info.encode(),
     "list": bytes([2]) + ('{"locks":[' + info + "," + info + "]}").encode(),
     "list_not_objects": bytes([2]) + b'{"locks":[1,"x",null]}',
+    "list_page": bytes([2]) + ('{"locks":[' + info + '],"delays":[{"key":"d","delayed_until":'
+                               '"2026-11-30T01:02:03.456Z"}],"next":"0:d"}').encode(),
+    "list_page_bad": bytes([2]) + b'{"locks":[],"delays":[1,{"key":7},{"delayed_until":"x"}],"next":5}',
     "revoke": bytes([3]) + b'{"revoked":true,"fencing_token":7,"owner":"a"}',
     "revoke_false": bytes([3]) + b'{"revoked":false}',
     "grant": bytes([4]) + b'{"fencing_token":1,"ttl_ms":30000,"expires_at":"2026-11-30T01:02:03.456Z"}',

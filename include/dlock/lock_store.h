@@ -62,6 +62,14 @@ class ReleaseSubscription {
 };
 using ReleaseSubscriptionPtr = std::unique_ptr<ReleaseSubscription>;
 
+// Where a page of LockStore::list starts (C2 "Paging"): after the grant (key, fencing_token) in
+// list's order, keys compared as bytes. The default, {"", 0}, is before every grant (keys are
+// never empty). A page's last grant is the next page's ListAfter.
+struct ListAfter {
+  std::string key;
+  FencingToken fencing_token = 0;
+};
+
 // What try_insert_holder asks for: a shared holder, or one permit of `limit` (>= 1).
 struct HoldRequest {
   HoldMode mode = HoldMode::kShared;
@@ -147,16 +155,21 @@ class LockStore {
   // A session-bound grant is live exactly while its session is; it reports the session's expiry.
   virtual std::optional<LockInfo> read(std::string_view key) = 0;
 
-  // Live grants whose key starts with `prefix`, ordered by key, at most `limit` of them. Every
-  // live holder is one entry (a key held shared by three sessions is three), ordered by token
-  // within a key.
-  virtual std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) = 0;
+  // Live grants whose key starts with `prefix` and that come after `after` -- (key, token) greater
+  // than (after.key, after.fencing_token) -- ordered by key (as bytes), at most `limit` of them.
+  // Every live holder is one entry (a key held shared by three sessions is three), ordered by
+  // token within a key. Paging with the last grant of each page as the next `after` lists every
+  // grant that lives through the walk once (C2 "Paging").
+  virtual std::vector<LockInfo> list(std::string_view prefix, const ListAfter& after,
+                                     std::size_t limit) = 0;
 
-  // Lock-delay (C2 "Lock-delay"): the names starting with `prefix` that a lock-delay keeps from
-  // every new grant now, ordered by key, at most `limit` of them, each with the end of the latest
-  // of its running delays. etcd lists a grant that ended but whose delay it has not started yet
-  // (no store has found the end) as ending its delay from now: the delay starts then, if later.
-  virtual std::vector<KeyDelay> list_delays(std::string_view prefix, std::size_t limit) = 0;
+  // Lock-delay (C2 "Lock-delay"): the names starting with `prefix` and greater than `after` (as
+  // bytes; "" for the first page) that a lock-delay keeps from every new grant now, ordered by
+  // key, at most `limit` of them, each with the end of the latest of its running delays. etcd
+  // lists a grant that ended but whose delay it has not started yet (no store has found the end)
+  // as ending its delay from now: the delay starts then, if later.
+  virtual std::vector<KeyDelay> list_delays(std::string_view prefix, std::string_view after,
+                                            std::size_t limit) = 0;
 
   // An administrator's end of every lock-delay of `key` running now (C2 "Lock-delay"): the name is
   // then granted as if its ended grants had been released. Live grants, and the delays they will

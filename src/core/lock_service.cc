@@ -360,11 +360,12 @@ void LockService::read_holders(std::string key, Callback<std::vector<LockInfo>> 
                              [this, key = std::move(key)] { return backend_.read_holders(key); });
 }
 
-void LockService::list(std::string prefix, std::size_t limit,
+void LockService::list(std::string prefix, ListAfter after, std::size_t limit,
                        Callback<std::vector<LockInfo>> done) {
-  run<std::vector<LockInfo>>(std::move(done), [this, prefix = std::move(prefix), limit] {
-    return backend_.list(prefix, limit);
-  });
+  run<std::vector<LockInfo>>(std::move(done),
+                             [this, prefix = std::move(prefix), after = std::move(after), limit] {
+                               return backend_.list(prefix, after, limit);
+                             });
 }
 
 void LockService::revoke(std::string key, Callback<LockOutcome> done) {
@@ -425,11 +426,12 @@ std::vector<LockService::QueuedWaiter> LockService::waiters(const std::string& k
   return queued;
 }
 
-void LockService::list_delays(std::string prefix, std::size_t limit,
+void LockService::list_delays(std::string prefix, std::string after, std::size_t limit,
                               Callback<std::vector<KeyDelay>> done) {
-  run<std::vector<KeyDelay>>(std::move(done), [this, prefix = std::move(prefix), limit] {
-    return backend_.list_delays(prefix, limit);
-  });
+  run<std::vector<KeyDelay>>(std::move(done),
+                             [this, prefix = std::move(prefix), after = std::move(after), limit] {
+                               return backend_.list_delays(prefix, after, limit);
+                             });
 }
 
 void LockService::clear_delay(std::string key, Callback<bool> done) {

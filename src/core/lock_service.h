@@ -149,7 +149,9 @@ class LockService {
   // Value true: released. Throws (in the outcome) LockLostError when not the live grant.
   void release(std::string key, std::string session_id, FencingToken token, Callback<bool> done);
   void read(std::string key, Callback<std::optional<LockInfo>> done);
-  void list(std::string prefix, std::size_t limit, Callback<std::vector<LockInfo>> done);
+  // A page of the grants under `prefix` after `after` (LockStore::list).
+  void list(std::string prefix, ListAfter after, std::size_t limit,
+            Callback<std::vector<LockInfo>> done);
   void revoke(std::string key, Callback<LockOutcome> done);
   // The acquires waiting for `key` on this dlockd, in queue order (there is no common queue
   // across several dlockd, C3): answered at once, from memory.
@@ -162,7 +164,8 @@ class LockService {
   std::vector<QueuedWaiter> waiters(const std::string& key);
   // Lock-delay (C2 "Lock-delay"): the keys under `prefix` a delay keeps from new grants, and an
   // administrator's end of `key`'s delays (its waiters are tried again at once).
-  void list_delays(std::string prefix, std::size_t limit, Callback<std::vector<KeyDelay>> done);
+  void list_delays(std::string prefix, std::string after, std::size_t limit,
+                   Callback<std::vector<KeyDelay>> done);
   void clear_delay(std::string key, Callback<bool> done);
 
   // Whether a waiter may (still) wait for `key`, from its session's stored owner: null, or the

@@ -6,6 +6,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/url/parse.hpp>
 #include <chrono>
+#include <tuple>
 #include <vector>
 
 #include "auth/token_table.h"
@@ -437,35 +438,89 @@ void Api::read_session(const RequestContext& context, const Reply& reply) {
 
 // --- locks ----------------------------------------------------------------------------------
 
+namespace {
+
+// One entry of a GET /v1/locks page: a grant, or a key a lock-delay keeps (token 0: before the
+// key's grants). Pages follow this order -- key as bytes, then token -- and a page's `next` is its
+// last entry, "<token>:<key>" (C3 "Paging").
+struct ListEntry {
+  std::string key;  // the store key
+  FencingToken fencing_token = 0;
+  friend bool operator<(const ListEntry& a, const ListEntry& b) {
+    return std::tie(a.key, a.fencing_token) < std::tie(b.key, b.fencing_token);
+  }
+};
+
+// `after` of GET /v1/locks (a page's `next`) as the store key and token it names; {} when absent.
+ListAfter parse_list_after(const std::optional<std::string>& text, const std::string& ns) {
+  if (!text || text->empty()) return {};
+  const auto colon = text->find(':');
+  const auto refuse = [] {
+    return InvalidArgumentError("after", "after must be the `next` of a page (<token>:<key>)");
+  };
+  if (colon == std::string::npos || colon == 0) throw refuse();
+  ListAfter after;
+  try {
+    after.fencing_token = parse_token(text->substr(0, colon), "after");
+    after.key = store_key::join(ns, checked_key(text->substr(colon + 1)));
+  } catch (const InvalidArgumentError&) {
+    throw refuse();
+  }
+  return after;
+}
+
+}  // namespace
+
+// GET /v1/locks?prefix=&limit=&after=: the grants and the lock-delays under `prefix`, one page of
+// at most `limit` entries in (key, token) order, a delay before its key's grants; `next` is
+// present when more follow and is the `after` of the next page.
 void Api::list_locks(const RequestContext& context, const Reply& reply) {
   const auto ns = context.query_namespace();
   const auto prefix = context.query("prefix").value_or("");
   const auto limit = parse_list_limit(context.query("limit"));
   checked_prefix(prefix);
+  const auto after = parse_list_after(context.query("after"), ns);
   if (auto denied = auth_.authorize(context, auth::Role::kRead, ns)) return reply(*denied);
   const bool auth = auth_.enabled();
   const auto stored_prefix = store_key::join(ns, prefix);
-  // The grants, then the names a lock-delay keeps (C3 "Lock-delay"): two reads, one answer.
-  service_.list(stored_prefix, limit,
-                [this, reply, stored_prefix, limit, caller = context.principal,
-                 auth](core::Outcome<std::vector<LockInfo>> listed) {
-                  if (listed.error) return reply(error_response(listed.error));
-                  json::array items;
-                  for (const auto& info : *listed.value) {
-                    items.push_back(info_json(info, caller.get(), auth));
-                  }
-                  service_.list_delays(
-                      stored_prefix, limit,
-                      answer<std::vector<KeyDelay>>(
-                          reply, [items = std::move(items)](std::vector<KeyDelay> delays) {
-                            json::array delayed;
-                            for (const auto& delay : delays) {
-                              delayed.push_back({{"key", api_key(delay.key)},
-                                                 {"delayed_until", format_time(delay.until)}});
-                            }
-                            return ok(200, {{"locks", items}, {"delays", std::move(delayed)}});
-                          }));
-                });
+  // The grants, then the names a lock-delay keeps (C3 "Lock-delay"): two reads of one more than
+  // a page each, merged, so that the page is the first `limit` entries of both after `after`.
+  service_.list(
+      stored_prefix, after, limit + 1,
+      [this, reply, stored_prefix, after, limit, caller = context.principal,
+       auth](core::Outcome<std::vector<LockInfo>> listed) {
+        if (listed.error) return reply(error_response(listed.error));
+        service_.list_delays(
+            stored_prefix, after.key, limit + 1,
+            answer<std::vector<KeyDelay>>(reply, [locks = std::move(*listed.value), limit, caller,
+                                                  auth](std::vector<KeyDelay> delays) {
+              json::array items, delayed;
+              std::optional<ListEntry> last;
+              auto lock = locks.begin();
+              auto delay = delays.begin();
+              std::size_t taken = 0;
+              for (; taken < limit; ++taken) {
+                const bool have_lock = lock != locks.end(), have_delay = delay != delays.end();
+                if (!have_lock && !have_delay) break;
+                if (have_delay && (!have_lock || ListEntry{delay->key, 0} <
+                                                     ListEntry{lock->key, lock->fencing_token})) {
+                  delayed.push_back(
+                      {{"key", api_key(delay->key)}, {"delayed_until", format_time(delay->until)}});
+                  last = ListEntry{delay->key, 0};
+                  ++delay;
+                } else {
+                  items.push_back(info_json(*lock, caller.get(), auth));
+                  last = ListEntry{lock->key, lock->fencing_token};
+                  ++lock;
+                }
+              }
+              json::object body{{"locks", std::move(items)}, {"delays", std::move(delayed)}};
+              if (last && (lock != locks.end() || delay != delays.end())) {
+                body["next"] = std::to_string(last->fencing_token) + ":" + api_key(last->key);
+              }
+              return ok(200, body);
+            }));
+      });
 }
 
 // GET /v1/locks/{key}: the holder with the greatest token at the top level (an exclusive lock's
@@ -545,7 +600,8 @@ void Api::read_holders(const RequestContext& context, const Reply& reply,
     }
     // Nobody holds it: a running lock-delay is named (C3 "Lock-delay").
     service_.list_delays(
-        key, 1, answer<std::vector<KeyDelay>>(reply, [key, rendered](std::vector<KeyDelay> delays) {
+        key, "", 1,
+        answer<std::vector<KeyDelay>>(reply, [key, rendered](std::vector<KeyDelay> delays) {
           return rendered({}, delay_of(key, delays));
         }));
   });
@@ -624,7 +680,7 @@ void Api::grant(const RequestContext& context, const Reply& reply, const BodyRea
             core::Outcome<std::optional<LockHandle>> outcome) {
           if (outcome.error || outcome.value->has_value()) return answered(std::move(outcome));
           service_.list_delays(
-              key, 1, [key, reply, answered](core::Outcome<std::vector<KeyDelay>> delays) {
+              key, "", 1, [key, reply, answered](core::Outcome<std::vector<KeyDelay>> delays) {
                 const auto until = delays.error ? std::nullopt : delay_of(key, *delays.value);
                 if (!until) return answered({std::optional<LockHandle>{}, nullptr});
                 reply(delayed_error(409, "held",

@@ -140,7 +140,7 @@ class Withdrawal : public std::enable_shared_from_this<Withdrawal> {
     // started), and grants in namespaces a principal lost.
     for (const auto& prefix : prefixes_) {
       begin();
-      service_.list(prefix, kReloadScanLimit, [self = shared_from_this()](auto outcome) {
+      service_.list(prefix, {}, kReloadScanLimit, [self = shared_from_this()](auto outcome) {
         if (outcome.error) {
           self->failed();
         } else {

@@ -262,6 +262,11 @@ def exercise(c, server):
         fail(f"list did not find {key}: {listed}")
     c.send("GET", "/v1/locks", "/v1/locks?limit=0", 400)
     c.send("GET", "/v1/locks", "/v1/locks?prefix=" + "p" * 600, 400)
+    # Paging (C3 "Paging"): a page after the only lock is empty and has no `next`.
+    _, paged = c.send("GET", "/v1/locks", f"/v1/locks?prefix=payouts&limit=1&after={token}%3A{encoded}", 200)
+    if paged.get("locks") or "next" in paged:
+        fail(f"the page after the last lock is not empty: {paged}")
+    c.send("GET", "/v1/locks", "/v1/locks?after=zz", 400)
     # Release.
     release = f"/v1/locks/{encoded}?session_id={sid}&fencing_token="
     c.send("DELETE", lock, release + str(grant["fencing_token"]), 409)

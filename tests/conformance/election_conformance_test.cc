@@ -61,7 +61,7 @@ TEST_P(LockStoreConformance, ElectionLeaderCarriesItsValue) {
   const auto holders = store_->read_holders(key);
   ASSERT_EQ(holders.size(), 1u);
   EXPECT_EQ(holders[0].value, std::optional<std::string>("10.0.0.1:8080"));
-  const auto listed = store_->list(key, 10);
+  const auto listed = store_->list(key, {}, 10);
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0].value, std::optional<std::string>("10.0.0.1:8080"));
 }

@@ -73,11 +73,11 @@ TEST_P(LockStoreConformance, HolderSharedHoldersCoexistEachWithItsOwnGreaterToke
   EXPECT_EQ(info->fencing_token, second->fencing_token);
   EXPECT_EQ(info->mode, HoldMode::kShared);
 
-  const auto listed = store_->list(key, 10);
+  const auto listed = store_->list(key, {}, 10);
   ASSERT_EQ(listed.size(), 2u);
   EXPECT_EQ(listed[0].fencing_token, first->fencing_token);
   EXPECT_EQ(listed[1].fencing_token, second->fencing_token);
-  EXPECT_EQ(store_->list(key, 1).size(), 1u);
+  EXPECT_EQ(store_->list(key, {}, 1).size(), 1u);
   // A reap leaves live holders alone.
   store_->reap_expired();
   EXPECT_EQ(store_->read_holders(key).size(), 2u);

@@ -306,7 +306,7 @@ TEST_P(LockStoreConformance, LockDelayIsListedWithItsEndUntilItEnds) {
   ASSERT_TRUE(store_->revoke(revoked).revoked);
   wait_until_expired(expired);
 
-  const auto delays = store_->list_delays(base, 100);
+  const auto delays = store_->list_delays(base, "", 100);
   const auto elapsed = SteadyClock::now() - granted_at_steady;
   ASSERT_EQ(delays.size(), 2u) << "expected the revoked and the expired name only";
   EXPECT_EQ(delays[0].key, revoked);
@@ -318,14 +318,14 @@ TEST_P(LockStoreConformance, LockDelayIsListedWithItsEndUntilItEnds) {
                                  std::chrono::duration_cast<WallClock::duration>(elapsed) + kDelay +
                                  seconds(2) + kSlack);
   EXPECT_GE(delays[1].until, short_grant->server_expiry + kDelay - kSlack);
-  EXPECT_EQ(store_->list_delays(base, 1).size(), 1u) << "the limit was not kept";
-  EXPECT_EQ(store_->list_delays(expired, 100).size(), 1u) << "the prefix was not kept";
-  EXPECT_TRUE(store_->list_delays(fresh_key("elsewhere"), 100).empty());
+  EXPECT_EQ(store_->list_delays(base, "", 1).size(), 1u) << "the limit was not kept";
+  EXPECT_EQ(store_->list_delays(expired, "", 100).size(), 1u) << "the prefix was not kept";
+  EXPECT_TRUE(store_->list_delays(fresh_key("elsewhere"), "", 100).empty());
   // Once a store has found the ends (its reaper; etcd starts a delay then), a delay that is over
   // is not listed, whether or not a reaper removed what is left of it.
   store_->reap_expired();
   EXPECT_TRUE(
-      testing::wait_for([&] { return store_->list_delays(base, 100).empty(); }, kEventually))
+      testing::wait_for([&] { return store_->list_delays(base, "", 100).empty(); }, kEventually))
       << "a delay that ended is still listed";
 }
 
@@ -343,7 +343,7 @@ TEST_P(LockStoreConformance, LockDelayClearedByAnAdministratorFreesTheNameAtOnce
   auto subscription = store_->watch_releases(key, [&] { ++fired; });
 
   EXPECT_TRUE(store_->clear_delay(key)) << "a running delay was not reported cleared";
-  EXPECT_TRUE(store_->list_delays(key, 10).empty()) << "a cleared delay is still listed";
+  EXPECT_TRUE(store_->list_delays(key, "", 10).empty()) << "a cleared delay is still listed";
   const auto next = store_->try_insert(key, "bob", bob.session_id, seconds(30));
   ASSERT_TRUE(next.has_value()) << "the name stayed delayed after the delay was cleared";
   EXPECT_GT(next->fencing_token, held->fencing_token);

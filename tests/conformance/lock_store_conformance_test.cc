@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "conformance/conformance_fixture.h"
@@ -435,12 +436,73 @@ TEST_P(LockStoreConformance, ReadAndListReportLiveGrantsOnly) {
   const auto gone = acquire(prefix + "d", alice);
   ASSERT_TRUE(store_->delete_if_owner(prefix + "d", "alice", alice.session_id, gone.fencing_token));
   wait_until_expired(prefix + "c");
-  const auto locks = store_->list(prefix, 10);
+  const auto locks = store_->list(prefix, {}, 10);
   ASSERT_EQ(locks.size(), 2u);
   EXPECT_EQ(locks[0].key, prefix + "a");
   EXPECT_EQ(locks[1].key, prefix + "b");
-  EXPECT_EQ(store_->list(prefix, 1).size(), 1u);
+  EXPECT_EQ(store_->list(prefix, {}, 1).size(), 1u);
   EXPECT_FALSE(store_->read(prefix + "d").has_value());
+}
+
+// Paging (C2 "Paging", GET /v1/locks): walking list() with each page's last grant as the next
+// `after` gives every grant once, in (key as bytes, token) order, whatever the page size -- also
+// through a key with several holders cut by a page boundary; list_delays pages by key.
+TEST_P(LockStoreConformance, ListPagesByKeyAndTokenWithoutRepeatsOrGaps) {
+  const auto prefix = fresh_key("pages") + "/";
+  const auto alice = open("alice"), bob = open("bob"), carol = open("carol");
+  // "B" sorts before "a" as bytes (not in most locales); "b" is a prefix of "b0"; "é" is UTF-8.
+  for (const auto* name : {"a", "B", "b0", "\xc3\xa9"}) acquire(prefix + name, alice);
+  for (const auto* session : {&alice, &bob, &carol}) {
+    ASSERT_TRUE(store_->try_insert_holder(prefix + "b", session->owner_id, session->session_id,
+                                          seconds(30), HoldRequest{HoldMode::kShared, 0}));
+  }
+  for (const auto* session : {&alice, &bob}) {
+    ASSERT_TRUE(store_->try_insert_holder(prefix + "c", session->owner_id, session->session_id,
+                                          seconds(30), HoldRequest{HoldMode::kPermit, 2}));
+  }
+  ASSERT_TRUE(store_->try_insert_leader(prefix + "d", "carol", carol.session_id,
+                                        LockLease::session(), "leader"));
+  const auto everything = store_->list(prefix, {}, 100);
+  ASSERT_EQ(everything.size(), 10u);
+  const auto order = [](const LockInfo& a, const LockInfo& b) {
+    return std::tie(a.key, a.fencing_token) < std::tie(b.key, b.fencing_token);
+  };
+  EXPECT_TRUE(std::is_sorted(everything.begin(), everything.end(), order))
+      << "not in (key as bytes, token) order";
+  EXPECT_EQ(everything.front().key, prefix + "B");
+  EXPECT_EQ(everything.back().key, prefix + "\xc3\xa9");
+  for (const std::size_t page_size : {1u, 2u, 3u, 4u}) {
+    std::vector<LockInfo> walked;
+    ListAfter after;
+    for (int page = 0; page < 20; ++page) {
+      const auto listed = store_->list(prefix, after, page_size);
+      ASSERT_LE(listed.size(), page_size);
+      walked.insert(walked.end(), listed.begin(), listed.end());
+      if (listed.size() < page_size) break;
+      after = ListAfter{listed.back().key, listed.back().fencing_token};
+    }
+    ASSERT_EQ(walked.size(), everything.size())
+        << "pages of " << page_size << " repeated or skipped a grant";
+    for (std::size_t i = 0; i < walked.size(); ++i) {
+      EXPECT_EQ(walked[i].key, everything[i].key) << "pages of " << page_size << ", entry " << i;
+      EXPECT_EQ(walked[i].fencing_token, everything[i].fencing_token) << "entry " << i;
+    }
+  }
+
+  const auto delaying = store_->open_session("dave", seconds(60), seconds(30));
+  for (const auto* name : {"x1", "x2", "x3"}) {
+    acquire(prefix + name, delaying);
+    ASSERT_TRUE(store_->revoke(prefix + name).revoked);  // a revoke is no release: a delay
+  }
+  std::vector<std::string> delayed;
+  std::string after_key;
+  for (int page = 0; page < 5; ++page) {
+    const auto listed = store_->list_delays(prefix, after_key, 2);
+    for (const auto& delay : listed) delayed.push_back(delay.key);
+    if (listed.size() < 2) break;
+    after_key = listed.back().key;
+  }
+  EXPECT_EQ(delayed, (std::vector<std::string>{prefix + "x1", prefix + "x2", prefix + "x3"}));
 }
 
 TEST_P(LockStoreConformance, RawDeleteFreesTheKeyAndTheNextTokenIsGreater) {

@@ -54,7 +54,7 @@ TEST_P(LockStoreConformance, SessionBoundGrantReportsItsModeAndTheSessionsExpiry
   ASSERT_TRUE(store_->read(ttl_key).has_value());
   EXPECT_FALSE(store_->read(ttl_key)->session_bound);
 
-  const auto listed = store_->list(key, 10);
+  const auto listed = store_->list(key, {}, 10);
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_TRUE(listed[0].session_bound);
   EXPECT_TRUE(near(listed[0].expires_at, session.expires_at));

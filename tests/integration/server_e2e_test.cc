@@ -4,13 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/json.hpp>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "integration/server_e2e_fixture.h"
@@ -149,6 +152,87 @@ TEST_P(ServerEndToEnd, SessionAnswersNoMoreThanTheBackendKeeps) {
     std::this_thread::sleep_for(milliseconds(20));
   }
   EXPECT_GT(acquires, 0);
+}
+
+// A query value percent-encoded (every byte but unreserved ones).
+std::string query_encoded(const std::string& text) {
+  static const char* const kHex = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += {'%', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return out;
+}
+
+// Cursor paging of GET /v1/locks (C3 "Paging", issue 41): walking the pages by `next` lists every
+// grant and every lock-delay once, in (key, token) order, a page at most `limit` entries of both,
+// and `next` exactly when more follow -- also when a page ends inside a key's shared holders or
+// only delays remain.
+TEST_P(ServerEndToEnd, LocksAreListedInPagesWithNothingRepeatedOrSkipped) {
+  const auto prefix = fresh_key() + "-";
+  const auto alice = open_session("alice"), bob = open_session("bob"),
+             carol = open_session("carol");
+  const auto delaying = call("POST", "/v1/sessions", R"({"owner":"dave","lock_delay_ms":30000})");
+  ASSERT_EQ(delaying.status, 201) << delaying.body;
+  const auto dave = std::string(delaying.json.at("session_id").as_string());
+  ASSERT_EQ(acquire(prefix + "a", alice).status, 200);
+  for (const auto& session : {alice, bob, carol}) {
+    const auto shared = call("POST", "/v1/locks/" + prefix + "b/acquire",
+                             R"({"session_id":")" + session + R"(","mode":"shared"})");
+    ASSERT_EQ(shared.status, 200) << shared.body;
+  }
+  for (const auto* name : {"c", "e", "f"}) {  // delays, the last two after every grant
+    ASSERT_EQ(acquire(prefix + name, dave).status, 200);
+    ASSERT_EQ(call("POST", "/v1/admin/locks/" + prefix + name + "/revoke", "",
+                   {{"Authorization", std::string("Bearer ") + kAdminToken}})
+                  .status,
+              200);
+  }
+  ASSERT_EQ(acquire(prefix + "d", bob).status, 200);
+
+  // (key, token) of every entry, a delay as token 0: the whole listing, then page by page.
+  using Entry = std::pair<std::string, std::uint64_t>;
+  const auto entries_of = [](const json::value& page) {
+    std::vector<Entry> entries;
+    for (const auto& lock : page.at("locks").as_array()) {
+      entries.emplace_back(std::string(lock.at("key").as_string()),
+                           lock.at("fencing_token").to_number<std::uint64_t>());
+    }
+    for (const auto& delay : page.at("delays").as_array()) {
+      entries.emplace_back(std::string(delay.at("key").as_string()), 0);
+    }
+    std::sort(entries.begin(), entries.end());
+    return entries;
+  };
+  const auto whole = call("GET", "/v1/locks?limit=1000&prefix=" + prefix);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_FALSE(whole.json.as_object().contains("next")) << whole.body;
+  const auto all = entries_of(whole.json);
+  ASSERT_EQ(all.size(), 8u) << whole.body;  // a, three holders of b, c, d, e, f
+  for (const int limit : {1, 2, 3}) {
+    std::vector<Entry> walked;
+    std::string after;
+    for (int page = 0; page < 20; ++page) {
+      const auto listed =
+          call("GET", "/v1/locks?limit=" + std::to_string(limit) + "&prefix=" + prefix +
+                          (after.empty() ? "" : "&after=" + query_encoded(after)));
+      ASSERT_EQ(listed.status, 200) << listed.body;
+      const auto entries = entries_of(listed.json);
+      ASSERT_LE(entries.size(), static_cast<std::size_t>(limit)) << listed.body;
+      walked.insert(walked.end(), entries.begin(), entries.end());
+      if (!listed.json.as_object().contains("next")) break;
+      EXPECT_EQ(entries.size(), static_cast<std::size_t>(limit)) << "`next` on a short page";
+      after = std::string(listed.json.at("next").as_string());
+    }
+    EXPECT_EQ(walked, all) << "pages of " << limit << " repeated, skipped or reordered an entry";
+  }
+  EXPECT_EQ(call("GET", "/v1/locks?after=zz").json.at("error").at("field").as_string(), "after");
+  EXPECT_EQ(call("GET", "/v1/locks?after=1:").status, 400);
+  EXPECT_EQ(call("GET", "/v1/locks?after=x:k").status, 400);
 }
 
 TEST_P(ServerEndToEnd, AcquireExtendReadListRelease) {

@@ -168,7 +168,7 @@ TEST_F(PgHoldersTest, GroupRowIsNeverReportedOrReapedWhileItsHoldersLive) {
   const auto held = store_->try_insert_holder(k, "owner", reader, milliseconds(60000), kShared);
   ASSERT_TRUE(held);
   store_->reap_expired();
-  const auto listed = store_->list("holders/", 1000);
+  const auto listed = store_->list("holders/", {}, 1000);
   for (const auto& info : listed) {
     if (info.key == k) {
       EXPECT_EQ(info.session_id, reader);

@@ -225,18 +225,27 @@ std::optional<LockInfo> FakeStore::read(std::string_view key) {
   return reported(*holders.back());
 }
 
-std::vector<LockInfo> FakeStore::list(std::string_view prefix, std::size_t limit) {
+std::vector<LockInfo> FakeStore::list(std::string_view prefix, const ListAfter& after,
+                                      std::size_t limit) {
   const auto lock = enter();
   const auto now = options_.now();
+  const auto comes_after = [&](const LockInfo& info) {
+    return std::tie(info.key, info.fencing_token) > std::tie(after.key, after.fencing_token);
+  };
+  const std::string_view start = std::max<std::string_view>(prefix, after.key);
   std::vector<LockInfo> found;
-  for (auto row = s_.locks.lower_bound(prefix); row != s_.locks.end() && found.size() < limit;
+  for (auto row = s_.locks.lower_bound(start); row != s_.locks.end() && found.size() < limit;
        ++row) {
     if (!row->first.starts_with(prefix)) break;
-    if (live(row->second, now)) found.push_back(reported(row->second));
+    if (live(row->second, now) && comes_after(row->second)) {
+      found.push_back(reported(row->second));
+    }
   }
-  for (auto rows = s_.holders.lower_bound(prefix);
+  for (auto rows = s_.holders.lower_bound(start);
        rows != s_.holders.end() && rows->first.starts_with(prefix); ++rows) {
-    for (const auto* holder : live_holders(rows->first, now)) found.push_back(reported(*holder));
+    for (const auto* holder : live_holders(rows->first, now)) {
+      if (comes_after(*holder)) found.push_back(reported(*holder));
+    }
   }
   std::sort(found.begin(), found.end(), [](const LockInfo& a, const LockInfo& b) {
     return std::tie(a.key, a.fencing_token) < std::tie(b.key, b.fencing_token);
@@ -391,12 +400,13 @@ LockOutcome FakeStore::revoke(std::string_view key) {
   return outcome;
 }
 
-std::vector<KeyDelay> FakeStore::list_delays(std::string_view prefix, std::size_t limit) {
+std::vector<KeyDelay> FakeStore::list_delays(std::string_view prefix, std::string_view after,
+                                             std::size_t limit) {
   const auto lock = enter();
   const auto now = options_.now();
   std::map<std::string, WallClock::time_point, std::less<>> ends;
   const auto keep = [&](const std::string& key, WallClock::time_point until) {
-    if (!key.starts_with(prefix) || until <= now) return;
+    if (!key.starts_with(prefix) || key <= after || until <= now) return;
     auto [entry, added] = ends.try_emplace(key, until);
     if (!added) entry->second = std::max(entry->second, until);
   };

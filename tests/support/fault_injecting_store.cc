@@ -133,8 +133,9 @@ std::optional<LockInfo> FaultInjectingStore::read(std::string_view key) {
   return invoke("read", [&] { return inner_.read(key); });
 }
 
-std::vector<LockInfo> FaultInjectingStore::list(std::string_view prefix, std::size_t limit) {
-  return invoke("list", [&] { return inner_.list(prefix, limit); });
+std::vector<LockInfo> FaultInjectingStore::list(std::string_view prefix, const ListAfter& after,
+                                                std::size_t limit) {
+  return invoke("list", [&] { return inner_.list(prefix, after, limit); });
 }
 
 LockHandle FaultInjectingStore::extend(const LockHandle& handle, milliseconds ttl) {
@@ -159,8 +160,9 @@ LockOutcome FaultInjectingStore::revoke(std::string_view key) {
   return invoke("revoke", [&] { return inner_.revoke(key); });
 }
 
-std::vector<KeyDelay> FaultInjectingStore::list_delays(std::string_view prefix, std::size_t limit) {
-  return invoke("list_delays", [&] { return inner_.list_delays(prefix, limit); });
+std::vector<KeyDelay> FaultInjectingStore::list_delays(std::string_view prefix,
+                                                       std::string_view after, std::size_t limit) {
+  return invoke("list_delays", [&] { return inner_.list_delays(prefix, after, limit); });
 }
 
 bool FaultInjectingStore::clear_delay(std::string_view key) {

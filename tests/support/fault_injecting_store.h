@@ -66,14 +66,16 @@ class FaultInjectingStore : public Backend {
   LockInfo proclaim(const LockHandle& handle, std::string_view value) override;
   std::vector<LockInfo> read_holders(std::string_view key) override;
   std::optional<LockInfo> read(std::string_view key) override;
-  std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override;
+  std::vector<LockInfo> list(std::string_view prefix, const ListAfter& after,
+                             std::size_t limit) override;
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override;
   bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
                        FencingToken fencing_token) override;
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override;
   LockOutcome revoke(std::string_view key) override;
-  std::vector<KeyDelay> list_delays(std::string_view prefix, std::size_t limit) override;
+  std::vector<KeyDelay> list_delays(std::string_view prefix, std::string_view after,
+                                    std::size_t limit) override;
   bool clear_delay(std::string_view key) override;
   ReapReport reap_expired() override;
   ReleaseSubscriptionPtr watch_releases(std::string_view key,

@@ -212,7 +212,8 @@ etcdserverpb::TxnResponse revoke_with_delays(EtcdClient& client, std::string_vie
                         " changed during every attempt to revoke it; retry");
 }
 
-std::vector<KeyDelay> list_delays(EtcdClient& client, std::string_view prefix, std::size_t limit) {
+std::vector<KeyDelay> list_delays(EtcdClient& client, std::string_view prefix,
+                                  std::string_view after, std::size_t limit) {
   const auto now = WallClock::now();
   std::map<std::string, WallClock::time_point, std::less<>> ends;
   const auto keep = [&](const std::string& key, WallClock::time_point until) {
@@ -227,7 +228,7 @@ std::vector<KeyDelay> list_delays(EtcdClient& client, std::string_view prefix, s
     const auto response = client.range(request);
     for (const auto& kv : response.kvs()) {
       auto parsed = parse_delay_state_key(kv.key());
-      if (!parsed || !parsed->key.starts_with(prefix)) continue;
+      if (!parsed || !parsed->key.starts_with(prefix) || parsed->key <= after) continue;
       if (parsed->marker) {
         markers.emplace_back(std::move(*parsed), marker_delay(kv));
         continue;

@@ -77,7 +77,9 @@ etcdserverpb::TxnResponse revoke_with_delays(EtcdClient& client, std::string_vie
 // LockStore::list_delays: every delay key of a name starting with `prefix` ends when its lease
 // does (LeaseTimeToLive counts whole seconds, so the end is rounded up to the next one); a marker
 // whose grant is gone is a delay that starts when it is converted, shown as starting now.
-std::vector<KeyDelay> list_delays(EtcdClient& client, std::string_view prefix, std::size_t limit);
+// Only names greater than `after` are listed (a page; their range is still read through).
+std::vector<KeyDelay> list_delays(EtcdClient& client, std::string_view prefix,
+                                  std::string_view after, std::size_t limit);
 // LockStore::clear_delay: converts `key`'s markers of ended grants (settle_delays), then deletes
 // every delay key of `key` in one Txn; whether one was deleted. Markers of live grants stay.
 bool clear_delays(EtcdClient& client, std::string_view key);

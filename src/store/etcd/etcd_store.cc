@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "store/etcd/etcd_sessions.h"
 #include "store/etcd/etcd_watch.h"
 #include "util/backend_names.h"
+#include "util/store_key.h"
 #include "util/validate.h"
 
 namespace dlock::store::etcd {
@@ -93,30 +95,47 @@ class EtcdStore final : public Backend {
     return live_lock_info(parse_lock_key(found.front().key()) ? found.front() : found.back());
   }
 
-  std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
+  std::vector<LockInfo> list(std::string_view prefix, const ListAfter& after,
+                             std::size_t limit) override {
     std::vector<LockInfo> locks;
     std::int64_t revision = 0;
+    const auto comes_after = [&](const LockInfo& info) {
+      return std::tie(info.key, info.fencing_token) > std::tie(after.key, after.fencing_token);
+    };
+    auto lock_keys = prefix_request(scan_prefix_for(prefix));
+    auto holder_keys = prefix_request(holder_scan_prefix_for(prefix));
+    // A page that follows another starts at its last grant's name: the lock and holder keys of a
+    // namespace sort as its names do (etcd_keys.h).
+    if (const auto parts = store_key::split(after.key);
+        parts && !parts->ns.empty() && !parts->key.empty()) {
+      lock_keys.set_key(std::max(lock_keys.key(), format_lock_key(after.key)));
+      holder_keys.set_key(std::max(holder_keys.key(), holder_range(after.key).begin));
+    }
     // Session keys may share the scanned range; pages continue past them, all at the revision
     // of the first page, so the listing is one snapshot.
-    scan(prefix_request(scan_prefix_for(prefix)), limit, revision, [&](const mvccpb::KeyValue& kv) {
+    scan(lock_keys, limit, revision, [&](const mvccpb::KeyValue& kv) {
       const auto key = parse_lock_key(kv.key());
-      if (key && key->starts_with(prefix)) locks.push_back(live_lock_info(kv));
+      if (key && key->starts_with(prefix)) {
+        auto info = live_lock_info(kv);
+        if (comes_after(info)) locks.push_back(std::move(info));
+      }
       return locks.size() < limit;
     });
     // Holders (docs/adr/0020) at the same revision: whole names, until `limit` of them, so the
     // first `limit` grants by (key, token) are among what is read.
     std::size_t holders = 0;
     std::string last_name;
-    scan(prefix_request(holder_scan_prefix_for(prefix)), limit, revision,
-         [&](const mvccpb::KeyValue& kv) {
-           const auto key = parse_holder_key(kv.key());
-           if (!key || !key->starts_with(prefix)) return true;
-           if (holders >= limit && *key != last_name) return false;
-           locks.push_back(live_lock_info(kv));
-           ++holders;
-           last_name = *key;
-           return true;
-         });
+    scan(holder_keys, limit, revision, [&](const mvccpb::KeyValue& kv) {
+      const auto key = parse_holder_key(kv.key());
+      if (!key || !key->starts_with(prefix)) return true;
+      if (holders >= limit && *key != last_name) return false;
+      auto info = live_lock_info(kv);
+      if (!comes_after(info)) return true;
+      locks.push_back(std::move(info));
+      ++holders;
+      last_name = *key;
+      return true;
+    });
     std::stable_sort(locks.begin(), locks.end(), [](const LockInfo& a, const LockInfo& b) {
       return std::tie(a.key, a.fencing_token) < std::tie(b.key, b.fencing_token);
     });
@@ -315,8 +334,9 @@ class EtcdStore final : public Backend {
     return holders_.revoke(key);
   }
 
-  std::vector<KeyDelay> list_delays(std::string_view prefix, std::size_t limit) override {
-    return etcd::list_delays(client_, prefix, limit);
+  std::vector<KeyDelay> list_delays(std::string_view prefix, std::string_view after,
+                                    std::size_t limit) override {
+    return etcd::list_delays(client_, prefix, after, limit);
   }
 
   bool clear_delay(std::string_view key) override {

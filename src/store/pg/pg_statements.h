@@ -163,9 +163,11 @@ inline constexpr const char* kRead =
 inline constexpr const char* kReadHolders =
     "SELECT " DLOCK_PG_READ_COLUMNS " FROM " DLOCK_PG_GRANTS("key = $1") " ORDER BY fencing_token";
 
-inline constexpr const char* kList =
-    "SELECT " DLOCK_PG_READ_COLUMNS
-    " FROM " DLOCK_PG_GRANTS("starts_with(key, $1)") " ORDER BY key, fencing_token LIMIT $2";
+// Pages (C2 "Paging") compare keys as bytes (COLLATE "C"), whatever the database's collation, so
+// the order is every backend's and the cursor ($3, $4) picks up where the last page ended.
+inline constexpr const char* kList = "SELECT " DLOCK_PG_READ_COLUMNS " FROM " DLOCK_PG_GRANTS(
+    "starts_with(key, $1) AND (key COLLATE \"C\" > $3 OR key = $3 AND fencing_token > "
+    "$4)") " ORDER BY key COLLATE \"C\", fencing_token LIMIT $2";
 
 inline constexpr const char* kExtend =
     "UPDATE locks SET expires_at = now() + " DLOCK_PG_MS("$5") " "
@@ -226,8 +228,11 @@ inline constexpr const char* kRevoke = "SELECT * FROM dlock_revoke($1)";
 
 // Lock-delay visibility (C2 "Lock-delay", migrations/009_delay_visibility.sql): the names in a
 // delay by prefix (key, the end in microseconds since the epoch); an administrator's clear.
+// dlock_delays with no limit (NULL), then the page: its key filter reaches into the inlined SQL
+// function. Keys as bytes, as kList.
 inline constexpr const char* kListDelays =
-    "SELECT key, dlock_us(ends_at) FROM dlock_delays($1, $2)";
+    "SELECT key, dlock_us(ends_at) FROM dlock_delays($1, NULL) WHERE key COLLATE \"C\" > $3 "
+    "ORDER BY key COLLATE \"C\" LIMIT $2";
 inline constexpr const char* kClearDelay = "SELECT dlock_clear_delay($1)";
 
 // Lock-delay (migrations/007_lock_delay.sql), before kReapLocks: a grant with a delay that ended

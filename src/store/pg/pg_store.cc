@@ -219,15 +219,20 @@ class PgStore final : public Backend {
     return read_info_from(result, 0);
   }
 
-  std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
-    const auto result = pool_.lease()->execute("list", {prefix, std::to_string(limit)});
+  std::vector<LockInfo> list(std::string_view prefix, const ListAfter& after,
+                             std::size_t limit) override {
+    const auto result = pool_.lease()->execute(
+        "list", {prefix, std::to_string(limit), after.key,
+                 std::to_string(static_cast<std::int64_t>(after.fencing_token))});
     std::vector<LockInfo> locks;
     for (int row = 0; row < result.rows(); ++row) locks.push_back(read_info_from(result, row));
     return locks;
   }
 
-  std::vector<KeyDelay> list_delays(std::string_view prefix, std::size_t limit) override {
-    const auto result = pool_.lease()->execute("list_delays", {prefix, std::to_string(limit)});
+  std::vector<KeyDelay> list_delays(std::string_view prefix, std::string_view after,
+                                    std::size_t limit) override {
+    const auto result =
+        pool_.lease()->execute("list_delays", {prefix, std::to_string(limit), after});
     std::vector<KeyDelay> delays;
     for (int row = 0; row < result.rows(); ++row) {
       delays.push_back({result.text(row, 0), util::from_unix_micros(result.int64(row, 1))});

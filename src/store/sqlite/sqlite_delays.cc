@@ -47,6 +47,7 @@ std::vector<std::string> end_delays(StatementCache& statements) {
 
 std::vector<std::pair<std::string, std::int64_t>> delays_by_prefix(StatementCache& statements,
                                                                    std::string_view prefix,
+                                                                   std::string_view after,
                                                                    std::int64_t limit) {
   // The rows of `table` under the prefix ?1 that are no live grant, with the end of their delay.
   const auto ended_rows = [](const sql::GrantTable& table) {
@@ -59,10 +60,10 @@ std::vector<std::pair<std::string, std::int64_t>> delays_by_prefix(StatementCach
       "SELECT key, max(ends_at) FROM (SELECT key, ends_at FROM lock_delays "
       "WHERE substr(key, 1, length(?1)) = ?1 UNION ALL " +
       ended_rows(sql::kGrants) + " UNION ALL " + ended_rows(sql::kHolders) +
-      ") WHERE ends_at > " DLOCK_SQLITE_NOW " GROUP BY key ORDER BY key LIMIT ?2";
+      ") WHERE ends_at > " DLOCK_SQLITE_NOW " AND key > ?3 GROUP BY key ORDER BY key LIMIT ?2";
   Statement& select = statements.get(text);
   ResetGuard reset(select);
-  select.bind(1, prefix).bind(2, limit);
+  select.bind(1, prefix).bind(2, limit).bind(3, after);
   std::vector<std::pair<std::string, std::int64_t>> delays;
   while (select.step()) delays.emplace_back(select.column_text(0), select.column_int64(1));
   return delays;

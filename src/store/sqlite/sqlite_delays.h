@@ -32,11 +32,13 @@ void keep_delay(StatementCache& statements, std::string_view key, std::int64_t e
 // Removes the delays that are over and returns their names (the reaper announces them).
 std::vector<std::string> end_delays(StatementCache& statements);
 
-// LockStore::list_delays: the names starting with `prefix` in a delay, ordered by key, at most
-// `limit`, with the end of the latest delay of each (store clock, ms): a delay of `lock_delays`,
-// or a row of either table that ended without a release less than its delay ago.
+// LockStore::list_delays: the names starting with `prefix` and greater than `after` in a delay,
+// ordered by key, at most `limit`, with the end of the latest delay of each (store clock, ms): a
+// delay of `lock_delays`, or a row of either table that ended without a release less than its
+// delay ago.
 std::vector<std::pair<std::string, std::int64_t>> delays_by_prefix(StatementCache& statements,
                                                                    std::string_view prefix,
+                                                                   std::string_view after,
                                                                    std::int64_t limit);
 
 // LockStore::clear_delay, inside the write transaction: removes `key`'s running delays -- its

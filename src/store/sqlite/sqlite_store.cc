@@ -125,18 +125,29 @@ class SqliteStore final : public Backend {
     return std::move(found.front());
   }
 
-  std::vector<LockInfo> list(std::string_view prefix, std::size_t limit) override {
-    static const std::string sql =
-        live_grants_sql("substr(key, 1, length(?1)) = ?1", "ORDER BY key, fencing_token LIMIT ?2");
-    return select_live(sql, prefix, static_cast<std::int64_t>(limit));
+  // Keys compare as bytes (SQLite's BINARY collation), as the SPI's order says.
+  std::vector<LockInfo> list(std::string_view prefix, const ListAfter& after,
+                             std::size_t limit) override {
+    static const std::string sql = live_grants_sql(
+        "substr(key, 1, length(?1)) = ?1 AND (key > ?3 OR key = ?3 AND fencing_token > ?4)",
+        "ORDER BY key, fencing_token LIMIT ?2");
+    std::lock_guard lock(mutex_);
+    Statement& select = statements_.get(sql);
+    ResetGuard reset(select);
+    select.bind(1, prefix).bind(2, static_cast<std::int64_t>(limit)).bind(3, after.key);
+    select.bind(4, static_cast<std::int64_t>(after.fencing_token));
+    std::vector<LockInfo> result;
+    while (select.step()) result.push_back(lock_info_from(select, clock_));
+    return result;
   }
 
-  std::vector<KeyDelay> list_delays(std::string_view prefix, std::size_t limit) override {
+  std::vector<KeyDelay> list_delays(std::string_view prefix, std::string_view after,
+                                    std::size_t limit) override {
     std::lock_guard lock(mutex_);
     std::vector<KeyDelay> delays;
     const auto offset = clock_.wall_offset_ms();
     for (auto& [key, ends_at] :
-         delays_by_prefix(statements_, prefix, static_cast<std::int64_t>(limit))) {
+         delays_by_prefix(statements_, prefix, after, static_cast<std::int64_t>(limit))) {
       delays.push_back({std::move(key), StoreClock::wall_time(ends_at, offset)});
     }
     return delays;
