@@ -150,6 +150,30 @@ struct AcquireOptions {
   std::uint32_t permits = 0;
 };
 
+// An acquire waiting for a name on the dlockd that answered (C3 "Waiters"), the head first.
+struct Waiter {
+  std::size_t position = 0;  // 1: the next to try
+  std::string owner_id;
+  HoldMode mode = HoldMode::kExclusive;
+  std::uint32_t limit = 0;  // a permit's
+  std::chrono::milliseconds waiting{0};
+  std::string session_id;  // only where C6 shows it
+};
+
+// What GET /v1/locks/{key} says of a name: its live holders (none: free) and its waiters.
+struct KeyState {
+  std::vector<LockInfo> holders;
+  std::vector<Waiter> waiters;
+};
+
+// One page of GET /v1/locks (C3 "Paging"): at most the limit asked of grants and lock-delays
+// together, and `next`, the `after` of the following page (empty: this is the last page).
+struct LockPage {
+  std::vector<LockInfo> locks;
+  std::vector<KeyDelay> delays;
+  std::string next;
+};
+
 // What Client::semaphore reports about a semaphore.
 struct SemaphoreInfo {
   std::string name;
@@ -436,12 +460,19 @@ class Client {
   // when the key is free. One for an exclusive lock, any number of readers or permits.
   std::vector<LockInfo> holders(const std::string& key, const std::string& ns = {},
                                 Deadline deadline = {});
+  // The holders of `key` and the acquires waiting for it on the server that answers.
+  KeyState state(const std::string& key, const std::string& ns = {}, Deadline deadline = {});
   // The semaphore `name`: its agreed limit and every permit holder (GET /v1/semaphores/{name});
   // limit 0 and no holders when every permit is free.
   SemaphoreInfo semaphore(const std::string& name, const std::string& ns = {},
                           Deadline deadline = {});
+  // The first page of the grants under `prefix` (list_page's locks).
   std::vector<LockInfo> list(const std::string& prefix, std::size_t limit = 0,
                              const std::string& ns = {}, Deadline deadline = {});
+  // The page after `after` (a previous page's `next`; empty: the first page), of at most `limit`
+  // entries (0: the server's default).
+  LockPage list_page(const std::string& prefix, std::size_t limit, const std::string& after,
+                     const std::string& ns = {}, Deadline deadline = {});
   // The election `name`'s leader (GET /v1/elections/{name}); empty when nobody leads, or when
   // the name is held without a value (a plain lock, readers, permits).
   std::optional<LeaderInfo> leader(const std::string& name, const std::string& ns = {},

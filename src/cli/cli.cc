@@ -168,6 +168,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   // Parsed by fencing_token_flag, so a bearer token given here by mistake is never echoed.
   std::string token_text;
   std::size_t limit = 0;
+  bool all_pages = false;
   std::vector<std::string> command;
 
   CLI::App* session = app.add_subcommand("session", help::kSession);
@@ -223,7 +224,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CLI::App* list = app.add_subcommand("list", help::kList);
   list->footer(help::kListFooter);
   list->add_option("--prefix", prefix, "only keys starting with this");
-  list->add_option("--limit", limit, "at most this many (default: the server's)");
+  list->add_option("--limit", limit, "at most this many (default 100; pages of 1000 beyond)");
+  list->add_flag("--all", all_pages, "every lock, page after page (C3 \"Paging\")");
 
   CLI::App* watch_cmd = app.add_subcommand("watch", kWatchHelp);
   watch_cmd->footer(kWatchFooter);
@@ -408,27 +410,35 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       printer.released(key, token);
     } else if (*get) {
       once([&](SteadyClock::time_point deadline) {
-        printer.lock(key, client.holders(key, flags.ns, deadline));
+        const auto state = client.state(key, flags.ns, deadline);
+        printer.lock(key, state.holders, state.waiters);
       });
     } else if (*semaphore) {
       once([&](SteadyClock::time_point deadline) {
         printer.semaphore(client.semaphore(key, flags.ns, deadline));
       });
     } else if (*list) {
-      // One more than shown, to tell a cut answer from one that happens to fill the limit
-      // (C3: default 100, at most 1000; a larger --limit is the server's to refuse).
+      // Pages of at most 1000 (C3 "Paging"), followed until --limit locks are shown (default
+      // 100), or to the end with --all; a page's `next` says whether more follow.
       const std::size_t shown = limit == 0 ? 100 : limit;
-      const std::size_t asked = shown >= 1000 ? shown : shown + 1;
       std::vector<LockInfo> locks;
-      once([&](SteadyClock::time_point deadline) {
-        locks = client.list(prefix, asked, flags.ns, deadline);
-      });
+      std::string after;
+      while (true) {
+        const std::size_t wanted =
+            all_pages ? 1000 : std::min<std::size_t>(1000, shown + 1 - locks.size());
+        client::LockPage page;
+        once([&](SteadyClock::time_point deadline) {
+          page = client.list_page(prefix, wanted, after, flags.ns, deadline);
+        });
+        locks.insert(locks.end(), page.locks.begin(), page.locks.end());
+        if (page.next.empty()) break;
+        after = page.next;
+        if (!all_pages && locks.size() > shown) break;
+      }
       std::optional<ListCut> cut;
-      if (locks.size() > shown) {
+      if (!all_pages && locks.size() > shown) {
         locks.resize(shown);
         cut = ListCut{shown, true};
-      } else if (locks.size() == shown && asked == shown) {
-        cut = ListCut{shown, false};
       }
       printer.locks(locks, cut);
     } else if (*revoke) {

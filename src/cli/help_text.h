@@ -140,9 +140,10 @@ EXAMPLE
 inline constexpr const char* kList = "List held locks";
 inline constexpr const char* kListFooter = R"(DESCRIPTION
   Lists the live grants in the namespace whose key starts with --prefix, at most --limit
-  (default 100, at most 1000), in aligned columns KEY MODE FENCING_TOKEN OWNER SESSION AGE
-  EXPIRES_AT (AGE: since the grant). When there were more, a last line says so ("showing the
-  first 100; more are held"; --json: "truncated": true). Scripts: use --json.)";
+  (default 100; above 1000 the CLI follows the server's pages), or every one with --all, in
+  aligned columns KEY MODE FENCING_TOKEN OWNER SESSION AGE EXPIRES_AT (AGE: since the grant).
+  When there were more, a last line says so ("showing the first 100; more are held"; --json:
+  "truncated": true). Scripts: use --json.)";
 
 inline constexpr const char* kRevoke = "Force-release a lock (admin)";
 inline constexpr const char* kRevokeFooter = R"(DESCRIPTION

@@ -147,7 +147,8 @@ void Printer::released(const std::string& key, FencingToken token) {
   out_ << "released " << printable(key) << " (fencing token " << token << ")\n";
 }
 
-void Printer::lock(const std::string& key, const std::vector<LockInfo>& holders) {
+void Printer::lock(const std::string& key, const std::vector<LockInfo>& holders,
+                   const std::vector<client::Waiter>& waiters) {
   const auto top = std::max_element(
       holders.begin(), holders.end(),
       [](const LockInfo& a, const LockInfo& b) { return a.fencing_token < b.fencing_token; });
@@ -156,6 +157,17 @@ void Printer::lock(const std::string& key, const std::vector<LockInfo>& holders)
         top != holders.end() ? lock_json(*top) : boost::json::object{{"key", key}};
     object["held"] = top != holders.end();
     if (top != holders.end()) object["holders"] = locks_json(holders);
+    boost::json::array waiting;
+    for (const auto& waiter : waiters) {
+      boost::json::object entry{{"position", waiter.position},
+                                {"owner", waiter.owner_id},
+                                {"mode", to_string(waiter.mode)},
+                                {"waiting_ms", waiter.waiting.count()}};
+      if (waiter.limit != 0) entry["limit"] = waiter.limit;
+      if (!waiter.session_id.empty()) entry["session_id"] = waiter.session_id;
+      waiting.push_back(std::move(entry));
+    }
+    object["waiters"] = std::move(waiting);
     out_ << boost::json::serialize(object) << '\n';
     return;
   }
@@ -177,6 +189,17 @@ void Printer::lock(const std::string& key, const std::vector<LockInfo>& holders)
   if (info.mode != HoldMode::kExclusive || holders.size() > 1) {
     out_ << "holders        " << holders.size() << '\n';
     holder_table(out_, holders);
+  }
+  // The queue on the dlockd that answered: who is next, in what mode, waiting for how long.
+  if (waiters.empty()) return;
+  out_ << "waiters        " << waiters.size() << '\n';
+  out_ << "POSITION\tOWNER\tMODE\tWAITING\tSESSION\n";
+  for (const auto& waiter : waiters) {
+    std::string mode = to_string(waiter.mode);
+    if (waiter.limit != 0) mode += "/" + std::to_string(waiter.limit);
+    out_ << waiter.position << '\t' << printable(waiter.owner_id) << '\t' << mode << '\t'
+         << format_age(waiter.waiting) << '\t'
+         << (waiter.session_id.empty() ? std::string("-") : printable(waiter.session_id)) << '\n';
   }
 }
 
@@ -246,10 +269,9 @@ void Printer::locks(const std::vector<LockInfo>& infos, const std::optional<List
     out_ << '\n';
   }
   if (cut) {
-    // HOOK(issue 41, paging): `--all` follows the API's cursor once list answers carry one.
     out_ << "showing the first " << cut->limit
          << (cut->more ? "; more are held" : "; there may be more")
-         << ": use --limit N (at most 1000) or --prefix\n";
+         << ": use --all, --limit N or --prefix\n";
   }
 }
 

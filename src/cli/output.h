@@ -36,7 +36,9 @@ class Printer {
   void extended(const std::string& key, const client::ExtendResult& result);
   void released(const std::string& key, FencingToken token);
   // `holders`: every live holder of `key` (empty: free); the greatest token first, then each.
-  void lock(const std::string& key, const std::vector<LockInfo>& holders);
+  // `dlock get`: the holders and, on the server that answered, the waiters (C3 "Waiters").
+  void lock(const std::string& key, const std::vector<LockInfo>& holders,
+            const std::vector<client::Waiter>& waiters = {});
   void semaphore(const client::SemaphoreInfo& info);
   // `dlock list`: aligned columns KEY MODE FENCING_TOKEN OWNER SESSION AGE EXPIRES_AT (AGE =
   // `now` - acquired_at). `cut`: the answer stopped at a limit, and a last line says so.

@@ -250,6 +250,30 @@ std::vector<LockInfo> ClientCore::holders(const std::string& key, const std::str
   return decode_lock_infos(*object, "holders", "get " + key);
 }
 
+KeyState ClientCore::state(const std::string& key, const std::string& ns,
+                           const CallContext& context) {
+  const auto object = read_lock(key, ns, context);
+  KeyState state;
+  if (!object) return state;
+  state.holders = object->contains("holders") ? decode_lock_infos(*object, "holders", "get " + key)
+                                              : std::vector<LockInfo>{decode_lock_info(*object)};
+  if (const auto* waiters = object->if_contains("waiters"); waiters && waiters->is_array()) {
+    for (const auto& entry : waiters->as_array()) {
+      if (!entry.is_object()) continue;
+      const auto& waiter = entry.as_object();
+      Waiter decoded;
+      decoded.position = static_cast<std::size_t>(uint_member(waiter, "position"));
+      decoded.owner_id = string_member(waiter, "owner", /*required=*/false);
+      decoded.mode = mode_member(waiter, HoldMode::kExclusive);
+      decoded.limit = limit_member(waiter, 0);
+      decoded.waiting = millis_member(waiter, "waiting_ms");
+      decoded.session_id = string_member(waiter, "session_id", /*required=*/false);
+      state.waiters.push_back(std::move(decoded));
+    }
+  }
+  return state;
+}
+
 SemaphoreInfo ClientCore::semaphore(const std::string& name, const std::string& ns,
                                     const CallContext& context) {
   const std::string what = "get semaphore " + name;
@@ -268,14 +292,33 @@ SemaphoreInfo ClientCore::semaphore(const std::string& name, const std::string& 
 
 std::vector<LockInfo> ClientCore::list(const std::string& prefix, std::size_t limit,
                                        const std::string& ns, const CallContext& context) {
+  return list_page(prefix, limit, "", ns, context).locks;
+}
+
+LockPage ClientCore::list_page(const std::string& prefix, std::size_t limit,
+                               const std::string& after, const std::string& ns,
+                               const CallContext& context) {
   const std::string what = "list";
   const std::string target =
       "/v1/locks" + query_string({{"prefix", prefix},
                                   {"limit", limit > 0 ? std::to_string(limit) : std::string()},
+                                  {"after", after},
                                   {"ns", ns}});
   const Exchange exchange = call(HttpRequest{Method::kGet, target, {}, {}}, context, what);
   expect_status(exchange.response, 200, what);
-  return decode_lock_infos(parse_object(exchange.response.body, what), "locks", what);
+  const auto object = parse_object(exchange.response.body, what);
+  LockPage page;
+  page.locks = decode_lock_infos(object, "locks", what);
+  page.next = string_member(object, "next", /*required=*/false);
+  if (const auto* delays = object.if_contains("delays"); delays && delays->is_array()) {
+    for (const auto& delay : delays->as_array()) {
+      if (!delay.is_object()) continue;
+      const auto& entry = delay.as_object();
+      page.delays.push_back(
+          {string_member(entry, "key", /*required=*/false), time_member(entry, "delayed_until")});
+    }
+  }
+  return page;
 }
 
 LockOutcome ClientCore::revoke(const std::string& key, const std::string& ns,

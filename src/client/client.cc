@@ -82,6 +82,15 @@ std::vector<LockInfo> Client::list(const std::string& prefix, std::size_t limit,
   return core_->list(prefix, limit, ns, core_->context(deadline));
 }
 
+KeyState Client::state(const std::string& key, const std::string& ns, Deadline deadline) {
+  return core_->state(key, ns, core_->context(deadline));
+}
+
+LockPage Client::list_page(const std::string& prefix, std::size_t limit, const std::string& after,
+                           const std::string& ns, Deadline deadline) {
+  return core_->list_page(prefix, limit, after, ns, core_->context(deadline));
+}
+
 LockOutcome Client::revoke(const std::string& key, const std::string& ns, Deadline deadline) {
   return core_->revoke(key, ns, core_->context(deadline));
 }

@@ -144,6 +144,9 @@ struct ClientCore {
                           const CallContext& context);
   std::vector<LockInfo> list(const std::string& prefix, std::size_t limit, const std::string& ns,
                              const CallContext& context);
+  KeyState state(const std::string& key, const std::string& ns, const CallContext& context);
+  LockPage list_page(const std::string& prefix, std::size_t limit, const std::string& after,
+                     const std::string& ns, const CallContext& context);
   LockOutcome revoke(const std::string& key, const std::string& ns, const CallContext& context);
 
   // Elections (C3 "Elections"; elections.cc). A campaign is acquire() with

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -318,9 +319,7 @@ TEST_F(CliEndToEnd, ListIsAlignedAndSaysWhenTheAnswerWasCut) {
   std::istringstream in(listed.out);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 1U + 100U + 1U) << listed.out;
-  EXPECT_EQ(lines.back(),
-            "showing the first 100; more are held: use --limit N (at most 1000) or "
-            "--prefix");
+  EXPECT_EQ(lines.back(), "showing the first 100; more are held: use --all, --limit N or --prefix");
   // Every column starts where its header does.
   const std::string& header = lines.front();
   EXPECT_EQ(header.rfind("KEY", 0), 0U);
@@ -341,6 +340,15 @@ TEST_F(CliEndToEnd, ListIsAlignedAndSaysWhenTheAnswerWasCut) {
   const auto json = boost::json::parse(dlock({"--json", "list", "--limit", "3"}).out).as_object();
   EXPECT_EQ(json.at("locks").as_array().size(), 3U);
   EXPECT_EQ(json.at("truncated").as_bool(), true);
+  // Beyond one page (C3: at most 1000): --all and a --limit above 1000 follow the pages (the
+  // server refused limit=1001 before).
+  for (const auto& args : {std::vector<std::string>{"list", "--all"},
+                           std::vector<std::string>{"list", "--limit", "1001"}}) {
+    const Outcome every = dlock(args);
+    ASSERT_EQ(every.status, 0) << every.err;
+    EXPECT_EQ(every.out.find("showing the first"), std::string::npos) << every.out;
+    EXPECT_EQ(std::count(every.out.begin(), every.out.end(), '\n'), 106) << every.out;
+  }
 }
 
 TEST_F(CliEndToEnd, UnreachableServerExits69) {
@@ -385,7 +393,25 @@ TEST_F(CliEndToEnd, SharedRunsOverlapAndAWriterWaitsForThem) {
       "reports/daily", {"--wait", "20s"},
       R"(if [ -e "$DIR/r1.done" ] && [ -e "$DIR/r2.done" ]; then r=after; else r=during; fi
          echo "$r $DLOCK_LOCK_MODE $DLOCK_FENCING_TOKEN" > "$DIR/w")");
-  std::this_thread::sleep_for(milliseconds(500));
+  // `get` shows the waiting writer (issue 41, C3 "Waiters"): position, owner, mode, how long.
+  boost::json::value queued;
+  EXPECT_TRUE(testing::wait_for(
+      [&] {
+        queued = boost::json::parse(dlock({"--json", "get", "reports/daily"}).out);
+        return !queued.at("waiters").as_array().empty();
+      },
+      milliseconds(10'000)))
+      << queued;
+  ASSERT_EQ(queued.at("waiters").as_array().size(), 1u) << queued;
+  const auto& waiter = queued.at("waiters").at(0);
+  EXPECT_EQ(waiter.at("position").to_number<int>(), 1);
+  EXPECT_EQ(waiter.at("mode").as_string(), "exclusive");
+  EXPECT_FALSE(waiter.at("owner").as_string().empty()) << queued;
+  EXPECT_GE(waiter.at("waiting_ms").to_number<std::int64_t>(), 0);
+  const auto text = dlock({"get", "reports/daily"}).out;
+  EXPECT_NE(text.find("waiters        1\nPOSITION\tOWNER\tMODE\tWAITING\tSESSION\n1\t"),
+            std::string::npos)
+      << text;
   EXPECT_FALSE(std::filesystem::exists(dir / "w")) << "a writer ran while readers held the key";
   std::ofstream(dir / "go").put('\n');
   EXPECT_EQ(wait_exit(*first, milliseconds(20'000)), 0);
