@@ -166,6 +166,18 @@ struct KeyState {
   std::vector<Waiter> waiters;
 };
 
+// A session as GET /v1/sessions lists it; `principal` only with authentication (C6).
+struct ListedSession {
+  SessionInfo session;
+  std::string principal;
+};
+
+// One page of GET /v1/sessions (C3 "Paging"); `next` empty on the last page.
+struct SessionPage {
+  std::vector<ListedSession> sessions;
+  std::string next;
+};
+
 // One page of GET /v1/locks (C3 "Paging"): at most the limit asked of grants and lock-delays
 // together, and `next`, the `after` of the following page (empty: this is the last page).
 struct LockPage {
@@ -460,6 +472,11 @@ class Client {
   // when the key is free. One for an exclusive lock, any number of readers or permits.
   std::vector<LockInfo> holders(const std::string& key, const std::string& ns = {},
                                 Deadline deadline = {});
+  // The live sessions the caller may see (C6), by ID: those whose owner starts with `owner` (of
+  // `principal`, when given), the page after `after` (empty: the first), at most `limit` (0: the
+  // server's default).
+  SessionPage list_sessions(const std::string& owner, const std::string& principal,
+                            std::size_t limit, const std::string& after, Deadline deadline = {});
   // The holders of `key` and the acquires waiting for it on the server that answers.
   KeyState state(const std::string& key, const std::string& ns = {}, Deadline deadline = {});
   // The semaphore `name`: its agreed limit and every permit holder (GET /v1/semaphores/{name});

@@ -234,6 +234,14 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       watch_cmd->add_option("--prefix", prefix, "every key beginning with this (\"\": all)");
   watch_key->excludes(watch_prefix);
 
+  CLI::App* sessions = app.add_subcommand("sessions", help::kSessions);
+  sessions->footer(help::kSessionsFooter);
+  std::string owner_filter, principal_filter;
+  sessions->add_option("--owner", owner_filter, "only owners starting with this");
+  sessions->add_option("--principal", principal_filter, "only this principal's (C6)");
+  sessions->add_option("--limit", limit, "at most this many (default 100; pages of 1000 beyond)");
+  sessions->add_flag("--all", all_pages, "every session, page after page");
+
   CLI::App* revoke = app.add_subcommand("revoke", help::kRevoke);
   revoke->footer(help::kRevokeFooter);
   revoke->add_option("KEY", key, "lock key")->required();
@@ -441,6 +449,29 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         cut = ListCut{shown, true};
       }
       printer.locks(locks, cut);
+    } else if (*sessions) {
+      // As list: pages followed until --limit sessions (default 100), or to the end with --all.
+      const std::size_t shown = limit == 0 ? 100 : limit;
+      std::vector<client::ListedSession> listed;
+      std::string after;
+      bool more = false;
+      while (true) {
+        const std::size_t wanted =
+            all_pages ? 1000 : std::min<std::size_t>(1000, shown + 1 - listed.size());
+        client::SessionPage page;
+        once([&](SteadyClock::time_point deadline) {
+          page = client.list_sessions(owner_filter, principal_filter, wanted, after, deadline);
+        });
+        listed.insert(listed.end(), page.sessions.begin(), page.sessions.end());
+        if (page.next.empty()) break;
+        after = page.next;
+        if (!all_pages && listed.size() > shown) break;
+      }
+      if (!all_pages && listed.size() > shown) {
+        listed.resize(shown);
+        more = true;
+      }
+      printer.sessions(listed, more);
     } else if (*revoke) {
       once(
           [&](SteadyClock::time_point deadline) {

@@ -145,6 +145,14 @@ inline constexpr const char* kListFooter = R"(DESCRIPTION
   When there were more, a last line says so ("showing the first 100; more are held"; --json:
   "truncated": true). Scripts: use --json.)";
 
+inline constexpr const char* kSessions = "List live sessions";
+inline constexpr const char* kSessionsFooter = R"(DESCRIPTION
+  Lists the live sessions you may see (C6: your own; every one for an administrator of every
+  namespace or without authentication), by ID, in aligned columns SESSION OWNER PRINCIPAL TTL
+  LOCK_DELAY EXPIRES_AT, at most --limit (default 100), or every one with --all. --owner keeps
+  owners starting with it (an administrator names --principal with it). When there were more,
+  a last line says so (--json: "truncated": true).)";
+
 inline constexpr const char* kRevoke = "Force-release a lock (admin)";
 inline constexpr const char* kRevokeFooter = R"(DESCRIPTION
   Removes the current grant of KEY whoever holds it. The holder learns at its next extend

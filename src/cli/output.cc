@@ -46,6 +46,30 @@ void holder_table(std::ostream& out, const std::vector<LockInfo>& holders) {
   }
 }
 
+// Rows in aligned columns, two spaces apart (the first row is the header).
+void print_aligned(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
+  // Widths in bytes: printable() leaves only printable ASCII and valid UTF-8, whose
+  // characters are counted by their lead bytes.
+  const auto width = [](const std::string& text) {
+    return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+      return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    }));
+  };
+  std::vector<std::size_t> widths(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t column = 0; column < row.size(); ++column) {
+      widths[column] = std::max(widths[column], width(row[column]));
+    }
+  }
+  for (const auto& row : rows) {
+    for (std::size_t column = 0; column < row.size(); ++column) {
+      out << row[column];
+      if (column + 1 < row.size()) out << std::string(widths[column] - width(row[column]) + 2, ' ');
+    }
+    out << '\n';
+  }
+}
+
 }  // namespace
 
 std::string format_age(std::chrono::milliseconds age) {
@@ -247,32 +271,47 @@ void Printer::locks(const std::vector<LockInfo>& infos, const std::optional<List
     rows.push_back({cell(info.key), mode, std::to_string(info.fencing_token), cell(info.owner_id),
                     cell(info.session_id), age, time_or_dash(info.expires_at)});
   }
-  // Widths in bytes: printable() leaves only printable ASCII and valid UTF-8, whose
-  // characters are counted by their lead bytes.
-  const auto width = [](const std::string& text) {
-    return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
-      return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-    }));
-  };
-  std::vector<std::size_t> widths(rows.front().size(), 0);
-  for (const auto& row : rows) {
-    for (std::size_t column = 0; column < row.size(); ++column) {
-      widths[column] = std::max(widths[column], width(row[column]));
-    }
-  }
-  for (const auto& row : rows) {
-    for (std::size_t column = 0; column < row.size(); ++column) {
-      out_ << row[column];
-      if (column + 1 < row.size())
-        out_ << std::string(widths[column] - width(row[column]) + 2, ' ');
-    }
-    out_ << '\n';
-  }
+  print_aligned(out_, rows);
   if (cut) {
     out_ << "showing the first " << cut->limit
          << (cut->more ? "; more are held" : "; there may be more")
          << ": use --all, --limit N or --prefix\n";
   }
+}
+
+void Printer::sessions(const std::vector<client::ListedSession>& listed, bool more) {
+  if (json_) {
+    boost::json::array items;
+    for (const auto& [session, principal] : listed) {
+      boost::json::object item{{"session_id", session.session_id},
+                               {"owner", session.owner_id},
+                               {"ttl_ms", session.ttl.count()},
+                               {"lock_delay_ms", session.lock_delay.count()},
+                               {"expires_at", time_or_dash(session.expires_at)}};
+      if (!principal.empty()) item["principal"] = principal;
+      items.push_back(std::move(item));
+    }
+    boost::json::object object{{"sessions", std::move(items)}};
+    if (more) object["truncated"] = true;
+    out_ << boost::json::serialize(object) << '\n';
+    return;
+  }
+  if (listed.empty()) {
+    out_ << "no sessions\n";
+    return;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"SESSION", "OWNER", "PRINCIPAL", "TTL", "LOCK_DELAY", "EXPIRES_AT"}};
+  const auto cell = [](const std::string& text) {
+    return text.empty() ? std::string("-") : printable(text);
+  };
+  for (const auto& [session, principal] : listed) {
+    rows.push_back({cell(session.session_id), cell(session.owner_id), cell(principal),
+                    format_age(session.ttl), format_age(session.lock_delay),
+                    time_or_dash(session.expires_at)});
+  }
+  print_aligned(out_, rows);
+  if (more) out_ << "more sessions follow: use --all or --limit N\n";
 }
 
 void Printer::revoked(const std::string& key, const LockOutcome& outcome) {

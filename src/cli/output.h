@@ -36,6 +36,9 @@ class Printer {
   void extended(const std::string& key, const client::ExtendResult& result);
   void released(const std::string& key, FencingToken token);
   // `holders`: every live holder of `key` (empty: free); the greatest token first, then each.
+  // `dlock sessions`: aligned columns SESSION OWNER PRINCIPAL TTL LOCK_DELAY EXPIRES_AT, and a
+  // last line when more were not shown.
+  void sessions(const std::vector<client::ListedSession>& listed, bool more);
   // `dlock get`: the holders and, on the server that answered, the waiters (C3 "Waiters").
   void lock(const std::string& key, const std::vector<LockInfo>& holders,
             const std::vector<client::Waiter>& waiters = {});

@@ -250,6 +250,32 @@ std::vector<LockInfo> ClientCore::holders(const std::string& key, const std::str
   return decode_lock_infos(*object, "holders", "get " + key);
 }
 
+SessionPage ClientCore::list_sessions(const std::string& owner, const std::string& principal,
+                                      std::size_t limit, const std::string& after,
+                                      const CallContext& context) {
+  const std::string what = "list sessions";
+  const std::string target =
+      "/v1/sessions" + query_string({{"owner", owner},
+                                     {"principal", principal},
+                                     {"limit", limit > 0 ? std::to_string(limit) : std::string()},
+                                     {"after", after}});
+  const Exchange exchange = call(HttpRequest{Method::kGet, target, {}, {}}, context, what);
+  expect_status(exchange.response, 200, what);
+  const auto object = parse_object(exchange.response.body, what);
+  SessionPage page;
+  page.next = string_member(object, "next", /*required=*/false);
+  const auto* sessions = object.if_contains("sessions");
+  if (sessions == nullptr || !sessions->is_array()) {
+    throw InternalError(what + ": server response has no \"sessions\" array");
+  }
+  for (const auto& entry : sessions->as_array()) {
+    if (!entry.is_object()) continue;
+    page.sessions.push_back(
+        {decode_session(entry.as_object()), string_member(entry.as_object(), "principal", false)});
+  }
+  return page;
+}
+
 KeyState ClientCore::state(const std::string& key, const std::string& ns,
                            const CallContext& context) {
   const auto object = read_lock(key, ns, context);

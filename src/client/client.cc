@@ -82,6 +82,11 @@ std::vector<LockInfo> Client::list(const std::string& prefix, std::size_t limit,
   return core_->list(prefix, limit, ns, core_->context(deadline));
 }
 
+SessionPage Client::list_sessions(const std::string& owner, const std::string& principal,
+                                  std::size_t limit, const std::string& after, Deadline deadline) {
+  return core_->list_sessions(owner, principal, limit, after, core_->context(deadline));
+}
+
 KeyState Client::state(const std::string& key, const std::string& ns, Deadline deadline) {
   return core_->state(key, ns, core_->context(deadline));
 }

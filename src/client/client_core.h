@@ -144,6 +144,9 @@ struct ClientCore {
                           const CallContext& context);
   std::vector<LockInfo> list(const std::string& prefix, std::size_t limit, const std::string& ns,
                              const CallContext& context);
+  SessionPage list_sessions(const std::string& owner, const std::string& principal,
+                            std::size_t limit, const std::string& after,
+                            const CallContext& context);
   KeyState state(const std::string& key, const std::string& ns, const CallContext& context);
   LockPage list_page(const std::string& prefix, std::size_t limit, const std::string& after,
                      const std::string& ns, const CallContext& context);

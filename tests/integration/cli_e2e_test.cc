@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -349,6 +350,48 @@ TEST_F(CliEndToEnd, ListIsAlignedAndSaysWhenTheAnswerWasCut) {
     EXPECT_EQ(every.out.find("showing the first"), std::string::npos) << every.out;
     EXPECT_EQ(std::count(every.out.begin(), every.out.end(), '\n'), 106) << every.out;
   }
+}
+
+// `dlock sessions` (issue 41): the live sessions in aligned columns, filtered by owner, a page at
+// a time, and a last line when more were not shown.
+TEST_F(CliEndToEnd, SessionsAreListedAlignedAndPaged) {
+  std::set<std::string> opened;
+  for (const auto* owner : {"sess-lister-a", "sess-lister-b", "sess-lister-c"}) {
+    const Outcome open = dlock({"--json", "session", "open", "--owner", owner});
+    ASSERT_EQ(open.status, 0) << open.err;
+    opened.insert(std::string(boost::json::parse(open.out).at("session_id").as_string()));
+  }
+  const Outcome all = dlock({"sessions", "--owner", "sess-lister-", "--all"});
+  ASSERT_EQ(all.status, 0) << all.err;
+  std::vector<std::string> lines;
+  std::istringstream in(all.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u) << all.out;
+  const std::string& header = lines.front();
+  EXPECT_EQ(header.rfind("SESSION  ", 0), 0u) << header;
+  for (const char* column : {"OWNER", "PRINCIPAL", "TTL", "LOCK_DELAY", "EXPIRES_AT"}) {
+    const std::size_t at = header.find(column);
+    ASSERT_NE(at, std::string::npos) << column;
+    for (std::size_t row = 1; row < lines.size(); ++row) {
+      EXPECT_NE(lines[row][at], ' ') << column << " misaligned in: " << lines[row];
+      EXPECT_EQ(lines[row][at - 1], ' ') << column << " misaligned in: " << lines[row];
+    }
+  }
+  std::set<std::string> listed;
+  for (std::size_t row = 1; row < lines.size(); ++row) {
+    listed.insert(lines[row].substr(0, lines[row].find(' ')));
+  }
+  EXPECT_EQ(listed, opened) << all.out;
+
+  const Outcome first = dlock({"sessions", "--owner", "sess-lister-", "--limit", "2"});
+  EXPECT_EQ(std::count(first.out.begin(), first.out.end(), '\n'), 4) << first.out;
+  EXPECT_NE(first.out.find("more sessions follow: use --all or --limit N\n"), std::string::npos)
+      << first.out;
+  const auto json = boost::json::parse(
+      dlock({"--json", "sessions", "--owner", "sess-lister-", "--limit", "1"}).out);
+  EXPECT_EQ(json.at("sessions").as_array().size(), 1u);
+  EXPECT_EQ(json.at("truncated").as_bool(), true);
+  EXPECT_EQ(dlock({"sessions", "--owner", "nobody-here"}).out, "no sessions\n");
 }
 
 TEST_F(CliEndToEnd, UnreachableServerExits69) {
