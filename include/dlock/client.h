@@ -172,6 +172,26 @@ struct ListedSession {
   std::string principal;
 };
 
+// One session in full (GET /v1/sessions/{id}): as listed, what it holds in every namespace (each
+// grant with its namespace) and what it waits for on the dlockd that answered.
+struct SessionDetail {
+  struct Held {
+    std::string ns;
+    LockInfo lock;
+  };
+  struct Wait {
+    std::string ns;
+    std::string key;
+    HoldMode mode = HoldMode::kExclusive;
+    std::uint32_t limit = 0;   // a permit's
+    std::size_t position = 0;  // 1: the next to try
+    std::chrono::milliseconds waiting{0};
+  };
+  ListedSession listed;
+  std::vector<Held> holds;
+  std::vector<Wait> waits;
+};
+
 // One page of GET /v1/sessions (C3 "Paging"); `next` empty on the last page.
 struct SessionPage {
   std::vector<ListedSession> sessions;
@@ -184,6 +204,10 @@ struct LockPage {
   std::vector<LockInfo> locks;
   std::vector<KeyDelay> delays;
   std::string next;
+  // One per entry of `locks`, in order: how many acquires wait for its key on the dlockd that
+  // answered (C3 "Waiters"), and its namespace (only from list_every_namespace; else empty).
+  std::vector<std::size_t> waiting;
+  std::vector<std::string> namespaces;
 };
 
 // What Client::semaphore reports about a semaphore.
@@ -193,6 +217,8 @@ struct SemaphoreInfo {
   std::uint32_t limit = 0;
   // Every live permit holder, each with its own fencing token.
   std::vector<LockInfo> holders;
+  // The acquires waiting for a permit on the dlockd that answered, the head first.
+  std::vector<Waiter> waiters;
 };
 
 // An election's leader (docs/adr/0020-more-primitives-design.md, "Leader election"; C3
@@ -477,6 +503,9 @@ class Client {
   // server's default).
   SessionPage list_sessions(const std::string& owner, const std::string& principal,
                             std::size_t limit, const std::string& after, Deadline deadline = {});
+  // One session: what it holds and waits for (GET /v1/sessions/{id}). Another principal's
+  // session, unless the caller administers every namespace, is SessionNotFoundError (C6).
+  SessionDetail session_detail(const std::string& session_id, Deadline deadline = {});
   // The holders of `key` and the acquires waiting for it on the server that answers.
   KeyState state(const std::string& key, const std::string& ns = {}, Deadline deadline = {});
   // The semaphore `name`: its agreed limit and every permit holder (GET /v1/semaphores/{name});
@@ -490,6 +519,10 @@ class Client {
   // entries (0: the server's default).
   LockPage list_page(const std::string& prefix, std::size_t limit, const std::string& after,
                      const std::string& ns = {}, Deadline deadline = {});
+  // As list_page, in every namespace (GET /v1/locks?all_namespaces=true): with a tokens file,
+  // only for an administrator of every namespace (else PermissionDeniedError).
+  LockPage list_every_namespace(std::size_t limit, const std::string& after,
+                                Deadline deadline = {});
   // The election `name`'s leader (GET /v1/elections/{name}); empty when nobody leads, or when
   // the name is held without a value (a plain lock, readers, permits).
   std::optional<LeaderInfo> leader(const std::string& name, const std::string& ns = {},

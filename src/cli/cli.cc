@@ -180,6 +180,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   session_open->add_option("--lock-delay", lock_delay, kLockDelayHelp);
   CLI::App* session_keepalive = session->add_subcommand("keepalive", "Renew a session's lease");
   session_keepalive->add_option("SESSION_ID", session_id, "the session")->required();
+  CLI::App* session_show =
+      session->add_subcommand("show", "Show a session: what it holds and waits for");
+  session_show->add_option("SESSION_ID", session_id, "the session")->required();
   CLI::App* session_close =
       session->add_subcommand("close", "Close a session, releasing its locks");
   session_close->add_option("SESSION_ID", session_id, "the session")->required();
@@ -223,9 +226,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   CLI::App* list = app.add_subcommand("list", help::kList);
   list->footer(help::kListFooter);
-  list->add_option("--prefix", prefix, "only keys starting with this");
+  auto* list_prefix = list->add_option("--prefix", prefix, "only keys starting with this");
   list->add_option("--limit", limit, "at most this many (default 100; pages of 1000 beyond)");
   list->add_flag("--all", all_pages, "every lock, page after page (C3 \"Paging\")");
+  bool every_namespace = false;
+  list->add_flag("-A,--all-namespaces", every_namespace,
+                 "every namespace, with a NAMESPACE column (an administrator of every one)")
+      ->excludes(list_prefix);
 
   CLI::App* watch_cmd = app.add_subcommand("watch", kWatchHelp);
   watch_cmd->footer(kWatchFooter);
@@ -342,11 +349,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     client::Client client(one_attempt(options));
     const bool terminal = stderr_is_terminal(err);
     ServerRetry retry(err, terminal, options.retry_budget);
-    // Who holds `key` now, for the waiting line and "not acquired": one quick read.
-    const WaitLine::Lookup holders_of = [&client, &key, &flags, permits] {
+    // Who holds `key` now and who waits, for the waiting line and "not acquired": one quick read.
+    const WaitLine::Lookup state_of = [&client, &key, &flags, permits] {
       const SteadyClock::time_point deadline = SteadyClock::now() + std::chrono::seconds(2);
-      return permits > 0 ? client.semaphore(key, flags.ns, deadline).holders
-                         : client.holders(key, flags.ns, deadline);
+      if (permits == 0) return client.state(key, flags.ns, deadline);
+      client::SemaphoreInfo semaphore = client.semaphore(key, flags.ns, deadline);
+      return client::KeyState{std::move(semaphore.holders), std::move(semaphore.waiters)};
     };
     retry.set_servers(client.servers());
     const auto once = [&retry](auto call, bool repeat_safe = true) {
@@ -363,6 +371,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       once([&](SteadyClock::time_point deadline) {
         printer.keepalive(client.keepalive(session_id, deadline));
       });
+    } else if (*session_show) {
+      once([&](SteadyClock::time_point deadline) {
+        printer.session_detail(client.session_detail(session_id, deadline));
+      });
     } else if (*session_close) {
       once([&](SteadyClock::time_point deadline) { client.close_session(session_id, deadline); },
            /*repeat_safe=*/false);
@@ -375,7 +387,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       once([&](SteadyClock::time_point deadline) {
         // Per attempt: a failure clears it before the retry's line is drawn.
         std::optional<WaitLine> line;
-        if (terminal && wait_ms.count() > 0) line.emplace(err, key, holders_of, started);
+        if (terminal && wait_ms.count() > 0) {
+          line.emplace(err, key, session_id, state_of, started);
+        }
         // A retry after a failure asks only for what is left of the wait.
         const milliseconds left =
             std::max(milliseconds(0),
@@ -389,7 +403,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       if (!handle) {
         std::vector<LockInfo> holders;
         try {
-          holders = holders_of();
+          holders = state_of().holders;
         } catch (const std::exception&) {
           // Not named then.
         }
@@ -429,26 +443,33 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       // Pages of at most 1000 (C3 "Paging"), followed until --limit locks are shown (default
       // 100), or to the end with --all; a page's `next` says whether more follow.
       const std::size_t shown = limit == 0 ? 100 : limit;
-      std::vector<LockInfo> locks;
+      client::LockPage listed;
       std::string after;
       while (true) {
         const std::size_t wanted =
-            all_pages ? 1000 : std::min<std::size_t>(1000, shown + 1 - locks.size());
+            all_pages ? 1000 : std::min<std::size_t>(1000, shown + 1 - listed.locks.size());
         client::LockPage page;
         once([&](SteadyClock::time_point deadline) {
-          page = client.list_page(prefix, wanted, after, flags.ns, deadline);
+          page = every_namespace ? client.list_every_namespace(wanted, after, deadline)
+                                 : client.list_page(prefix, wanted, after, flags.ns, deadline);
         });
-        locks.insert(locks.end(), page.locks.begin(), page.locks.end());
+        const auto append = [](auto& to, auto& from) {
+          to.insert(to.end(), std::make_move_iterator(from.begin()),
+                    std::make_move_iterator(from.end()));
+        };
+        append(listed.locks, page.locks);
+        append(listed.waiting, page.waiting);
+        append(listed.namespaces, page.namespaces);
         if (page.next.empty()) break;
         after = page.next;
-        if (!all_pages && locks.size() > shown) break;
+        if (!all_pages && listed.locks.size() > shown) break;
       }
       std::optional<ListCut> cut;
-      if (!all_pages && locks.size() > shown) {
-        locks.resize(shown);
+      if (!all_pages && listed.locks.size() > shown) {
+        listed.locks.resize(shown);
         cut = ListCut{shown, true};
       }
-      printer.locks(locks, cut);
+      printer.locks(listed, every_namespace, cut);
     } else if (*sessions) {
       // As list: pages followed until --limit sessions (default 100), or to the end with --all.
       const std::size_t shown = limit == 0 ? 100 : limit;
@@ -499,7 +520,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         run_options.kill_grace = client::parse_duration(kill_grace, "--kill-grace");
       }
       run_options.command = command;
-      run_options.holders = holders_of;
+      run_options.state = state_of;
       run_options.terminal = terminal;
       // Report an unreachable server before opening the session: the library's own retries,
       // which the session needs for its keepalives, are silent.

@@ -60,7 +60,8 @@ EXAMPLES
   dlock elect payouts-primary --value "$HOSTNAME" -- ./serve.sh
   dlock leader payouts-primary --watch)";
 
-inline constexpr const char* kSession = "Open, keep alive or close a session (a liveness lease)";
+inline constexpr const char* kSession =
+    "Open, keep alive, show or close a session (a liveness lease)";
 inline constexpr const char* kSessionFooter = R"(DESCRIPTION
   Locks belong to a session. A session expires unless kept alive within its TTL; closing or
   expiring a session releases all of its locks. `dlock run` manages its own session; these
@@ -76,6 +77,7 @@ EXAMPLE
   sid=$(dlock session open --ttl 1m --json | jq -r .session_id)
   dlock acquire jobs/nightly --session "$sid"
   dlock session keepalive "$sid"
+  dlock session show "$sid"     # what it holds, in every namespace, and waits for
   dlock session close "$sid")";
 
 inline constexpr const char* kAcquire = "Acquire a lock for an existing session";

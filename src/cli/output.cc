@@ -243,10 +243,24 @@ void Printer::semaphore(const client::SemaphoreInfo& info) {
   holder_table(out_, info.holders);
 }
 
-void Printer::locks(const std::vector<LockInfo>& infos, const std::optional<ListCut>& cut,
-                    WallClock::time_point now) {
+void Printer::locks(const client::LockPage& listed, bool every_namespace,
+                    const std::optional<ListCut>& cut, WallClock::time_point now) {
+  const auto& infos = listed.locks;
+  const auto waiting = [&listed](std::size_t i) {
+    return i < listed.waiting.size() ? listed.waiting[i] : 0;
+  };
+  const auto ns_of = [&listed](std::size_t i) {
+    return i < listed.namespaces.size() ? listed.namespaces[i] : std::string();
+  };
   if (json_) {
-    boost::json::object object{{"locks", locks_json(infos)}};
+    boost::json::array items;
+    for (std::size_t i = 0; i < infos.size(); ++i) {
+      boost::json::object item = lock_json(infos[i]);
+      item["waiting"] = waiting(i);
+      if (every_namespace) item["ns"] = ns_of(i);
+      items.push_back(std::move(item));
+    }
+    boost::json::object object{{"locks", std::move(items)}};
     if (cut) object["truncated"] = true;
     out_ << boost::json::serialize(object) << '\n';
     return;
@@ -255,21 +269,31 @@ void Printer::locks(const std::vector<LockInfo>& infos, const std::optional<List
     out_ << "no locks held\n";
     return;
   }
-  // HOOK(issue 41, waiters API): a WAITERS column once GET /v1/locks lists each key's waiters.
-  std::vector<std::vector<std::string>> rows = {
-      {"KEY", "MODE", "FENCING_TOKEN", "OWNER", "SESSION", "AGE", "EXPIRES_AT"}};
-  for (const LockInfo& info : infos) {
+  const auto cell = [](const std::string& text) {
+    return text.empty() ? std::string("-") : printable(text);
+  };
+  std::vector<std::string> header = {"KEY",     "MODE",    "FENCING_TOKEN", "OWNER",
+                                     "SESSION", "WAITERS", "AGE",           "EXPIRES_AT"};
+  if (every_namespace) header.insert(header.begin(), "NAMESPACE");
+  std::vector<std::vector<std::string>> rows = {std::move(header)};
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    const LockInfo& info = infos[i];
     const auto age = info.acquired_at == WallClock::time_point{}
                          ? std::string("-")
                          : format_age(std::chrono::duration_cast<std::chrono::milliseconds>(
                                now - info.acquired_at));
     std::string mode = to_string(info.mode);
     if (info.limit != 0) mode += "/" + std::to_string(info.limit);
-    const auto cell = [](const std::string& text) {
-      return text.empty() ? std::string("-") : printable(text);
-    };
-    rows.push_back({cell(info.key), mode, std::to_string(info.fencing_token), cell(info.owner_id),
-                    cell(info.session_id), age, time_or_dash(info.expires_at)});
+    std::vector<std::string> row = {cell(info.key),
+                                    mode,
+                                    std::to_string(info.fencing_token),
+                                    cell(info.owner_id),
+                                    cell(info.session_id),
+                                    std::to_string(waiting(i)),
+                                    age,
+                                    time_or_dash(info.expires_at)};
+    if (every_namespace) row.insert(row.begin(), cell(ns_of(i)));
+    rows.push_back(std::move(row));
   }
   print_aligned(out_, rows);
   if (cut) {
@@ -312,6 +336,76 @@ void Printer::sessions(const std::vector<client::ListedSession>& listed, bool mo
   }
   print_aligned(out_, rows);
   if (more) out_ << "more sessions follow: use --all or --limit N\n";
+}
+
+void Printer::session_detail(const client::SessionDetail& detail) {
+  const SessionInfo& session = detail.listed.session;
+  if (json_) {
+    boost::json::object object{{"session_id", session.session_id},
+                               {"owner", session.owner_id},
+                               {"ttl_ms", session.ttl.count()},
+                               {"lock_delay_ms", session.lock_delay.count()},
+                               {"expires_at", time_or_dash(session.expires_at)}};
+    if (!detail.listed.principal.empty()) object["principal"] = detail.listed.principal;
+    boost::json::array holds, waits;
+    for (const auto& held : detail.holds) {
+      boost::json::object item = lock_json(held.lock);
+      item["ns"] = held.ns;
+      holds.push_back(std::move(item));
+    }
+    for (const auto& wait : detail.waits) {
+      boost::json::object item{{"ns", wait.ns},
+                               {"key", wait.key},
+                               {"mode", to_string(wait.mode)},
+                               {"position", wait.position},
+                               {"waiting_ms", wait.waiting.count()}};
+      if (wait.limit != 0) item["limit"] = wait.limit;
+      waits.push_back(std::move(item));
+    }
+    object["holds"] = std::move(holds);
+    object["waits"] = std::move(waits);
+    out_ << boost::json::serialize(object) << '\n';
+    return;
+  }
+  const auto cell = [](const std::string& text) {
+    return text.empty() ? std::string("-") : printable(text);
+  };
+  const auto mode_of = [](HoldMode mode, std::uint32_t limit) {
+    std::string text = to_string(mode);
+    if (limit != 0) text += "/" + std::to_string(limit);
+    return text;
+  };
+  out_ << "session     " << cell(session.session_id) << '\n'
+       << "owner       " << cell(session.owner_id) << '\n'
+       << "principal   " << cell(detail.listed.principal) << '\n'
+       << "ttl         " << format_age(session.ttl) << '\n'
+       << "lock delay  " << format_age(session.lock_delay) << '\n'
+       << "expires at  " << time_or_dash(session.expires_at) << '\n';
+  if (detail.holds.empty()) {
+    out_ << "holds       nothing\n";
+  } else {
+    out_ << "holds       " << detail.holds.size() << '\n';
+    std::vector<std::vector<std::string>> rows = {
+        {"NAMESPACE", "KEY", "MODE", "FENCING_TOKEN", "EXPIRES_AT"}};
+    for (const auto& held : detail.holds) {
+      rows.push_back({cell(held.ns), cell(held.lock.key), mode_of(held.lock.mode, held.lock.limit),
+                      std::to_string(held.lock.fencing_token), time_or_dash(held.lock.expires_at)});
+    }
+    print_aligned(out_, rows);
+  }
+  // Waiting is per dlockd (C3 "Waiters"): another dlockd's queue is not seen from here.
+  if (detail.waits.empty()) {
+    out_ << "waits for   nothing on this dlockd\n";
+    return;
+  }
+  out_ << "waits for   " << detail.waits.size() << " on this dlockd\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"NAMESPACE", "KEY", "MODE", "POSITION", "WAITING"}};
+  for (const auto& wait : detail.waits) {
+    rows.push_back({cell(wait.ns), cell(wait.key), mode_of(wait.mode, wait.limit),
+                    std::to_string(wait.position), format_age(wait.waiting)});
+  }
+  print_aligned(out_, rows);
 }
 
 void Printer::revoked(const std::string& key, const LockOutcome& outcome) {

@@ -39,14 +39,20 @@ class Printer {
   // `dlock sessions`: aligned columns SESSION OWNER PRINCIPAL TTL LOCK_DELAY EXPIRES_AT, and a
   // last line when more were not shown.
   void sessions(const std::vector<client::ListedSession>& listed, bool more);
+  // `dlock session show`: the session, then aligned tables of what it holds (NAMESPACE KEY MODE
+  // FENCING_TOKEN EXPIRES_AT) and waits for on the dlockd that answered (NAMESPACE KEY MODE
+  // POSITION WAITING); JSON: C3's answer.
+  void session_detail(const client::SessionDetail& detail);
   // `dlock get`: the holders and, on the server that answered, the waiters (C3 "Waiters").
   void lock(const std::string& key, const std::vector<LockInfo>& holders,
             const std::vector<client::Waiter>& waiters = {});
   void semaphore(const client::SemaphoreInfo& info);
-  // `dlock list`: aligned columns KEY MODE FENCING_TOKEN OWNER SESSION AGE EXPIRES_AT (AGE =
-  // `now` - acquired_at). `cut`: the answer stopped at a limit, and a last line says so.
-  void locks(const std::vector<LockInfo>& infos, const std::optional<ListCut>& cut = {},
-             WallClock::time_point now = WallClock::now());
+  // `dlock list`: aligned columns [NAMESPACE] KEY MODE FENCING_TOKEN OWNER SESSION WAITERS AGE
+  // EXPIRES_AT (NAMESPACE with `every_namespace`; WAITERS: acquires waiting on the dlockd that
+  // answered; AGE = `now` - acquired_at). `cut`: the answer stopped at a limit, and a last line
+  // says so. JSON: {"locks": [C3's list entries]}.
+  void locks(const client::LockPage& listed, bool every_namespace,
+             const std::optional<ListCut>& cut = {}, WallClock::time_point now = WallClock::now());
   void revoked(const std::string& key, const LockOutcome& outcome);
   // An election's leader, or that nobody leads (`leader` empty). Text: one line, the same for
   // each change `dlock leader --watch` prints; JSON: one document per line, C3's read answer

@@ -280,8 +280,8 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
     wake_main_thread();
   });
   std::optional<WaitLine> line;
-  if (options.terminal && options.wait.count() > 0 && options.holders) {
-    line.emplace(err, options.key, options.holders, SteadyClock::now());
+  if (options.terminal && options.wait.count() > 0 && options.state) {
+    line.emplace(err, options.key, session.id(), options.state, SteadyClock::now());
   }
   while (!acquire_done) {
     siginfo_t info{};
@@ -306,7 +306,7 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   if (!lock) {
     std::vector<LockInfo> holders;
     try {
-      if (options.holders) holders = options.holders();
+      if (options.state) holders = options.state().holders;
     } catch (const std::exception&) {
       // Not named then: the answer "held" stands on its own.
     }

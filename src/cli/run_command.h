@@ -37,9 +37,9 @@ struct RunOptions {
   std::optional<std::chrono::milliseconds> stop_margin;
   std::optional<std::chrono::milliseconds> kill_grace;
   std::vector<std::string> command;
-  // Who holds the key now (a read of it, short deadline; may throw), for the waiting line and
-  // for naming the holder when the key stays held. Empty: the holder is not named.
-  std::function<std::vector<LockInfo>()> holders;
+  // Who holds the key now and who waits for it (a read of it, short deadline; may throw), for
+  // the waiting line and for naming the holder when the key stays held. Empty: not named.
+  std::function<client::KeyState()> state;
   // stderr is a terminal: while the acquire waits, one line redrawn every second (WaitLine).
   bool terminal = false;
 };

@@ -33,6 +33,15 @@ std::string held_by(const std::vector<LockInfo>& holders) {
   return "held by " + std::to_string(holders.size()) + what + ", newest " + owner;
 }
 
+std::optional<std::size_t> waiters_ahead(const std::vector<client::Waiter>& waiters,
+                                         const std::string& session_id) {
+  if (session_id.empty()) return std::nullopt;
+  for (const auto& waiter : waiters) {
+    if (waiter.session_id == session_id) return waiter.position > 0 ? waiter.position - 1 : 0;
+  }
+  return std::nullopt;
+}
+
 std::string waiting_line(const std::string& key, const std::vector<LockInfo>& holders,
                          std::optional<std::size_t> ahead, milliseconds waited) {
   std::string line = "dlock: waiting for " + printable(key) + ": " + held_by(holders);
@@ -40,10 +49,11 @@ std::string waiting_line(const std::string& key, const std::vector<LockInfo>& ho
   return line + "; waited " + whole_seconds(waited);
 }
 
-WaitLine::WaitLine(std::ostream& err, std::string key, Lookup lookup,
+WaitLine::WaitLine(std::ostream& err, std::string key, std::string session_id, Lookup lookup,
                    SteadyClock::time_point started, milliseconds first_draw)
     : err_(err),
       key_(std::move(key)),
+      session_id_(std::move(session_id)),
       lookup_(std::move(lookup)),
       started_(started),
       first_draw_(first_draw),
@@ -63,24 +73,20 @@ void WaitLine::loop(const std::stop_token& stop) {
     return !wake.wait_for(lock, stop, delay, [] { return false; }) && !stop.stop_requested();
   };
   if (!sleep(first_draw_)) return;
-  std::vector<LockInfo> holders;
+  client::KeyState state;
   std::optional<SteadyClock::time_point> looked_up;
   for (;;) {
     if (!looked_up || SteadyClock::now() - *looked_up >= kLookup) {
       try {
-        holders = lookup_();
+        state = lookup_();
       } catch (const std::exception&) {
         // Keep the last answer: the line is a courtesy, the acquire decides.
       }
       looked_up = SteadyClock::now();
       if (stop.stop_requested()) return;
     }
-    // HOOK(issue 41, waiters API): GET /v1/locks/{key} is getting the key's waiters (position,
-    // owner, mode) in a change of its own. Once LockInfo or the holders answer carries them,
-    // pass this acquire's position here as `ahead`; until then the line shows no count.
-    const std::optional<std::size_t> ahead;
     err_ << "\r\x1b[K"
-         << waiting_line(key_, holders, ahead,
+         << waiting_line(key_, state.holders, waiters_ahead(state.waiters, session_id_),
                          std::chrono::duration_cast<milliseconds>(SteadyClock::now() - started_))
          << std::flush;
     drawn_ = true;

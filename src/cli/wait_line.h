@@ -24,18 +24,25 @@ namespace dlock::cli {
 std::string held_by(const std::vector<LockInfo>& holders);
 
 // The waiting line without the terminal controls: "dlock: waiting for KEY: held by OWNER
-// (token N); waited 12s". `ahead`: how many waiters are before this one, when known.
+// (token N); 2 ahead; waited 12s". `ahead`: how many waiters are before this one, when known.
+// How many acquires wait before the first one of `session_id` in `waiters` (C3 "Waiters", the
+// head first); none when it is not listed (another dlockd answered, or not queued yet).
+std::optional<std::size_t> waiters_ahead(const std::vector<client::Waiter>& waiters,
+                                         const std::string& session_id);
+
 std::string waiting_line(const std::string& key, const std::vector<LockInfo>& holders,
                          std::optional<std::size_t> ahead, std::chrono::milliseconds waited);
 
 // Draws waiting_line() on a terminal from a thread of its own, every second, from
 // `first_draw` after construction (an acquire granted at once draws nothing); asks `lookup`
-// for the holders every 2 s (a failure keeps the last answer). The destructor stops the thread
+// for the holders and waiters every 2 s (a failure keeps the last answer) and counts the
+// waiters ahead of `session_id`'s acquire. The destructor stops the thread
 // and clears the line, so the next message starts on a clean line.
 class WaitLine {
  public:
-  using Lookup = std::function<std::vector<LockInfo>()>;
-  WaitLine(std::ostream& err, std::string key, Lookup lookup, SteadyClock::time_point started,
+  using Lookup = std::function<client::KeyState()>;
+  WaitLine(std::ostream& err, std::string key, std::string session_id, Lookup lookup,
+           SteadyClock::time_point started,
            std::chrono::milliseconds first_draw = std::chrono::milliseconds(500));
   WaitLine(const WaitLine&) = delete;
   WaitLine& operator=(const WaitLine&) = delete;
@@ -46,6 +53,7 @@ class WaitLine {
 
   std::ostream& err_;
   const std::string key_;
+  const std::string session_id_;
   const Lookup lookup_;
   const SteadyClock::time_point started_;
   const std::chrono::milliseconds first_draw_;

@@ -276,6 +276,65 @@ SessionPage ClientCore::list_sessions(const std::string& owner, const std::strin
   return page;
 }
 
+namespace {
+
+// The "waiters" of a GET /v1/locks/{key} or /v1/semaphores/{name} answer (C3 "Waiters").
+std::vector<Waiter> decode_waiters(const boost::json::object& object) {
+  std::vector<Waiter> decoded;
+  const auto* waiters = object.if_contains("waiters");
+  if (waiters == nullptr || !waiters->is_array()) return decoded;
+  for (const auto& entry : waiters->as_array()) {
+    if (!entry.is_object()) continue;
+    const auto& waiter = entry.as_object();
+    Waiter one;
+    one.position = static_cast<std::size_t>(uint_member(waiter, "position"));
+    one.owner_id = string_member(waiter, "owner", /*required=*/false);
+    one.mode = mode_member(waiter, HoldMode::kExclusive);
+    one.limit = limit_member(waiter, 0);
+    one.waiting = millis_member(waiter, "waiting_ms");
+    one.session_id = string_member(waiter, "session_id", /*required=*/false);
+    decoded.push_back(std::move(one));
+  }
+  return decoded;
+}
+
+}  // namespace
+
+SessionDetail ClientCore::session_detail(const std::string& session_id,
+                                         const CallContext& context) {
+  const std::string what = "get session " + session_id;
+  const Exchange exchange =
+      call(HttpRequest{Method::kGet, "/v1/sessions/" + percent_encode(session_id), {}, {}}, context,
+           what);
+  expect_status(exchange.response, 200, what);
+  const auto object = parse_object(exchange.response.body, what);
+  SessionDetail detail;
+  detail.listed = {decode_session(object), string_member(object, "principal", false)};
+  if (detail.listed.session.session_id.empty()) detail.listed.session.session_id = session_id;
+  if (const auto* holds = object.if_contains("holds"); holds && holds->is_array()) {
+    for (const auto& entry : holds->as_array()) {
+      if (!entry.is_object()) continue;
+      detail.holds.push_back({string_member(entry.as_object(), "ns", /*required=*/false),
+                              decode_lock_info(entry.as_object())});
+    }
+  }
+  if (const auto* waits = object.if_contains("waits"); waits && waits->is_array()) {
+    for (const auto& entry : waits->as_array()) {
+      if (!entry.is_object()) continue;
+      const auto& wait = entry.as_object();
+      SessionDetail::Wait one;
+      one.ns = string_member(wait, "ns", /*required=*/false);
+      one.key = string_member(wait, "key", /*required=*/false);
+      one.mode = mode_member(wait, HoldMode::kExclusive);
+      one.limit = limit_member(wait, 0);
+      one.position = static_cast<std::size_t>(uint_member(wait, "position"));
+      one.waiting = millis_member(wait, "waiting_ms");
+      detail.waits.push_back(std::move(one));
+    }
+  }
+  return detail;
+}
+
 KeyState ClientCore::state(const std::string& key, const std::string& ns,
                            const CallContext& context) {
   const auto object = read_lock(key, ns, context);
@@ -283,20 +342,7 @@ KeyState ClientCore::state(const std::string& key, const std::string& ns,
   if (!object) return state;
   state.holders = object->contains("holders") ? decode_lock_infos(*object, "holders", "get " + key)
                                               : std::vector<LockInfo>{decode_lock_info(*object)};
-  if (const auto* waiters = object->if_contains("waiters"); waiters && waiters->is_array()) {
-    for (const auto& entry : waiters->as_array()) {
-      if (!entry.is_object()) continue;
-      const auto& waiter = entry.as_object();
-      Waiter decoded;
-      decoded.position = static_cast<std::size_t>(uint_member(waiter, "position"));
-      decoded.owner_id = string_member(waiter, "owner", /*required=*/false);
-      decoded.mode = mode_member(waiter, HoldMode::kExclusive);
-      decoded.limit = limit_member(waiter, 0);
-      decoded.waiting = millis_member(waiter, "waiting_ms");
-      decoded.session_id = string_member(waiter, "session_id", /*required=*/false);
-      state.waiters.push_back(std::move(decoded));
-    }
-  }
+  state.waiters = decode_waiters(*object);
   return state;
 }
 
@@ -313,6 +359,7 @@ SemaphoreInfo ClientCore::semaphore(const std::string& name, const std::string& 
   if (info.name.empty()) info.name = name;
   info.limit = limit_member(object, 0);
   info.holders = decode_lock_infos(object, "holders", what);
+  info.waiters = decode_waiters(object);
   return info;
 }
 
@@ -323,19 +370,26 @@ std::vector<LockInfo> ClientCore::list(const std::string& prefix, std::size_t li
 
 LockPage ClientCore::list_page(const std::string& prefix, std::size_t limit,
                                const std::string& after, const std::string& ns,
-                               const CallContext& context) {
+                               const CallContext& context, bool every_namespace) {
   const std::string what = "list";
   const std::string target =
       "/v1/locks" + query_string({{"prefix", prefix},
                                   {"limit", limit > 0 ? std::to_string(limit) : std::string()},
                                   {"after", after},
-                                  {"ns", ns}});
+                                  {"ns", ns},
+                                  {"all_namespaces", every_namespace ? "true" : ""}});
   const Exchange exchange = call(HttpRequest{Method::kGet, target, {}, {}}, context, what);
   expect_status(exchange.response, 200, what);
   const auto object = parse_object(exchange.response.body, what);
   LockPage page;
   page.locks = decode_lock_infos(object, "locks", what);
   page.next = string_member(object, "next", /*required=*/false);
+  for (const auto& entry : object.at("locks").as_array()) {
+    const auto& lock = entry.as_object();
+    page.waiting.push_back(
+        lock.contains("waiting") ? static_cast<std::size_t>(uint_member(lock, "waiting")) : 0);
+    page.namespaces.push_back(string_member(lock, "ns", /*required=*/false));
+  }
   if (const auto* delays = object.if_contains("delays"); delays && delays->is_array()) {
     for (const auto& delay : delays->as_array()) {
       if (!delay.is_object()) continue;

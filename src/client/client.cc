@@ -87,6 +87,10 @@ SessionPage Client::list_sessions(const std::string& owner, const std::string& p
   return core_->list_sessions(owner, principal, limit, after, core_->context(deadline));
 }
 
+SessionDetail Client::session_detail(const std::string& session_id, Deadline deadline) {
+  return core_->session_detail(session_id, core_->context(deadline));
+}
+
 KeyState Client::state(const std::string& key, const std::string& ns, Deadline deadline) {
   return core_->state(key, ns, core_->context(deadline));
 }
@@ -94,6 +98,12 @@ KeyState Client::state(const std::string& key, const std::string& ns, Deadline d
 LockPage Client::list_page(const std::string& prefix, std::size_t limit, const std::string& after,
                            const std::string& ns, Deadline deadline) {
   return core_->list_page(prefix, limit, after, ns, core_->context(deadline));
+}
+
+LockPage Client::list_every_namespace(std::size_t limit, const std::string& after,
+                                      Deadline deadline) {
+  return core_->list_page({}, limit, after, {}, core_->context(deadline),
+                          /*every_namespace=*/true);
 }
 
 LockOutcome Client::revoke(const std::string& key, const std::string& ns, Deadline deadline) {

@@ -147,9 +147,11 @@ struct ClientCore {
   SessionPage list_sessions(const std::string& owner, const std::string& principal,
                             std::size_t limit, const std::string& after,
                             const CallContext& context);
+  SessionDetail session_detail(const std::string& session_id, const CallContext& context);
   KeyState state(const std::string& key, const std::string& ns, const CallContext& context);
   LockPage list_page(const std::string& prefix, std::size_t limit, const std::string& after,
-                     const std::string& ns, const CallContext& context);
+                     const std::string& ns, const CallContext& context,
+                     bool every_namespace = false);
   LockOutcome revoke(const std::string& key, const std::string& ns, const CallContext& context);
 
   // Elections (C3 "Elections"; elections.cc). A campaign is acquire() with

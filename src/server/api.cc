@@ -234,7 +234,7 @@ void Api::metrics(const RequestContext&, const Reply& reply) {
   // dlock_held_locks: one bounded list of the store at most once a second, in the background, so
   // that a slow or wedged backend never holds up a scrape (C4).
   if (telemetry_.held_count_due()) {
-    service_.list("", Telemetry::kHeldCountLimit,
+    service_.list("", {}, Telemetry::kHeldCountLimit,
                   [this](core::Outcome<std::vector<LockInfo>> grants) {
                     telemetry_.set_held_locks(grants.error ? nullptr : &*grants.value);
                   });
@@ -452,6 +452,7 @@ struct ListEntry {
 };
 
 // `after` of GET /v1/locks (a page's `next`) as the store key and token it names; {} when absent.
+// `ns` empty: every namespace is listed, and the cursor's key carries its namespace ("ns/key").
 ListAfter parse_list_after(const std::optional<std::string>& text, const std::string& ns) {
   if (!text || text->empty()) return {};
   const auto colon = text->find(':');
@@ -462,7 +463,14 @@ ListAfter parse_list_after(const std::optional<std::string>& text, const std::st
   ListAfter after;
   try {
     after.fencing_token = parse_token(text->substr(0, colon), "after");
-    after.key = store_key::join(ns, checked_key(text->substr(colon + 1)));
+    const std::string key = text->substr(colon + 1);
+    if (!ns.empty()) {
+      after.key = store_key::join(ns, checked_key(key));
+    } else if (const auto parts = store_key::split(key)) {
+      after.key = store_key::join(checked_namespace(parts->ns), checked_key(parts->key));
+    } else {
+      throw refuse();
+    }
   } catch (const InvalidArgumentError&) {
     throw refuse();
   }
@@ -473,27 +481,51 @@ ListAfter parse_list_after(const std::optional<std::string>& text, const std::st
 
 // GET /v1/locks?prefix=&limit=&after=: the grants and the lock-delays under `prefix`, one page of
 // at most `limit` entries in (key, token) order, a delay before its key's grants; `next` is
-// present when more follow and is the `after` of the next page.
+// present when more follow and is the `after` of the next page. With all_namespaces=true (an
+// administrator of every namespace), every namespace's, each entry naming its "ns".
 void Api::list_locks(const RequestContext& context, const Reply& reply) {
-  const auto ns = context.query_namespace();
+  const bool every_namespace = parse_bool_query(context.query("all_namespaces"), "all_namespaces");
+  if (every_namespace && context.query("ns")) {
+    throw InvalidArgumentError("ns", "ns and all_namespaces=true exclude each other");
+  }
+  const auto ns = every_namespace ? std::string() : context.query_namespace();
   const auto prefix = context.query("prefix").value_or("");
   const auto limit = parse_list_limit(context.query("limit"));
   checked_prefix(prefix);
+  if (every_namespace && !prefix.empty()) {
+    throw InvalidArgumentError("prefix",
+                               "prefix selects keys of one namespace: name it with ns instead of "
+                               "all_namespaces=true");
+  }
   const auto after = parse_list_after(context.query("after"), ns);
-  if (auto denied = auth_.authorize(context, auth::Role::kRead, ns)) return reply(*denied);
+  if (every_namespace) {
+    if (!sees_every_session(context.principal.get())) {
+      return reply(error_response(
+          403, "permission_denied",
+          "only an administrator of every namespace (admin:*) lists every namespace"));
+    }
+  } else if (auto denied = auth_.authorize(context, auth::Role::kRead, ns)) {
+    return reply(*denied);
+  }
   const bool auth = auth_.enabled();
-  const auto stored_prefix = store_key::join(ns, prefix);
+  const auto stored_prefix = every_namespace ? std::string() : store_key::join(ns, prefix);
   // The grants, then the names a lock-delay keeps (C3 "Lock-delay"): two reads of one more than
   // a page each, merged, so that the page is the first `limit` entries of both after `after`.
   service_.list(
       stored_prefix, after, limit + 1,
-      [this, reply, stored_prefix, after, limit, caller = context.principal,
-       auth](core::Outcome<std::vector<LockInfo>> listed) {
+      [this, reply, stored_prefix, after, limit, caller = context.principal, auth,
+       every_namespace](core::Outcome<std::vector<LockInfo>> listed) {
         if (listed.error) return reply(error_response(listed.error));
         service_.list_delays(
             stored_prefix, after.key, limit + 1,
-            answer<std::vector<KeyDelay>>(reply, [locks = std::move(*listed.value), limit, caller,
-                                                  auth](std::vector<KeyDelay> delays) {
+            answer<std::vector<KeyDelay>>(reply, [this, locks = std::move(*listed.value), limit,
+                                                  caller, auth,
+                                                  every_namespace](std::vector<KeyDelay> delays) {
+              // The namespace of an entry, when every namespace is listed.
+              const auto with_ns = [every_namespace](json::object item, const std::string& key) {
+                if (every_namespace) item["ns"] = std::string(store_key::split(key)->ns);
+                return item;
+              };
               json::array items, delayed;
               std::optional<ListEntry> last;
               auto lock = locks.begin();
@@ -504,19 +536,24 @@ void Api::list_locks(const RequestContext& context, const Reply& reply) {
                 if (!have_lock && !have_delay) break;
                 if (have_delay && (!have_lock || ListEntry{delay->key, 0} <
                                                      ListEntry{lock->key, lock->fencing_token})) {
-                  delayed.push_back(
-                      {{"key", api_key(delay->key)}, {"delayed_until", format_time(delay->until)}});
+                  delayed.push_back(with_ns(
+                      {{"key", api_key(delay->key)}, {"delayed_until", format_time(delay->until)}},
+                      delay->key));
                   last = ListEntry{delay->key, 0};
                   ++delay;
                 } else {
-                  items.push_back(info_json(*lock, caller.get(), auth));
+                  // How many acquires wait for the key on this dlockd (C3 "Waiters").
+                  json::object item = info_json(*lock, caller.get(), auth);
+                  item["waiting"] = service_.waiters(lock->key).size();
+                  items.push_back(with_ns(std::move(item), lock->key));
                   last = ListEntry{lock->key, lock->fencing_token};
                   ++lock;
                 }
               }
               json::object body{{"locks", std::move(items)}, {"delays", std::move(delayed)}};
               if (last && (lock != locks.end() || delay != delays.end())) {
-                body["next"] = std::to_string(last->fencing_token) + ":" + api_key(last->key);
+                body["next"] = std::to_string(last->fencing_token) + ":" +
+                               (every_namespace ? last->key : api_key(last->key));
               }
               return ok(200, body);
             }));

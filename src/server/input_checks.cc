@@ -220,6 +220,12 @@ std::size_t parse_list_limit(const std::optional<std::string>& text) {
   return limit;
 }
 
+bool parse_bool_query(const std::optional<std::string>& text, const char* field) {
+  if (!text || *text == "false") return false;
+  if (*text == "true") return true;
+  throw InvalidArgumentError(field, std::string(field) + " must be true or false");
+}
+
 bool constant_time_equal(std::string_view given, std::string_view expected) {
   unsigned char difference = given.size() == expected.size() ? 0 : 1;
   for (std::size_t i = 0; i < given.size(); ++i) {

@@ -66,6 +66,8 @@ std::string checked_leader_value(const std::optional<std::string>& value,
                                  const char* field = "value");
 // GET /v1/locks ?limit= (field "limit"): 1..kMaxListLimit, kDefaultListLimit when absent.
 std::size_t parse_list_limit(const std::optional<std::string>& text);
+// A boolean query parameter: "true" or "false" (absent: false); a 400 naming `field` otherwise.
+bool parse_bool_query(const std::optional<std::string>& text, const char* field);
 
 // Compares without an early exit, so response timing does not reveal a prefix of `expected`.
 bool constant_time_equal(std::string_view given, std::string_view expected);

@@ -9,7 +9,8 @@ campaign or observing read does not spend the run's time budget (the waits thems
 tested in tests/integration). Two rules of the document that JSON Schema cannot state are
 applied to valid data: a `fencing_token` in a body is written without a fraction (`5`, not
 `5.0`, which JSON Schema counts as an integer; C3 "Numbers"), `after_value` comes only with `after_token`,
-a watch has exactly one of `key` and `prefix`, and the lengths
+a watch has exactly one of `key` and `prefix`, a list of every namespace (`all_namespaces=true`)
+names no `ns` or `prefix` and continues from a cursor that names a namespace, and the lengths
 of keys, owners and values are bytes of UTF-8 (JSON Schema's maxLength counts characters), so a
 valid string longer in bytes is cut to fit. Malformed
 values (the negative cases) are left as generated."""
@@ -94,3 +95,11 @@ def before_call(context, case, kwargs):
             del case.query["prefix"]
         elif "key" not in case.query and "prefix" not in case.query:
             case.query["prefix"] = ""
+    # GET /v1/locks?all_namespaces=true takes neither ns nor prefix, and its cursor is
+    # <token>:<ns>/<key> (C3 GET /v1/locks).
+    if case.operation.path == "/v1/locks" and isinstance(case.query, dict) and \
+            str(case.query.get("all_namespaces")).lower() == "true":
+        case.query.pop("ns", None)
+        case.query.pop("prefix", None)
+        if "/" not in str(case.query.get("after", "/")):
+            del case.query["after"]

@@ -63,15 +63,32 @@ enum class Route {
   kElectionGet,
   kSessionList,
   kSessionGet,
-  kWatch
+  kWatch,
+  kListEveryNamespace
 };
-constexpr Route kRoutes[] = {
-    Route::kOpen,         Route::kAcquire,       Route::kExtend,        Route::kRelease,
-    Route::kKeepalive,    Route::kClose,         Route::kGet,           Route::kList,
-    Route::kRevoke,       Route::kClearDelay,    Route::kSharedAcquire, Route::kPermitAcquire,
-    Route::kPermitExtend, Route::kPermitRelease, Route::kSemaphoreGet,  Route::kCampaign,
-    Route::kProclaim,     Route::kResign,        Route::kElectionGet,   Route::kSessionList,
-    Route::kSessionGet,   Route::kWatch};
+constexpr Route kRoutes[] = {Route::kOpen,
+                             Route::kAcquire,
+                             Route::kExtend,
+                             Route::kRelease,
+                             Route::kKeepalive,
+                             Route::kClose,
+                             Route::kGet,
+                             Route::kList,
+                             Route::kRevoke,
+                             Route::kClearDelay,
+                             Route::kSharedAcquire,
+                             Route::kPermitAcquire,
+                             Route::kPermitExtend,
+                             Route::kPermitRelease,
+                             Route::kSemaphoreGet,
+                             Route::kCampaign,
+                             Route::kProclaim,
+                             Route::kResign,
+                             Route::kElectionGet,
+                             Route::kSessionList,
+                             Route::kSessionGet,
+                             Route::kWatch,
+                             Route::kListEveryNamespace};
 
 const char* name_of(Route route) {
   static const char* kNames[] = {"open",          "acquire",        "extend",
@@ -81,7 +98,7 @@ const char* name_of(Route route) {
                                  "permit-extend", "permit-release", "semaphore-get",
                                  "campaign",      "proclaim",       "resign",
                                  "election-get",  "session-list",   "session-get",
-                                 "watch"};
+                                 "watch",         "list-all"};
   return kNames[static_cast<int>(route)];
 }
 
@@ -95,7 +112,8 @@ bool session_view_route(Route route) { return route >= Route::kSessionList; }
 
 bool uses_namespace(Route route) {
   return route != Route::kOpen && route != Route::kKeepalive && route != Route::kClose &&
-         route != Route::kSessionList && route != Route::kSessionGet;
+         route != Route::kSessionList && route != Route::kSessionGet &&
+         route != Route::kListEveryNamespace;
 }
 bool uses_session(Route route) {
   return route == Route::kAcquire || route == Route::kExtend || route == Route::kRelease ||
@@ -212,6 +230,8 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
         return 200;
       case Route::kSessionGet:
         return own || caller.permissions == "admin:*" ? 200 : 404;
+      case Route::kListEveryNamespace:  // admin:* only (C3 GET /v1/locks?all_namespaces=true)
+        return caller.permissions == "admin:*" ? 200 : 403;
       case Route::kClose:
         return own ? 204 : 404;
       case Route::kAcquire:
@@ -336,6 +356,9 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
       case Route::kWatch:
         result = call(caller, "GET", "/v1/watch?ns=" + ns + "&key=" + key);
         break;
+      case Route::kListEveryNamespace:
+        result = call(caller, "GET", "/v1/locks?all_namespaces=true&limit=1000");
+        break;
     }
     const int want = expected(caller, route, ns, own);
     const std::string where =
@@ -364,6 +387,18 @@ class AuthzMatrix : public ::testing::TestWithParam<std::string> {
       const auto& owner =
           route == Route::kElectionGet ? lock.at("leader").at("owner") : lock.at("owner");
       EXPECT_EQ(owner.as_string(), "victim-app") << where;
+    }
+    if (want == 200 && route == Route::kListEveryNamespace) {
+      // The victim's lock is listed with its namespace, and its session to the admin (C6).
+      bool found = false;
+      for (const auto& listed : result.json.at("locks").as_array()) {
+        if (listed.at("key").as_string() != victim_key) continue;
+        found = true;
+        EXPECT_EQ(listed.at("ns").as_string(), ns) << where;
+        EXPECT_TRUE(listed.as_object().contains("session_id")) << where;
+        EXPECT_EQ(listed.at("waiting").to_number<int>(), 0) << where;
+      }
+      EXPECT_TRUE(found) << where << ": " << result.body;
     }
     if (want == 200 && route == Route::kSessionList) {
       // Its own sessions only; every one (the victim's too) for admin:* (C6).

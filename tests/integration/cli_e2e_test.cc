@@ -394,6 +394,65 @@ TEST_F(CliEndToEnd, SessionsAreListedAlignedAndPaged) {
   EXPECT_EQ(dlock({"sessions", "--owner", "nobody-here"}).out, "no sessions\n");
 }
 
+// `dlock session show` (issue 41): what a session holds, in every namespace, and waits for; and
+// `dlock list -A` (every namespace, for an administrator; no tokens file here: everyone is).
+TEST_F(CliEndToEnd, SessionShowAndListEveryNamespace) {
+  const auto open = [this](const char* owner) {
+    const Outcome opened = dlock({"--json", "session", "open", "--owner", owner});
+    EXPECT_EQ(opened.status, 0) << opened.err;
+    return std::string(boost::json::parse(opened.out).at("session_id").as_string());
+  };
+  const std::string holder = open("show-holder"), waiter = open("show-waiter");
+  ASSERT_EQ(dlock({"--ns", "show-a", "acquire", "jobs/x", "--session", holder}).status, 0);
+  ASSERT_EQ(dlock({"--ns", "show-b", "acquire", "jobs/y", "--session", holder, "--shared"}).status,
+            0);
+  std::thread waits([&] {
+    dlock({"--ns", "show-a", "acquire", "jobs/x", "--session", waiter, "--wait", "20s"});
+  });
+  ASSERT_TRUE(testing::wait_for(
+      [&] {
+        return dlock({"session", "show", waiter}).out.find("waits for   1") != std::string::npos;
+      },
+      std::chrono::seconds(10)));
+
+  const Outcome shown = dlock({"session", "show", holder});
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  EXPECT_NE(shown.out.find("owner       show-holder\n"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("holds       2\nNAMESPACE  KEY     MODE       FENCING_TOKEN"),
+            std::string::npos)
+      << shown.out;
+  EXPECT_NE(shown.out.find("\nshow-a     jobs/x  exclusive  "), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("\nshow-b     jobs/y  shared     "), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("waits for   nothing on this dlockd"), std::string::npos) << shown.out;
+  const Outcome waiting = dlock({"session", "show", waiter});
+  EXPECT_NE(waiting.out.find("\nshow-a     jobs/x  exclusive  1         "), std::string::npos)
+      << waiting.out;
+  const auto json = boost::json::parse(dlock({"--json", "session", "show", holder}).out);
+  EXPECT_EQ(json.at("holds").as_array().size(), 2u);
+  EXPECT_EQ(dlock({"session", "show", "s-no-such-session"}).status, 1);
+
+  // Every namespace: a NAMESPACE column, and the waiter counted in WAITERS.
+  const Outcome every = dlock({"list", "-A", "--all"});
+  ASSERT_EQ(every.status, 0) << every.err;
+  EXPECT_EQ(every.out.rfind("NAMESPACE  KEY", 0), 0u) << every.out;
+  const auto row_of = [&every](const std::string& start) {
+    const auto at = every.out.find("\n" + start);
+    return at == std::string::npos
+               ? std::string()
+               : every.out.substr(at + 1, every.out.find('\n', at + 1) - at - 1);
+  };
+  const std::string x = row_of("show-a     jobs/x"), y = row_of("show-b     jobs/y");
+  ASSERT_FALSE(x.empty()) << every.out;
+  ASSERT_FALSE(y.empty()) << every.out;
+  EXPECT_NE(x.find("  1  "), std::string::npos) << "one waiter: " << x;
+  EXPECT_NE(y.find("  0  "), std::string::npos) << "no waiter: " << y;
+  EXPECT_EQ(dlock({"list", "-A", "--prefix", "jobs"}).status, 64) << "-A excludes --prefix";
+
+  ASSERT_EQ(dlock({"session", "close", holder}).status, 0);
+  waits.join();
+  dlock({"session", "close", waiter});
+}
+
 TEST_F(CliEndToEnd, UnreachableServerExits69) {
   const std::string url = server_->url();
   server_.reset();

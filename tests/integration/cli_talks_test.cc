@@ -194,7 +194,7 @@ TEST_F(CliTalks, WaitingOnATerminalShowsWhoHoldsTheKey) {
   testing::DlockdProcess server(testing::DlockdOptions{});
   Holder holder(server, "holder-alice", "queue/head");
   const std::string held = "waiting for queue/head: held by holder-alice (token " +
-                           std::to_string(holder.lock->token()) + "); waited ";
+                           std::to_string(holder.lock->token()) + "); 0 ahead; waited ";
   bool released = false;
   const Watched watched =
       watch_dlock({"--server", server.url(), "run", "queue/head", "--wait", "30s", "--", "true"},

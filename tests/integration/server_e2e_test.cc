@@ -233,6 +233,43 @@ TEST_P(ServerEndToEnd, LocksAreListedInPagesWithNothingRepeatedOrSkipped) {
   EXPECT_EQ(call("GET", "/v1/locks?after=zz").json.at("error").at("field").as_string(), "after");
   EXPECT_EQ(call("GET", "/v1/locks?after=1:").status, 400);
   EXPECT_EQ(call("GET", "/v1/locks?after=x:k").status, 400);
+
+  // Every namespace (all_namespaces=true): the same walk, each entry naming its namespace, the
+  // cursor carrying it; nothing repeated or skipped.
+  const auto other = call("POST", "/v1/locks/" + prefix + "a/acquire?ns=zz-other",
+                          R"({"session_id":")" + alice + R"("})");
+  ASSERT_EQ(other.status, 200) << other.body;
+  std::vector<Entry> expected;
+  for (const auto& [key, token] : all) expected.emplace_back("default/" + key, token);
+  expected.emplace_back("zz-other/" + prefix + "a", token_of(other));
+  std::vector<Entry> walked;
+  std::string after;
+  for (int page = 0; page < 10000; ++page) {
+    const auto listed = call("GET", "/v1/locks?all_namespaces=true&limit=3" +
+                                        (after.empty() ? "" : "&after=" + query_encoded(after)));
+    ASSERT_EQ(listed.status, 200) << listed.body;
+    for (const char* member : {"locks", "delays"}) {
+      for (const auto& entry : listed.json.at(member).as_array()) {
+        const std::string key(entry.at("key").as_string());
+        if (key.rfind(prefix, 0) != 0) continue;  // another test's
+        walked.emplace_back(std::string(entry.at("ns").as_string()) + "/" + key,
+                            entry.as_object().contains("fencing_token")
+                                ? entry.at("fencing_token").to_number<std::uint64_t>()
+                                : 0);
+      }
+    }
+    if (!listed.json.as_object().contains("next")) break;
+    after = std::string(listed.json.at("next").as_string());
+  }
+  std::sort(walked.begin(), walked.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(walked, expected) << "every namespace's pages repeated or skipped an entry";
+  EXPECT_EQ(call("GET", "/v1/locks?all_namespaces=true&ns=a").json.at("error").at("field"), "ns");
+  EXPECT_EQ(call("GET", "/v1/locks?all_namespaces=true&prefix=a").json.at("error").at("field"),
+            "prefix");
+  EXPECT_EQ(call("GET", "/v1/locks?all_namespaces=1").json.at("error").at("field"),
+            "all_namespaces");
+  EXPECT_EQ(call("GET", "/v1/locks?all_namespaces=true&after=1:nons").status, 400);
 }
 
 TEST_P(ServerEndToEnd, AcquireExtendReadListRelease) {

@@ -88,6 +88,22 @@ TEST_P(ServerEndToEnd, ReadShowsTheWaitersInQueueOrder) {
   EXPECT_EQ(waiters[1].at("position").to_number<int>(), 2);
   EXPECT_EQ(waiters[1].at("owner").as_string(), "carol");
   EXPECT_EQ(waiters[1].at("mode").as_string(), "shared");
+  // The list counts them (C3 GET /v1/locks "waiting"), in its namespace and in every one.
+  const auto waiting_in = [&](const std::string& target) {
+    const auto listed = call("GET", target);
+    EXPECT_EQ(listed.status, 200) << listed.body;
+    for (const auto& lock : listed.json.at("locks").as_array()) {
+      if (lock.at("key").as_string() != key) continue;
+      if (target.find("all_namespaces") != std::string::npos) {
+        EXPECT_EQ(lock.at("ns").as_string(), "default") << listed.body;
+      }
+      return lock.at("waiting").to_number<int>();
+    }
+    ADD_FAILURE() << key << " not listed by " << target << ": " << listed.body;
+    return -1;
+  };
+  EXPECT_EQ(waiting_in("/v1/locks?prefix=" + key), 2);
+  EXPECT_EQ(waiting_in("/v1/locks?all_namespaces=true&limit=1000"), 2);
 
   ASSERT_EQ(release(key, alice, token_of(held)).status, 204);
   bob_waits.join();

@@ -165,21 +165,33 @@ TEST(ListOutput, AgeIsShortAndColumnsAlignOnCharacters) {
   b.key = "b";
   b.mode = HoldMode::kShared;
   std::ostringstream out;
-  cli::Printer(out, false).locks({a, b}, cli::ListCut{2, false}, now);
+  client::LockPage listed;
+  listed.locks = {a, b};
+  listed.waiting = {3, 0};
+  cli::Printer(out, false).locks(listed, /*every_namespace=*/false, cli::ListCut{2, false}, now);
   std::istringstream lines(out.str());
   std::string header, first, second, note;
   std::getline(lines, header);
   std::getline(lines, first);
   std::getline(lines, second);
   std::getline(lines, note);
-  EXPECT_EQ(header.rfind("KEY   MODE       FENCING_TOKEN  OWNER  SESSION  AGE    EXPIRES_AT", 0),
-            0U)
+  EXPECT_EQ(
+      header.rfind("KEY   MODE       FENCING_TOKEN  OWNER  SESSION  WAITERS  AGE    EXPIRES_AT", 0),
+      0U)
       << header;
-  EXPECT_EQ(first.rfind("caf\u00e9  exclusive  7              x\\x1b  -        1m05s  -", 0), 0U)
+  EXPECT_EQ(
+      first.rfind("caf\u00e9  exclusive  7              x\\x1b  -        3        1m05s  -", 0), 0U)
       << first;
   EXPECT_EQ(second.rfind("b     shared     7", 0), 0U) << second;
-  EXPECT_EQ(note,
-            "showing the first 2; there may be more: use --limit N (at most 1000) or --prefix");
+  EXPECT_EQ(note, "showing the first 2; there may be more: use --all, --limit N or --prefix");
+
+  // Every namespace (dlock list -A): a NAMESPACE column first.
+  listed.namespaces = {"payments", "default"};
+  std::ostringstream every;
+  cli::Printer(every, false).locks(listed, /*every_namespace=*/true, std::nullopt, now);
+  EXPECT_EQ(every.str().rfind("NAMESPACE  KEY   MODE", 0), 0U) << every.str();
+  EXPECT_NE(every.str().find("\npayments   caf\u00e9  exclusive"), std::string::npos)
+      << every.str();
 }
 
 }  // namespace

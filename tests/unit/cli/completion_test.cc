@@ -51,7 +51,7 @@ class BashCompletion : public ::testing::Test {
 TEST_F(BashCompletion, CompletesSubcommandsAndFlags) {
   EXPECT_EQ(complete("dlock li"), "list");
   EXPECT_EQ(complete("dlock re"), "release revoke");
-  EXPECT_EQ(complete("dlock session \"\""), "open keepalive close");
+  EXPECT_EQ(complete("dlock session \"\""), "open keepalive show close");
   EXPECT_EQ(complete("dlock run k --stop"), "--stop-margin");
   EXPECT_EQ(complete("dlock get k --js"), "--json");  // a global flag after the subcommand
   EXPECT_EQ(complete("dlock completion \"\""), "bash zsh fish");
