@@ -37,15 +37,6 @@ boost::json::array locks_json(const std::vector<LockInfo>& infos) {
   return array;
 }
 
-// One line per holder, under a header: how get and semaphore show several holders.
-void holder_table(std::ostream& out, const std::vector<LockInfo>& holders) {
-  out << "FENCING_TOKEN\tMODE\tOWNER\tSESSION\tEXPIRES_AT\n";
-  for (const LockInfo& info : holders) {
-    out << info.fencing_token << '\t' << to_string(info.mode) << '\t' << printable(info.owner_id)
-        << '\t' << printable(info.session_id) << '\t' << time_or_dash(info.expires_at) << '\n';
-  }
-}
-
 // Rows in aligned columns, two spaces apart (the first row is the header).
 void print_aligned(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
   // Widths in bytes: printable() leaves only printable ASCII and valid UTF-8, whose
@@ -68,6 +59,19 @@ void print_aligned(std::ostream& out, const std::vector<std::vector<std::string>
     }
     out << '\n';
   }
+}
+
+// One line per holder, under a header, aligned: how get and semaphore show several holders.
+void holder_table(std::ostream& out, const std::vector<LockInfo>& holders) {
+  std::vector<std::vector<std::string>> rows = {
+      {"FENCING_TOKEN", "MODE", "OWNER", "SESSION", "EXPIRES_AT"}};
+  for (const LockInfo& info : holders) {
+    rows.push_back({std::to_string(info.fencing_token), to_string(info.mode),
+                    printable(info.owner_id),
+                    info.session_id.empty() ? "-" : printable(info.session_id),
+                    time_or_dash(info.expires_at)});
+  }
+  print_aligned(out, rows);
 }
 
 }  // namespace
@@ -217,14 +221,16 @@ void Printer::lock(const std::string& key, const std::vector<LockInfo>& holders,
   // The queue on the dlockd that answered: who is next, in what mode, waiting for how long.
   if (waiters.empty()) return;
   out_ << "waiters        " << waiters.size() << '\n';
-  out_ << "POSITION\tOWNER\tMODE\tWAITING\tSESSION\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"POSITION", "OWNER", "MODE", "WAITING", "SESSION"}};
   for (const auto& waiter : waiters) {
     std::string mode = to_string(waiter.mode);
     if (waiter.limit != 0) mode += "/" + std::to_string(waiter.limit);
-    out_ << waiter.position << '\t' << printable(waiter.owner_id) << '\t' << mode << '\t'
-         << format_age(waiter.waiting) << '\t'
-         << (waiter.session_id.empty() ? std::string("-") : printable(waiter.session_id)) << '\n';
+    rows.push_back({std::to_string(waiter.position), printable(waiter.owner_id), mode,
+                    format_age(waiter.waiting),
+                    waiter.session_id.empty() ? std::string("-") : printable(waiter.session_id)});
   }
+  print_aligned(out_, rows);
 }
 
 void Printer::semaphore(const client::SemaphoreInfo& info) {
