@@ -1,14 +1,16 @@
 // Browser tests of dlockd's web console (docs/console.md): Debian's chromium, headless, driven by
-// playwright-core, against real dlockd processes on SQLite with real sessions, held locks, a
-// waiter, shared holders, semaphore permits, an election and a lock-delay.
+// playwright-core, against real dlockd processes on SQLite, PostgreSQL or etcd with real
+// sessions, held locks, a waiter, shared holders, semaphore permits, an election and a lock-delay.
 //
-//   node console_test.mjs deps   npm ci of package-lock.json into $DLOCK_CONSOLE_WORK/deps, once
-//                                per lock file (a stamp holds its SHA-256)
-//   node console_test.mjs run    the cases below; screenshots in $DLOCK_CONSOLE_WORK/screenshots
+//   node console_test.mjs deps          npm ci of package-lock.json into $DLOCK_CONSOLE_WORK/deps,
+//                                       once per lock file (a stamp holds its SHA-256)
+//   node console_test.mjs run [BACKEND] the cases below on sqlite (default), pg or etcd;
+//                                       screenshots in $DLOCK_CONSOLE_WORK/screenshots/BACKEND
 //
-// Environment: DLOCK_DLOCKD (the dlockd binary), DLOCK_CONSOLE_WORK (a directory of the build
-// tree), DLOCK_CHROMIUM (default /usr/bin/chromium), DLOCK_TEST_FILTER (a regular expression
-// over case names; scripts/mutation-check sets it).
+// Environment: DLOCK_DLOCKD (the dlockd binary), DLOCK_CONSOLE_BACKEND (dlock_console_backend:
+// starts PostgreSQL or etcd from the test fixtures, console_backend.cc), DLOCK_CONSOLE_WORK (a
+// directory of the build tree), DLOCK_CHROMIUM (default /usr/bin/chromium), DLOCK_TEST_FILTER
+// (a regular expression over case names; scripts/mutation-check sets it).
 
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -38,8 +40,9 @@ if (process.argv[2] === 'deps') {
   writeFileSync(stamp, want);
   process.exit(0);
 }
-if (process.argv[2] !== 'run') {
-  console.error('usage: node console_test.mjs deps|run');
+const backend = process.argv[3] || 'sqlite';
+if (process.argv[2] !== 'run' || !['sqlite', 'pg', 'etcd'].includes(backend)) {
+  console.error('usage: node console_test.mjs deps|run [sqlite|pg|etcd]');
   process.exit(64);
 }
 
@@ -49,7 +52,7 @@ if (!existsSync(browser)) {
   process.exit(1);
 }
 const { chromium } = createRequire(join(deps, 'package.json'))('playwright-core');
-const screenshots = join(work, 'screenshots');
+const screenshots = join(work, 'screenshots', backend);
 mkdirSync(screenshots, { recursive: true });
 const scratch = mkdtempSync(join(tmpdir(), 'dlock-console-'));
 
@@ -65,16 +68,40 @@ const LIVE_BOUND_MS = 1500;
 const newToken = () => 'dlk_' + randomBytes(32).toString('base64url').slice(0, 43);
 const sha256 = (text) => createHash('sha256').update(text).digest('hex');
 const children = [];
+// The environment of a child: no DLOCK_* variable of ours or the developer's shell leaks in.
+const childEnv = (extra = []) => Object.fromEntries(Object.entries(process.env)
+  .filter(([name]) => !name.startsWith('DLOCK_')).concat(extra));
+
+// The backend (dlock_console_backend): its first line says how each dlockd reaches it; it tears
+// the backend down when its stdin closes (at the end, or when this process dies).
+async function startBackend() {
+  const child = spawn(process.env.DLOCK_CONSOLE_BACKEND, [backend],
+    { stdio: ['pipe', 'pipe', 'inherit'], env: childEnv() });
+  let out = '';
+  const hello = await new Promise((resolve, reject) => {
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.includes('\n')) resolve(JSON.parse(out.slice(0, out.indexOf('\n'))));
+    });
+    child.on('exit', (code) => reject(new Error(`dlock_console_backend ${backend} exited with ${code}`)));
+    child.on('error', reject);
+  });
+  const stop = () => new Promise((resolve) => {
+    if (child.exitCode !== null) { resolve(); return; }
+    child.on('exit', resolve);
+    child.stdin.end();
+  });
+  return { args: hello.dlockd_args, stop };
+}
 
 // `adminToken` goes in DLOCK_ADMIN_TOKEN (C6: not on the command line).
-async function startDlockd(name, extra, adminToken) {
+async function startDlockd(name, backendArgs, extra, adminToken) {
   const dir = join(scratch, name);
   mkdirSync(dir);
   const ready = join(dir, 'ready');
-  const child = spawn(process.env.DLOCK_DLOCKD, ['--lock-backend', 'sqlite', '--sqlite-path', join(dir, 'db'),
+  const child = spawn(process.env.DLOCK_DLOCKD, [...backendArgs,
     '--server-listen', '127.0.0.1:0', '--server-ready-file', ready, '--log-level', 'warn', ...extra],
-  { stdio: ['ignore', 'ignore', 'inherit'], env: Object.fromEntries(Object.entries(process.env)
-    .filter(([name]) => !name.startsWith('DLOCK_')).concat([['DLOCK_ADMIN_TOKEN', adminToken]])) });
+  { stdio: ['ignore', 'ignore', 'inherit'], env: childEnv([['DLOCK_ADMIN_TOKEN', adminToken]]) });
   children.push(child);
   for (let i = 0; i < 300; i++) {
     if (existsSync(ready) && readFileSync(ready, 'utf8').trim()) {
@@ -121,6 +148,7 @@ async function populate(base, adminToken) {
   // bob waits for it (answered when alice releases, in the live case).
   const waiting = api(base, 'POST', `/v1/locks/${enc('payouts/batch-17')}/acquire`,
     { session_id: s.bob, ttl_ms: 120000, wait_ms: 60000 });
+  waiting.catch(() => {});  // a run without the release case: dlockd's stop ends it
   await acquire(s.carol, 'reports', { mode: 'shared' });
   await acquire(s.dave, 'reports', { mode: 'shared' });
   for (const sid of [s.carol, s.dave]) {
@@ -171,6 +199,14 @@ async function waitFor(page, description, predicate, arg, timeout = 5000) {
 function rowWithInPage() {
   window.rowWith = (texts) => [...document.querySelectorAll('main tbody tr')]
     .some((row) => texts.every((t) => [...row.cells].some((c) => c.textContent === t)));
+}
+
+// No cell, fact or event of the view shows a field the backend's answer lacked or had in another
+// shape (a view assuming one backend's fields): "undefined", "NaN", "Invalid Date", "null".
+async function checkNoBrokenFields(page, label) {
+  const broken = await page.evaluate(() => [...document.querySelectorAll('main td, main dd, main li, main h1')]
+    .map((node) => node.textContent).filter((text) => /undefined|NaN|Invalid Date|\bnull\b|\[object/.test(text)));
+  check(broken.length === 0, `${label}: fields shown broken: ${JSON.stringify(broken)}`);
 }
 
 async function view(page, base, hash, name) {
@@ -229,11 +265,14 @@ test('the_browser_enforces_the_policy', async ({ page, plain }) => {
 
 test('each_view_shows_the_state', async ({ page, plain, state }) => {
   await view(page, plain, '#/overview');
-  await waitFor(page, 'overview: backend and counts', () => {
-    const text = document.querySelector('main').textContent;
-    return text.includes('sqlite') && text.includes('Held names') && /Lock-delays1/.test(text);
-  });
+  await waitFor(page, `overview: backend ${backend}, its health and counts`, (name) => {
+    const fact = (title) => [...document.querySelectorAll('main dt')]
+      .find((dt) => dt.textContent === title).nextElementSibling.textContent;
+    return fact('Backend') === name && fact('Health') === 'ok' && fact('Lock-delays') === '1'
+      && fact('Waiters (first 25 names)') === '1' && fact('Elections with a leader') === '2';
+  }, backend);
   await page.screenshot({ path: join(screenshots, 'overview.png'), fullPage: true });
+  await checkNoBrokenFields(page, 'overview');
 
   await view(page, plain, '#/locks');
   const token = String(state.payouts.fencing_token);
@@ -251,6 +290,7 @@ test('each_view_shows_the_state', async ({ page, plain, state }) => {
   await waitFor(page, 'locks: the remaining time counts down', (b) => [...document.querySelectorAll('main tbody tr')]
     .find((r) => r.cells[0].textContent === 'doomed').cells[5].textContent !== b, before, 3000);
   await page.screenshot({ path: join(screenshots, 'locks.png'), fullPage: true });
+  await checkNoBrokenFields(page, 'locks');
 
   await page.click('a:text-is("payouts/batch-17")');
   await waitFor(page, 'lock: its holder and its queue', () => rowWith(['alice', 'exclusive'])
@@ -258,40 +298,55 @@ test('each_view_shows_the_state', async ({ page, plain, state }) => {
       && r.cells[1].textContent === 'bob'));
   check(page.url().endsWith('#/lock/default/payouts%2Fbatch-17'), `lock URL ${page.url()}`);
   await page.screenshot({ path: join(screenshots, 'lock.png'), fullPage: true });
+  await checkNoBrokenFields(page, 'lock');
 
   await view(page, plain, '#/sessions');
   await waitFor(page, 'sessions: alice and bob', (ids) => ids.every((id) =>
     [...document.querySelectorAll('main tbody tr')].some((r) => r.cells[0].textContent === id)),
   [state.sessions.alice, state.sessions.bob]);
   await page.screenshot({ path: join(screenshots, 'sessions.png'), fullPage: true });
+  await checkNoBrokenFields(page, 'sessions');
   await page.click(`a:text-is("${state.sessions.alice}")`);
   await waitFor(page, 'session: what alice holds', () => rowWith(['default', 'payouts/batch-17', 'exclusive']));
   await view(page, plain, `#/session/${state.sessions.bob}`, null);
   await waitFor(page, 'session: what bob waits for', () => rowWith(['default', 'payouts/batch-17', '1']));
   await page.screenshot({ path: join(screenshots, 'session.png'), fullPage: true });
+  await checkNoBrokenFields(page, 'session');
 
   await view(page, plain, '#/elections');
   await waitFor(page, 'elections: scheduler led by carol', () => rowWith(['scheduler', 'carol', '10.0.0.7:8080']));
   await page.screenshot({ path: join(screenshots, 'elections.png'), fullPage: true });
+  await checkNoBrokenFields(page, 'elections');
 
   await view(page, plain, '#/semaphores');
   await waitFor(page, 'semaphores: workers, 2 of 3', () => rowWith(['workers', '2 of 3']));
   await page.screenshot({ path: join(screenshots, 'semaphores.png'), fullPage: true });
+  await checkNoBrokenFields(page, 'semaphores');
 
   await view(page, plain, '#/delays');
   await waitFor(page, 'lock-delays: tape-drive', () => [...document.querySelectorAll('main tbody tr')]
     .some((r) => r.cells[0].textContent === 'tape-drive' && /\d/.test(r.cells[2].textContent)));
   await page.screenshot({ path: join(screenshots, 'delays.png'), fullPage: true });
+  await checkNoBrokenFields(page, 'delays');
 
   // The event tail: a grant made while the page is open.
   await view(page, plain, '#/events');
   const sid = (await must(plain, 'POST', '/v1/sessions', { owner: 'erin' })).session_id;
-  await must(plain, 'POST', '/v1/locks/nightly-report/acquire', { session_id: sid, ttl_ms: 60000 });
+  const grant = await must(plain, 'POST', '/v1/locks/nightly-report/acquire', { session_id: sid, ttl_ms: 60000 });
   await waitFor(page, 'events: the grant of nightly-report', () => [...document.querySelectorAll('main li')]
     .some((li) => li.textContent.includes('grant') && li.textContent.includes('nightly-report')
       && li.textContent.includes('owner erin')));
+  // Its release, further on the same watch (the `next` of the grant's answer), shown once each.
+  await must(plain, 'DELETE', `/v1/locks/nightly-report?session_id=${sid}&fencing_token=${grant.fencing_token}`);
+  await waitFor(page, 'events: the release of nightly-report after its grant', (t) => {
+    const lines = [...document.querySelectorAll('main li')].map((li) => li.textContent);
+    const grants = lines.filter((l) => /\bgrant {2}nightly-report {2}/.test(l) && l.includes(`token ${t}`));
+    const releases = lines.filter((l) => /\brelease {2}nightly-report {2}/.test(l) && l.includes(`token ${t}`));
+    return grants.length === 1 && releases.length === 1 && lines.indexOf(releases[0]) < lines.indexOf(grants[0]);
+  }, String(grant.fencing_token));
   console.log(`  event tail: ${await page.textContent('main p.muted')}`);
   await page.screenshot({ path: join(screenshots, 'events.png'), fullPage: true });
+  await checkNoBrokenFields(page, 'events');
 });
 
 test('markup_in_keys_owners_and_values_renders_as_text', async ({ page, plain, dialogs, foreign }) => {
@@ -431,15 +486,17 @@ if (selected.length === 0) {
 
 let failed = 0;
 let context = null;
+let store = null;
 const began = Date.now();
 try {
+  store = await startBackend();
   const adminToken = newToken();
   const tokens = { alice: newToken(), reader: newToken(), admin: newToken() };
   const tokensFile = join(scratch, 'tokens');
   writeFileSync(tokensFile, `alice ${sha256(tokens.alice)} lock:team-a\nreader ${sha256(tokens.reader)} read:*\n`);
   const [plain, authBase] = await Promise.all([
-    startDlockd('plain', ['--admin-enabled', 'true'], adminToken),
-    startDlockd('auth', ['--auth-tokens-file', tokensFile], tokens.admin)]);
+    startDlockd('plain', store.args.plain, ['--admin-enabled', 'true'], adminToken),
+    startDlockd('auth', store.args.auth, ['--auth-tokens-file', tokensFile], tokens.admin)]);
   const state = await populate(plain, adminToken);
   const auth = { base: authBase, tokens };
   auth.aliceSession = (await must(authBase, 'POST', '/v1/sessions', { owner: 'alice-app', ttl_ms: 120000 }, tokens.alice)).session_id;
@@ -456,7 +513,7 @@ try {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
-  console.log(`set up: two dlockd, their state and chromium in ${Date.now() - began} ms`);
+  console.log(`set up: ${backend}, two dlockd, their state and chromium in ${Date.now() - began} ms`);
   for (const c of selected) {
     const page = await context.newPage();
     const dialogs = [];
@@ -490,9 +547,15 @@ try {
   console.log(`FAIL setup: ${error.stack}`);
 } finally {
   if (context) await context.close();
-  for (const child of children) child.kill('SIGTERM');
-  await sleep(200);
+  // dlockd first (each drains and exits), then their backend.
+  await Promise.all(children.map((child) => new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) { resolve(); return; }
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10000);
+    child.on('exit', () => { clearTimeout(timer); resolve(); });
+    child.kill('SIGTERM');
+  })));
+  if (store) await store.stop();
   rmSync(scratch, { recursive: true, force: true });
 }
-console.log(`${selected.length - failed} of ${selected.length} passed in ${Date.now() - began} ms; screenshots in ${screenshots}`);
+console.log(`${backend}: ${selected.length - failed} of ${selected.length} passed in ${Date.now() - began} ms; screenshots in ${screenshots}`);
 process.exit(failed ? 1 : 0);
