@@ -52,15 +52,13 @@ int run(const std::string& backend) {
   }
   signal(SIGPIPE, SIG_IGN);  // a test that died closed the pipe: still tear down
   const std::string dir = make_temp_dir("console");
-  {
-    boost::json::object hello = {{"backend", backend},
-                                 {"dlockd_args",
-                                  {{"plain", backend_args(backend, "plain", dir)},
-                                   {"auth", backend_args(backend, "auth", dir)}}}};
-    std::cout << boost::json::serialize(hello) << std::endl;
-    std::string line;
-    while (std::getline(std::cin, line) && line != "quit") {
-    }
+  const boost::json::object hello = {{"backend", backend},
+                                     {"dlockd_args",
+                                      {{"plain", backend_args(backend, "plain", dir)},
+                                       {"auth", backend_args(backend, "auth", dir)}}}};
+  std::cout << boost::json::serialize(hello) << std::endl;
+  std::string line;
+  while (std::getline(std::cin, line) && line != "quit") {
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
