@@ -267,7 +267,7 @@ test('each_view_shows_the_state', async ({ page, plain, state }) => {
   await view(page, plain, '#/overview');
   await waitFor(page, `overview: backend ${backend}, its health and counts`, (name) => {
     const fact = (title) => [...document.querySelectorAll('main dt')]
-      .find((dt) => dt.textContent === title).nextElementSibling.textContent;
+      .find((dt) => dt.textContent === title)?.nextElementSibling.textContent;
     return fact('Backend') === name && fact('Health') === 'ok' && fact('Lock-delays') === '1'
       && fact('Waiters (first 25 names)') === '1' && fact('Elections with a leader') === '2';
   }, backend);
