@@ -21,6 +21,7 @@
 #include "auth/crypto.h"
 #include "auth/permissions.h"
 #include "auth/tokens_file.h"
+#include "cost.h"
 #include "elections.h"
 #include "holder_sets.h"
 #include "http_load.h"
@@ -109,6 +110,22 @@ void run_backend(const Options& options, const std::string& name, const std::str
   if (options.election_only) {
     const Dlockd dlockd(options, name, sqlite_path, url);
     return run_election_failover(options, name, dlockd.target(), extras, record);
+  }
+  if (options.cost_only) {
+    const GrantCost cost = grant_cost(dlockd_options(options, name, sqlite_path, url), work_dir,
+                                      options.cost_cycles, options.cost_instruction_cycles);
+    char line[256];
+    std::snprintf(line, sizeof line, "%.1f us CPU, %.1f us wall per grant over %d serial cycles",
+                  cost.cpu_us_per_grant, cost.wall_us_per_grant, cost.cpu_cycles);
+    extras.notes["cost_cpu_per_grant"] = line;
+    log(name + " cost: " + line);
+    if (cost.instructions_per_grant) {
+      std::snprintf(line, sizeof line, "%.0f instructions per grant over %d cycles (callgrind)",
+                    *cost.instructions_per_grant, cost.instruction_cycles);
+      extras.notes["cost_instructions_per_grant"] = line;
+      log(name + " cost: " + line);
+    }
+    return;
   }
   if (options.holders_only) {
     const Dlockd dlockd(options, name, sqlite_path, url);
@@ -400,6 +417,12 @@ int run(int argc, char** argv) {
   app.add_option("--election-ttl-ms", options.election_ttl_ms,
                  "The failing leader's session TTL (dlockd's smallest is 1000)");
   app.add_flag("--election-only", options.election_only, "Measure the election failover only");
+  app.add_flag("--cost-only", options.cost_only,
+               "Measure dlockd's cost per grant only: CPU (/proc) and instructions (callgrind)");
+  app.add_option("--cost-cycles", options.cost_cycles,
+                 "Serial acquire + release cycles for the CPU per grant");
+  app.add_option("--cost-instruction-cycles", options.cost_instruction_cycles,
+                 "Cycles counted under callgrind (0: no instruction count)");
   app.add_flag("--holders-only", options.holders_only,
                "Measure the holder-set row only (shared grants and permits against exclusive "
                "pairs and the exclusive hot key)");

@@ -59,6 +59,11 @@ struct Options {
   bool election_only = false;
   // The holder-set row only (holder_sets.h), with its exclusive references.
   bool holders_only = false;
+  // The cost per grant only (cost.h): CPU over cost_cycles serial grants, instructions under
+  // callgrind over cost_instruction_cycles (0: not counted).
+  bool cost_only = false;
+  int cost_cycles = 5000;
+  int cost_instruction_cycles = 1000;
   // --auth: every dlockd of the run gets this tokens file (contract C6), written by the bench
   // for its own principal; empty: no authentication.
   std::string auth_tokens_file;
