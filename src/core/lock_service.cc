@@ -426,6 +426,17 @@ std::vector<LockService::QueuedWaiter> LockService::waiters(const std::string& k
   return queued;
 }
 
+std::vector<std::size_t> LockService::waiting_counts(const std::vector<std::string>& keys) {
+  std::vector<std::size_t> counts;
+  counts.reserve(keys.size());
+  std::lock_guard lock(mutex_);
+  for (const auto& key : keys) {
+    const auto found = queues_.find(key);
+    counts.push_back(found == queues_.end() ? 0 : found->second->queue.waiters().size());
+  }
+  return counts;
+}
+
 void LockService::list_delays(std::string prefix, std::string after, std::size_t limit,
                               Callback<std::vector<KeyDelay>> done) {
   run<std::vector<KeyDelay>>(std::move(done),

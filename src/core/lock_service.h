@@ -162,6 +162,9 @@ class LockService {
     std::chrono::milliseconds waiting{0};
   };
   std::vector<QueuedWaiter> waiters(const std::string& key);
+  // How many acquires wait for each of `keys` on this service, in order: one look under the
+  // lock for a whole list page (GET /v1/locks "waiting").
+  std::vector<std::size_t> waiting_counts(const std::vector<std::string>& keys);
   // Lock-delay (C2 "Lock-delay"): the keys under `prefix` a delay keeps from new grants, and an
   // administrator's end of `key`'s delays (its waiters are tried again at once).
   void list_delays(std::string prefix, std::string after, std::size_t limit,

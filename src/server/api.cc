@@ -521,6 +521,11 @@ void Api::list_locks(const RequestContext& context, const Reply& reply) {
             answer<std::vector<KeyDelay>>(reply, [this, locks = std::move(*listed.value), limit,
                                                   caller, auth,
                                                   every_namespace](std::vector<KeyDelay> delays) {
+              // How many acquires wait for each listed key on this dlockd (C3 "Waiters").
+              std::vector<std::string> keys;
+              keys.reserve(locks.size());
+              for (const auto& lock : locks) keys.push_back(lock.key);
+              const auto waiting = service_.waiting_counts(keys);
               // The namespace of an entry, when every namespace is listed.
               const auto with_ns = [every_namespace](json::object item, const std::string& key) {
                 if (every_namespace) item["ns"] = std::string(store_key::split(key)->ns);
@@ -542,9 +547,8 @@ void Api::list_locks(const RequestContext& context, const Reply& reply) {
                   last = ListEntry{delay->key, 0};
                   ++delay;
                 } else {
-                  // How many acquires wait for the key on this dlockd (C3 "Waiters").
                   json::object item = info_json(*lock, caller.get(), auth);
-                  item["waiting"] = service_.waiters(lock->key).size();
+                  item["waiting"] = waiting[static_cast<std::size_t>(lock - locks.begin())];
                   items.push_back(with_ns(std::move(item), lock->key));
                   last = ListEntry{lock->key, lock->fencing_token};
                   ++lock;
