@@ -38,13 +38,18 @@ struct Route {
   Api::Handler handler;
 };
 
+// The probes' rows (Api::probe_routes()).
+constexpr const char* kLivenessRoute = "healthz";
+constexpr const char* kReadinessRoute = "readyz";
+constexpr const char* kMetricsRoute = "metrics";
+
 // Patterns never overlap for one method. A request no row matches is a 404, except under
 // /v1/locks/{key}/..., /v1/semaphores/{name}/... and /v1/elections/{name}/..., a 405 once the
 // key is checked (C3).
 const std::array kRoutes{
-    Route{std::nullopt, "healthz", &Api::health},
-    Route{std::nullopt, "readyz", &Api::ready},
-    Route{http::verb::get, "metrics", &Api::metrics},
+    Route{std::nullopt, kLivenessRoute, &Api::health},
+    Route{std::nullopt, kReadinessRoute, &Api::ready},
+    Route{http::verb::get, kMetricsRoute, &Api::metrics},
     Route{http::verb::get, "ui", &Api::console_root},
     Route{http::verb::get, "ui/{}", &Api::console},
     Route{http::verb::post, "v1/sessions", &Api::open_session},
@@ -127,6 +132,11 @@ std::optional<std::string> RequestContext::query(std::string_view name) const {
   const auto found = url.params().find(name);
   if (found == url.params().end()) return std::nullopt;
   return std::string((*found).value);
+}
+
+ProbeRoutes Api::probe_routes() {
+  return {std::string("/") + kLivenessRoute, std::string("/") + kReadinessRoute,
+          std::string("/") + kMetricsRoute};
 }
 
 std::string RequestContext::query_namespace() const {

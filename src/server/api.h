@@ -59,6 +59,8 @@ class Api {
   // `peer`: the remote address (no port) for the failure throttle and audit events, and the
   // verified client certificate's CN under mTLS (contract C6).
   void handle(Request&& request, Reply reply, const Peer& peer = {});
+  // The health probe, readiness and metrics routes of the table, for the HttpServer.
+  static ProbeRoutes probe_routes();
   // /readyz answers 200 only while ready (false during start-up and shutdown).
   void set_ready(bool ready) { ready_ = ready; }
   // SIGHUP: reload the tokens file (keeps the old one on an error, logged), then take away what

@@ -86,12 +86,13 @@ void write_ready_file(const std::string& path, const std::string& address) {
 
 // Serves on `backend` until a signal has drained the server.
 int serve(const ServerConfig& config, Backend& backend) {
+  // Before the io_context: connections destroyed with it still update the counters it keeps.
+  Telemetry telemetry(std::string(backend.backend_id()), config.max_wait);
   asio::io_context io;
   // Installed before anything listens, so that every signal from then on is taken by the loop
   // once it runs (SIGHUP, held since main, included).
   asio::signal_set signals(io, SIGINT, SIGTERM);
   asio::signal_set hangup(io, SIGHUP);
-  Telemetry telemetry(std::string(backend.backend_id()), config.max_wait);
   const auto cap = [](std::size_t value) { return static_cast<double>(value); };
   telemetry.set_limits({{"server.max.sessions", cap(config.max_sessions)},
                         {"server.max.waiters", cap(config.max_waiters)},
@@ -108,7 +109,8 @@ int serve(const ServerConfig& config, Backend& backend) {
   Api& api = *loaded;
   std::unique_ptr<HttpServer> http;
   try {
-    http = std::make_unique<HttpServer>(io, config.listen, config,
+    http = std::make_unique<HttpServer>(io, config.listen, config, telemetry.counters(),
+                                        Api::probe_routes(),
                                         [&api](Request&& request, const Peer& peer, Reply reply) {
                                           api.handle(std::move(request), std::move(reply), peer);
                                         });

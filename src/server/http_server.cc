@@ -48,6 +48,10 @@ constexpr std::size_t kProbeConnections = 16;
 constexpr std::size_t kLargeAnswerBytes = 64 * 1024;
 
 struct HttpServer::Shared {
+  Shared(ServerCounters& counters, ProbeRoutes probes)
+      : counters(counters), probes(std::move(probes)) {}
+  ServerCounters& counters;
+  const ProbeRoutes probes;
   std::size_t max_body_bytes;
   milliseconds header_timeout, idle_timeout, write_timeout, stall_timeout;
   std::size_t max_connections;
@@ -60,7 +64,7 @@ struct HttpServer::Shared {
   std::atomic<steady_clock::rep> last_progress{steady_clock::now().time_since_epoch().count()};
 
   std::size_t busy() const {  // in flight and not a waiting acquire
-    const auto waiting = server_counters().waiters.load();
+    const auto waiting = counters.waiters.load();
     const auto flying = in_flight.load();
     return waiting > 0 && static_cast<std::size_t>(waiting) >= flying
                ? 0
@@ -71,7 +75,7 @@ struct HttpServer::Shared {
   // taking nothing, when they do not fit. Small answers always fit (they may overdraw it: their
   // total is bounded by max_connections x kLargeAnswerBytes).
   bool reserve_unsent(std::size_t bytes) {
-    auto& unsent = server_counters().unsent_bytes;
+    auto& unsent = counters.unsent_bytes;
     auto current = unsent.load();
     do {
       if (bytes > kLargeAnswerBytes &&
@@ -81,8 +85,8 @@ struct HttpServer::Shared {
     } while (!unsent.compare_exchange_weak(current, current + static_cast<std::int64_t>(bytes)));
     return true;
   }
-  static void release_unsent(std::size_t bytes) {
-    server_counters().unsent_bytes -= static_cast<std::int64_t>(bytes);
+  void release_unsent(std::size_t bytes) {
+    counters.unsent_bytes -= static_cast<std::int64_t>(bytes);
   }
   // Requests other than waiting acquires in flight, none answered for stall_timeout.
   bool wedged() const {
@@ -96,12 +100,6 @@ namespace {
 
 using Shared = HttpServer::Shared;
 
-// Health probes and scrapes: never refused for want of a connection slot, and answering them
-// is not progress (it would hide a wedge from /readyz).
-bool is_probe(const Request& request) {
-  return request.target() == "/healthz" || request.target() == "/readyz" ||
-         request.target() == "/metrics";
-}
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
@@ -129,11 +127,11 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
         // Read-ahead (pipelined bytes) is bounded: one request's header and body at most.
         buffer_(kMaxHeaderBytes + shared_->max_body_bytes + 4096) {
     ++shared_->open;
-    ++server_counters().connections_open;
+    ++shared_->counters.connections_open;
   }
   ~Connection() {
     --shared_->open;
-    --server_counters().connections_open;
+    --shared_->counters.connections_open;
   }
 
   void start() {
@@ -174,7 +172,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   }
 
   void on_handshake_error(beast::error_code error) {
-    if (error == beast::error::timeout) ++server_counters().connections_timed_out;
+    if (error == beast::error::timeout) ++shared_->counters.connections_timed_out;
     log_event("debug", "tls_handshake_failed",
               {{"peer", peer_.address}, {"message", error.message()}});
   }
@@ -265,7 +263,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
                     "request header larger than " + std::to_string(kMaxHeaderBytes) + " bytes");
     }
     if (error == beast::error::timeout) {
-      ++server_counters().connections_timed_out;
+      ++shared_->counters.connections_timed_out;
       return;  // tcp_stream closed the socket
     }
     if (error == http::error::end_of_stream) return close_send();
@@ -295,10 +293,12 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   void on_request() {
     Request request = parser_->release();
     const bool head = request.method() == http::verb::head;
-    const bool probe = is_probe(request);
+    // Health probes and scrapes: never refused for want of a connection slot, and answering
+    // them is not progress (it would hide a wedge from the readiness probe).
+    const bool probe = shared_->probes.contains(request.target());
     if (probes_only_ && !probe) {
       // A connection of the probes' reserve: anything else waits for a regular slot.
-      ++server_counters().connections_rejected;
+      ++shared_->counters.connections_rejected;
       auto response =
           error_response(503, to_string(ErrorCode::kUnavailable), "too many open connections");
       response.set(http::field::retry_after, "1");
@@ -306,7 +306,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       return write(std::move(response), head);
     }
     const bool keep_alive = request.keep_alive() && !probes_only_;
-    if (request.target() == "/readyz" && shared_->wedged()) {
+    if (request.target() == shared_->probes.readiness && shared_->wedged()) {
       auto response = error_response(503, to_string(ErrorCode::kUnavailable),
                                      "wedged: requests in flight and none answered for " +
                                          std::to_string(shared_->stall_timeout.count()) + " ms");
@@ -314,7 +314,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       return write(std::move(response), head);
     }
     // dlock_wedged (C4): what /readyz would answer, as of this scrape.
-    if (request.target() == "/metrics") server_counters().wedged = shared_->wedged();
+    if (request.target() == shared_->probes.metrics) shared_->counters.wedged = shared_->wedged();
     lowest().expires_never();  // a waiting acquire may legitimately take minutes
     if (shared_->busy() == 0) shared_->progress();
     ++shared_->in_flight;
@@ -399,7 +399,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     if (!shared_->reserve_unsent(unsent)) {
       // Clients that do not take their answers hold the budget: shed this one (it was built,
       // and goes now), keep the connection (ADR-0007: undelivered, so a grant is given back).
-      ++server_counters().answers_shed;
+      ++shared_->counters.answers_shed;
       const bool keep_alive = response.keep_alive();
       response = error_response(503, to_string(ErrorCode::kUnavailable),
                                 "too many answers not yet taken by their clients "
@@ -416,10 +416,10 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     http::async_write(
         stream_, *message,
         [self = this->shared_from_this(), message, unsent](beast::error_code error, std::size_t) {
-          Shared::release_unsent(unsent);
+          self->shared_->release_unsent(unsent);
           if (error) {
             if (error == beast::error::timeout) {
-              ++server_counters().connections_timed_out;
+              ++self->shared_->counters.connections_timed_out;
             }
             return self->undelivered();
           }
@@ -471,12 +471,6 @@ tcp::endpoint parse_endpoint(const std::string& listen) {
   return {address, static_cast<unsigned short>(port)};
 }
 
-ServerConfig with_body_limit(std::size_t max_body_bytes) {
-  ServerConfig config;
-  config.max_body_bytes = max_body_bytes;
-  return config;
-}
-
 // Over server.max.connections: a canned 503, written without waiting, then closed. With TLS
 // only closed: a plain-text answer would mean nothing to a TLS client, and a handshake is the
 // work being shed.
@@ -499,16 +493,12 @@ void turn_away(tcp::socket socket, bool tls) {
 
 }  // namespace
 
-HttpServer::HttpServer(asio::io_context& io, const std::string& listen, std::size_t max_body_bytes,
-                       Handler handler)
-    : HttpServer(io, listen, with_body_limit(max_body_bytes), std::move(handler)) {}
-
 HttpServer::HttpServer(asio::io_context& io, const std::string& listen, const ServerConfig& config,
-                       Handler handler)
+                       ServerCounters& counters, ProbeRoutes probes, Handler handler)
     : io_(io),
       acceptor_(asio::make_strand(io)),
       backoff_timer_(acceptor_.get_executor()),
-      shared_(std::make_shared<Shared>()) {
+      shared_(std::make_shared<Shared>(counters, std::move(probes))) {
   shared_->max_body_bytes = config.max_body_bytes;
   shared_->header_timeout = config.header_timeout;
   shared_->idle_timeout = config.idle_timeout;
@@ -569,7 +559,7 @@ void HttpServer::accept() {
     backoff_ = milliseconds(0);
     const bool probes_only = shared_->open >= shared_->max_connections;
     if (shared_->open >= shared_->max_connections + kProbeConnections) {
-      ++server_counters().connections_rejected;
+      ++shared_->counters.connections_rejected;
       turn_away(std::move(socket), shared_->tls != nullptr);
     } else if (shared_->tls) {
       socket.set_option(tcp::no_delay(true), error);
@@ -589,7 +579,7 @@ void HttpServer::accept() {
 // while the condition lasts, so back off 50 ms doubling to 500 ms; count every error and log at
 // most once per 10 s with the number since the last line.
 void HttpServer::on_accept_error(const boost::system::error_code& error) {
-  ++server_counters().accept_errors;
+  ++shared_->counters.accept_errors;
   ++errors_since_log_;
   const auto now = steady_clock::now();
   if (now - last_error_log_ >= std::chrono::seconds(10)) {

@@ -51,6 +51,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/cancellation.h"
 #include "server/config.h"
@@ -75,17 +76,31 @@ struct Peer {
 };
 using Handler = std::function<void(Request&&, const Peer&, Reply)>;
 
+struct ServerCounters;  // telemetry.h
+
+// The routes of health probes and scrapes, as the Api serves them (Api::probe_routes()). The
+// transport answers them on a reserve of connections beyond server.max.connections, does not
+// count them as progress (that would hide a wedge), answers `readiness` 503 while wedged, and
+// updates ServerCounters::wedged when `metrics` is scraped.
+struct ProbeRoutes {
+  std::string liveness;
+  std::string readiness;
+  std::string metrics;
+  bool contains(std::string_view target) const {
+    return target == liveness || target == readiness || target == metrics;
+  }
+};
+
 class HttpServer {
  public:
   // Binds `listen` at once (throws InvalidArgumentError for a malformed address,
   // UnavailableError when it cannot be bound; both name it, ADR-0003). Uses the
   // config's body limit, connection settings and TLS files (InvalidArgumentError naming the file
   // that cannot be used).
+  // `counters` (the Telemetry's) must outlive the io_context: connections update them until
+  // their handlers are destroyed.
   HttpServer(boost::asio::io_context& io, const std::string& listen, const ServerConfig& config,
-             Handler handler);
-  // Default connection settings (ServerConfig's).
-  HttpServer(boost::asio::io_context& io, const std::string& listen, std::size_t max_body_bytes,
-             Handler handler);
+             ServerCounters& counters, ProbeRoutes probes, Handler handler);
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
   ~HttpServer();

@@ -110,7 +110,7 @@ class AsyncLog {
     {
       std::lock_guard lock(mutex_);
       if (queued_bytes_ + line.size() > kQueueBytes) {
-        ++server_counters().log_dropped;
+        ++log_counters().dropped;
         return;
       }
       queued_bytes_ += line.size();
@@ -131,7 +131,7 @@ class AsyncLog {
       bucket->second.refilled = now;
     }
     if (bucket->second.tokens < 1) {
-      ++server_counters().log_rate_limited;
+      ++log_counters().rate_limited;
       return false;
     }
     bucket->second.tokens -= 1;
@@ -171,7 +171,7 @@ class AsyncLog {
         queued_bytes_ = 0;
         writing_ = true;
       }
-      if (!write_all(batch)) server_counters().log_dropped += lines;
+      if (!write_all(batch)) log_counters().dropped += lines;
     }
   }
 
@@ -236,7 +236,7 @@ void log_event(std::string_view level, std::string_view event, boost::json::obje
     auto verdict = log.limiter().admit(client, kind, std::chrono::steady_clock::now());
     if (verdict.notice) log.push(notice_line(*verdict.notice));
     if (!verdict.admit) {
-      ++server_counters().log_client_limited;
+      ++log_counters().client_limited;
       return;
     }
   } else if (!log.admit(event)) {
@@ -442,15 +442,16 @@ void add_process_metrics(std::vector<prometheus::MetricFamily>& families) {
 
 }  // namespace
 
-ServerCounters& server_counters() {
-  static ServerCounters counters;
+LogCounters& log_counters() {
+  static LogCounters counters;
   return counters;
 }
 
 std::string Telemetry::scrape() const {
   using prometheus::MetricType;
   auto families = registry_->Collect();
-  const auto& c = server_counters();
+  const auto& c = counters_;
+  const auto& logged = log_counters();
   const auto number = [](const auto& atomic) { return static_cast<double>(atomic.load()); };
   families.push_back(family("dlock_http_accept_errors_total",
                             "accept() failures (e.g. out of file descriptors)", MetricType::Counter,
@@ -474,13 +475,13 @@ std::string Telemetry::scrape() const {
                             "timeout (/readyz answers 503)",
                             MetricType::Gauge, c.wedged.load() ? 1 : 0));
   auto dropped = family("dlock_log_dropped_total", "Log lines dropped, by reason",
-                        MetricType::Counter, number(c.log_dropped), {{"reason", "queue_full"}});
+                        MetricType::Counter, number(logged.dropped), {{"reason", "queue_full"}});
   dropped.metric.push_back(
-      family("", "", MetricType::Counter, number(c.log_rate_limited), {{"reason", "rate_limit"}})
+      family("", "", MetricType::Counter, number(logged.rate_limited), {{"reason", "rate_limit"}})
           .metric.front());
-  dropped.metric.push_back(
-      family("", "", MetricType::Counter, number(c.log_client_limited), {{"reason", "client_rate"}})
-          .metric.front());
+  dropped.metric.push_back(family("", "", MetricType::Counter, number(logged.client_limited),
+                                  {{"reason", "client_rate"}})
+                               .metric.front());
   families.push_back(std::move(dropped));
   {
     std::lock_guard lock(held_mutex_);
@@ -693,7 +694,7 @@ void Telemetry::on_backend_attempt() { backend_attempts_->Increment(); }
 
 void Telemetry::on_waiters(std::int64_t delta) {
   waiters_->Increment(static_cast<double>(delta));
-  server_counters().waiters += delta;
+  counters_.waiters += delta;
 }
 
 }  // namespace dlock::server

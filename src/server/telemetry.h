@@ -39,8 +39,9 @@ bool log_enabled(std::string_view level);
 // of its SHA-256.
 std::string session_fingerprint(std::string_view session_id);
 
-// Process-wide counters kept where the events happen (the HTTP server, the logger) and exported
-// by Telemetry::scrape() (contract C4).
+// The HTTP transport's counters (contract C4): owned by the Telemetry that exports them, kept by
+// the HttpServer it is handed to (daemon.cc), which also reads `waiters` to tell a wedge from
+// waiting acquires. No process-wide instance: a test builds its own.
 struct ServerCounters {
   std::atomic<std::uint64_t> accept_errors{0};          // dlock_http_accept_errors_total
   std::atomic<std::uint64_t> connections_rejected{0};   // dlock_http_connections_rejected_total
@@ -50,11 +51,16 @@ struct ServerCounters {
   std::atomic<std::uint64_t> answers_shed{0};  // dlock_http_answers_shed_total
   std::atomic<std::int64_t> waiters{0};        // mirrors dlock_waiters
   std::atomic<bool> wedged{false};             // dlock_wedged, set by the server at each scrape
-  std::atomic<std::uint64_t> log_dropped{0};   // dlock_log_dropped_total{reason}
-  std::atomic<std::uint64_t> log_rate_limited{0};
-  std::atomic<std::uint64_t> log_client_limited{0};  // over one client's budget (LogLimiter)
 };
-ServerCounters& server_counters();
+
+// The logger's counters (dlock_log_dropped_total{reason}): process-wide like the logger itself
+// (log_event writes the one stdout).
+struct LogCounters {
+  std::atomic<std::uint64_t> dropped{0};  // queue full
+  std::atomic<std::uint64_t> rate_limited{0};
+  std::atomic<std::uint64_t> client_limited{0};  // over one client's budget (LogLimiter)
+};
+LogCounters& log_counters();
 
 // The build this process runs, set once by main() before the server starts: dlockd's version
 // and the source revision it was built from (dlock_build_info, /healthz). "unknown" until set.
@@ -67,6 +73,8 @@ class Telemetry final : public core::ServiceObserver {
   // `max_wait`: lock.max.wait, the top of the acquire histogram's buckets.
   explicit Telemetry(std::string backend,
                      std::chrono::milliseconds max_wait = std::chrono::minutes(5));
+  // The transport's counters this Telemetry exports; the HttpServer keeps them current.
+  ServerCounters& counters() { return counters_; }
 
   // The Prometheus text exposition of every metric, with the process metrics of the Prometheus
   // client conventions (process_cpu_seconds_total, process_resident_memory_bytes, ...).
@@ -112,6 +120,7 @@ class Telemetry final : public core::ServiceObserver {
 
  private:
   std::string backend_;
+  ServerCounters counters_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Histogram* acquire_granted_;
   prometheus::Histogram* acquire_held_;
