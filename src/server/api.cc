@@ -128,19 +128,9 @@ Response delayed_error(unsigned status, const std::string& code, const std::stri
 
 }  // namespace
 
-std::optional<std::string> RequestContext::query(std::string_view name) const {
-  const auto found = url.params().find(name);
-  if (found == url.params().end()) return std::nullopt;
-  return std::string((*found).value);
-}
-
 ProbeRoutes Api::probe_routes() {
   return {std::string("/") + kLivenessRoute, std::string("/") + kReadinessRoute,
           std::string("/") + kMetricsRoute};
-}
-
-std::string RequestContext::query_namespace() const {
-  return checked_namespace(query("ns").value_or("default"));
 }
 
 Api::Api(core::LockService& service, Telemetry& telemetry, const ServerConfig& config)

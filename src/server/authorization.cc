@@ -12,10 +12,10 @@
 #include "auth/tokens_file.h"
 #include "core/lock_service.h"
 #include "dlock/errors.h"
-#include "server/api.h"
 #include "server/error_mapping.h"
 #include "server/input_checks.h"
 #include "server/json_util.h"
+#include "server/request_context.h"
 #include "server/telemetry.h"
 #include "util/store_key.h"
 
