@@ -1,11 +1,10 @@
 // Network partitions (docs/fencing.md, scenarios g, h, i): real dlockd, payout-executor and etcd
-// processes placed in network namespaces the test creates (tests/support/netns.h), partitions
+// processes placed in network namespaces the test creates (tests/support/netns.h; the topologies
+// of h and i, shared with the linearizability workload, in tests/support/partitions.h), partitions
 // made by taking one end of a veth down (the other side's packets then vanish silently), traffic
 // only between this machine's own addresses. Each scenario records a history that the common
 // checker (checker.h) must find clean; a partition adds its own rule: no grant, and no answer but
 // 503, from a dlockd that cannot reach its backend's majority while the partition lasts.
-// Over ~500 lines: the namespaces, processes and checker of one topology, shared by its three
-// scenarios, which read best beside the set-up they depend on.
 //
 // DLOCK_SAFETY_LONG=1 repeats every partition cycle many times.
 
@@ -29,6 +28,7 @@
 #include "safety/recorder.h"
 #include "support/dlockd_process.h"
 #include "support/netns.h"
+#include "support/partitions.h"
 #include "support/postgres_server.h"
 #ifdef DLOCK_WITH_ETCD
 #include "support/etcd_server.h"
@@ -263,29 +263,10 @@ TEST_P(PartitionFaults, NegativeControl_G_WithoutFencingTheHealedHolderPaysTwice
 // asking is granted after the heal, with a greater token.
 TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
   if (GetParam() == "sqlite") GTEST_SKIP() << "the embedded store has no network to cut";
-  testing::NetNamespace dlockd_ns("dlockd");
   // Two cables: from the clients (never cut) and to the backend (cut in the partition).
-  const auto client_net = testing::Subnet::next();
-  testing::Veth client_link(nullptr, client_net.cidr(1), &dlockd_ns, client_net.cidr(2));
-  const auto backend_net = testing::Subnet::next();
-  testing::Veth backend_link(nullptr, backend_net.cidr(1), &dlockd_ns, backend_net.cidr(2));
+  testing::DlockdNetwork network;
   auto config = local_store_config();
-  std::unique_ptr<testing::TcpRelay> relay;
-  if (GetParam() == "pg") {
-    relay =
-        std::make_unique<testing::TcpRelay>(backend_net.host(1), "127.0.0.1", postgres().port());
-    config.pg_url = "postgresql://dlock@" + relay->address() + "/locks_" + suffix_;
-  }
-#ifdef DLOCK_WITH_ETCD
-  if (GetParam() == "etcd") {
-    const auto endpoint = etcd_->endpoint(0);
-    relay = std::make_unique<testing::TcpRelay>(
-        backend_net.host(1), "127.0.0.1", std::stoi(endpoint.substr(endpoint.rfind(':') + 1)));
-    config.etcd_endpoints = "http://" + relay->address();
-  }
-#endif
-  config.listen_host = client_net.host(2);
-  config.wrapper = dlockd_ns.wrap({});
+  network.place(config);
   testing::DlockdProcess dlockd(config);
   const auto address = dlockd.address();
 
@@ -307,7 +288,7 @@ TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
       granted =
           recorder.acquire_until_granted(address, "client-waiter", waiter, key, 30000, seconds(60));
     });
-    backend_link.set_a_up(false);
+    network.cut_backend(true);
     const auto begin = monotonic_ns();
     history.note_fault("partition dlockd | backend");
     // Longer than the holder's TTL, and long enough for several probes.
@@ -327,7 +308,7 @@ TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
       }
       std::this_thread::sleep_for(milliseconds(50));  // pace the probes, not a wait
     }
-    backend_link.set_a_up(true);
+    network.cut_backend(false);
     const auto end = monotonic_ns();
     windows.emplace_back(begin, end);
     history.note_fault("heal dlockd | backend");
@@ -354,105 +335,6 @@ TEST_P(PartitionFaults, H_DlockdCutOffFromItsBackend) {
   EXPECT_TRUE(report.ok());
 }
 
-#ifdef DLOCK_WITH_ETCD
-// Three etcd members, each in its own namespace, joined by a bridge in a "switch" namespace
-// (layer 2 only: nothing is routed). The test's own namespace is on the bridge too. dlockd A
-// runs beside member 0 and talks to it alone; dlockd B runs in the test's namespace and talks to
-// members 1 and 2. Isolating member 0 = taking its bridge port down.
-class PartitionedEtcd {
- public:
-  explicit PartitionedEtcd(const std::string& dir) : dir_(dir) {
-    switch_ns_.ip({"link", "add", "br0", "type", "bridge"});
-    switch_ns_.ip({"link", "set", "br0", "up"});
-    root_port_ = std::make_unique<testing::Veth>(nullptr, lan_.cidr(1), &switch_ns_, "");
-    switch_ns_.ip({"link", "set", root_port_->b(), "master", "br0"});
-    std::string initial;
-    for (int i = 0; i < 3; ++i) {
-      namespaces_.push_back(std::make_unique<testing::NetNamespace>("etcd" + std::to_string(i)));
-      ports_.push_back(
-          std::make_unique<testing::Veth>(namespaces_[i].get(), lan_.cidr(2 + i), &switch_ns_, ""));
-      switch_ns_.ip({"link", "set", ports_[i]->b(), "master", "br0"});
-      initial += (i == 0 ? "" : ",") + member_name(i) + "=http://" + lan_.host(2 + i) + ":2380";
-    }
-    for (int i = 0; i < 3; ++i) {
-      testing::SubprocessOptions options;
-      const std::string ip = lan_.host(2 + i);
-      options.argv = namespaces_[i]->wrap({"/usr/bin/etcd",
-                                           "--name",
-                                           member_name(i),
-                                           "--data-dir",
-                                           dir_ + "/" + member_name(i),
-                                           "--listen-client-urls",
-                                           endpoint(i),
-                                           "--advertise-client-urls",
-                                           endpoint(i),
-                                           "--listen-peer-urls",
-                                           "http://" + ip + ":2380",
-                                           "--initial-advertise-peer-urls",
-                                           "http://" + ip + ":2380",
-                                           "--initial-cluster",
-                                           initial,
-                                           "--initial-cluster-state",
-                                           "new",
-                                           "--initial-cluster-token",
-                                           "dlock-partition-" + std::to_string(getpid()),
-                                           "--heartbeat-interval",
-                                           "100",
-                                           "--election-timeout",
-                                           "1000",
-                                           "--logger",
-                                           "zap"});
-      options.log_path = dir_ + "/" + member_name(i) + ".log";
-      members_.push_back(std::make_unique<testing::Subprocess>(options));
-      clients_.push_back(std::make_unique<testing::EtcdRawClient>(endpoint(i)));
-    }
-    wait_healthy(seconds(60));
-  }
-
-  ~PartitionedEtcd() {
-    for (auto& member : members_) member->kill_now();
-  }
-
-  std::string endpoint(int member) const { return "http://" + lan_.host(2 + member) + ":2379"; }
-  testing::NetNamespace& member_namespace(int member) { return *namespaces_.at(member); }
-
-  void isolate(int member, bool isolated) { ports_.at(member)->set_b_up(!isolated); }
-
-  // Every member agrees on one leader and a linearizable read through each succeeds.
-  void wait_healthy(milliseconds timeout) {
-    const bool healthy = testing::wait_for(
-        [&] {
-          try {
-            std::uint64_t agreed = 0;
-            for (auto& client : clients_) {
-              const auto [member, leader] = client->member_and_leader();
-              if (leader == 0 || (agreed != 0 && agreed != leader)) return false;
-              agreed = leader;
-              client->current_revision();
-            }
-            return true;
-          } catch (const std::runtime_error&) {
-            return false;
-          }
-        },
-        timeout, milliseconds(50));
-    if (!healthy) throw std::runtime_error("etcd cluster in " + dir_ + " is not healthy");
-  }
-
- private:
-  static std::string member_name(int member) { return "m" + std::to_string(member); }
-
-  std::string dir_;
-  testing::NetNamespace switch_ns_{"switch"};
-  testing::Subnet lan_ = testing::Subnet::next();
-  std::unique_ptr<testing::Veth> root_port_;
-  std::vector<std::unique_ptr<testing::NetNamespace>> namespaces_;
-  std::vector<std::unique_ptr<testing::Veth>> ports_;
-  std::vector<std::unique_ptr<testing::Subprocess>> members_;
-  std::vector<std::unique_ptr<testing::EtcdRawClient>> clients_;
-};
-#endif
-
 // Scenario (i), etcd only: the member dlockd A talks to is cut off from the majority while A's
 // client holds a lock. A grants nothing while cut off; dlockd B on the majority side takes the
 // lock over once the holder's lease has ended there (every answer of A meanwhile is 503: a
@@ -461,15 +343,12 @@ class PartitionedEtcd {
 TEST_P(PartitionFaults, I_EtcdMemberCutOffFromTheMajority) {
 #ifdef DLOCK_WITH_ETCD
   if (GetParam() != "etcd") GTEST_SKIP() << "a three-member cluster is an etcd deployment";
-  PartitionedEtcd cluster(dir_);
+  testing::PartitionedEtcd cluster;
   // dlockd A beside member 0; the test reaches it over its own veth, not over the bridge.
-  auto& minority_ns = cluster.member_namespace(0);
-  const auto access = testing::Subnet::next();
-  testing::Veth access_link(nullptr, access.cidr(1), &minority_ns, access.cidr(2));
+  testing::DlockdNetwork a_network(&cluster.member_namespace(0));
   auto a_config = restartable_dlockd("etcd");
   a_config.etcd_endpoints = cluster.endpoint(0);
-  a_config.listen_host = access.host(2);
-  a_config.wrapper = minority_ns.wrap({});
+  a_network.place(a_config);
   a_config.extra_args = kBackendTimeout;
   testing::DlockdProcess a(a_config);
   auto b_config = restartable_dlockd("etcd");

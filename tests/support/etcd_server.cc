@@ -196,19 +196,24 @@ std::pair<std::uint64_t, std::uint64_t> EtcdRawClient::member_and_leader() {
   return {response.header().member_id(), response.leader()};
 }
 
-EtcdCluster::EtcdCluster(int members, bool tls, std::vector<std::string> extra_flags)
+EtcdCluster::EtcdCluster(int members, bool tls, std::vector<std::string> extra_flags,
+                         std::vector<EtcdPlacement> placements)
     : root_dir_(temp_root()), use_tls_(tls), extra_flags_(std::move(extra_flags)) {
   if (members < 1) throw std::invalid_argument("EtcdCluster needs at least one member");
+  if (!placements.empty() && (tls || placements.size() != static_cast<std::size_t>(members))) {
+    throw std::invalid_argument("EtcdCluster: one placement per member, without tls");
+  }
   if (use_tls_) tls_ = make_certificates(root_dir_);
   members_.resize(members);
   for (int i = 0; i < members; ++i) {
     auto& member = members_[i];
     member.name = "m" + std::to_string(i);
+    if (!placements.empty()) member.placement = placements[i];
     member.client_port = free_loopback_port();
     member.peer_port = free_loopback_port();
     member.data_dir = root_dir_ + "/" + member.name;
     if (!initial_cluster_.empty()) initial_cluster_ += ",";
-    initial_cluster_ += member.name + "=http://127.0.0.1:" + std::to_string(member.peer_port);
+    initial_cluster_ += member.name + "=" + peer_url(i);
   }
   for (int i = 0; i < members; ++i) {
     members_[i].client = std::make_unique<EtcdRawClient>(endpoint(i), use_tls_ ? &tls_ : nullptr);
@@ -227,8 +232,14 @@ EtcdCluster::~EtcdCluster() {
 }
 
 std::string EtcdCluster::endpoint(int member) const {
-  return (use_tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") +
-         std::to_string(members_.at(member).client_port);
+  const auto& at = members_.at(member);
+  return (use_tls_ ? "https://" : "http://") + at.placement.host + ":" +
+         std::to_string(at.client_port);
+}
+
+std::string EtcdCluster::peer_url(int member) const {
+  const auto& at = members_.at(member);
+  return "http://" + at.placement.host + ":" + std::to_string(at.peer_port);
 }
 
 std::string EtcdCluster::endpoints() const {
@@ -241,7 +252,7 @@ void EtcdCluster::launch(int index) {
   auto& member = members_.at(index);
   const bool cluster = size() > 1;
   const std::string client_url = endpoint(index);
-  const std::string peer_url = "http://127.0.0.1:" + std::to_string(member.peer_port);
+  const std::string own_peer_url = peer_url(index);
   SubprocessOptions options;
   options.argv = {etcd_binary(),
                   "--name",
@@ -253,9 +264,9 @@ void EtcdCluster::launch(int index) {
                   "--advertise-client-urls",
                   client_url,
                   "--listen-peer-urls",
-                  peer_url,
+                  own_peer_url,
                   "--initial-advertise-peer-urls",
-                  peer_url,
+                  own_peer_url,
                   "--initial-cluster",
                   initial_cluster_,
                   "--initial-cluster-state",
@@ -274,6 +285,8 @@ void EtcdCluster::launch(int index) {
                          "--client-cert-auth", "--trusted-ca-file", tls_.ca});
   }
   options.argv.insert(options.argv.end(), extra_flags_.begin(), extra_flags_.end());
+  options.argv.insert(options.argv.begin(), member.placement.wrapper.begin(),
+                      member.placement.wrapper.end());
   options.log_path = root_dir_ + "/" + member.name + ".log";
   member.process = std::make_unique<Subprocess>(std::move(options));
 }
@@ -363,7 +376,7 @@ void EtcdCluster::restore_snapshot(const std::string& snapshot_path) {
                   "--initial-cluster-token",
                   "dlock-test-" + std::to_string(getpid()),
                   "--initial-advertise-peer-urls",
-                  "http://127.0.0.1:" + std::to_string(member.peer_port)};
+                  peer_url(0)};
   options.env = {"ETCDCTL_API=3"};
   options.log_path = root_dir_ + "/restore.log";
   if (run_command(options, std::chrono::seconds(60)) != 0) {

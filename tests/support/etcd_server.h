@@ -61,14 +61,22 @@ class EtcdRawClient {
   std::unique_ptr<Stubs> stubs_;
 };
 
+// Where a member runs: an address it listens on and the command prefix that starts it there
+// (e.g. "ip netns exec NS", tests/support/partitioned_etcd.h). Default: the test's loopback.
+struct EtcdPlacement {
+  std::string host = "127.0.0.1";
+  std::vector<std::string> wrapper;
+};
+
 class EtcdCluster {
  public:
   // Starts `members` members and waits until the cluster has a leader and answers.
   // With `tls`, clients must speak TLS with a certificate the cluster's CA signed
   // (--client-cert-auth); endpoints are https://. `extra_flags` are appended to every member's
-  // command line (the bench passes --auto-compaction-* this way).
-  explicit EtcdCluster(int members = 1, bool tls = false,
-                       std::vector<std::string> extra_flags = {});
+  // command line (the bench passes --auto-compaction-* this way). `placements`, when given (one
+  // per member, without tls), puts each member elsewhere than the loopback.
+  explicit EtcdCluster(int members = 1, bool tls = false, std::vector<std::string> extra_flags = {},
+                       std::vector<EtcdPlacement> placements = {});
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
   ~EtcdCluster();
@@ -106,6 +114,7 @@ class EtcdCluster {
  private:
   struct Member {
     std::string name;
+    EtcdPlacement placement;
     int client_port = 0;
     int peer_port = 0;
     std::string data_dir;
@@ -114,6 +123,7 @@ class EtcdCluster {
   };
 
   void launch(int member);
+  std::string peer_url(int member) const;
 
   std::string root_dir_;
   std::string initial_cluster_;

@@ -10,7 +10,11 @@
 // - a dlockd paused (SIGSTOP) for longer than the workload's short TTLs, then resumed;
 // - a dlockd's wall clock stepped (libfaketime, as tests/safety's scenario j): +1 h, -1 h, back;
 // - PostgreSQL crashed (SIGQUIT: no checkpoint) and restarted;
-// - etcd (three members): its leader killed and restarted; a follower killed and restarted.
+// - etcd (three members): its leader killed and restarted; a follower killed and restarted;
+// - network partitions (root only, tests/support/partitions.h), each past the 1.5 s TTLs: the
+//   clients cut off from dlockd 0 (every backend); dlockd 0 cut off from PostgreSQL; dlockd 1
+//   cut off from every etcd member; etcd member 0, with dlockd 0 beside it, cut off from the
+//   majority (not killed: it keeps serving what it has).
 
 #include <csignal>
 #include <functional>
@@ -22,6 +26,9 @@
 #include "support/dlockd_backends.h"
 #include "support/dlockd_process.h"
 #include "support/fault_env.h"
+#ifdef DLOCK_WITH_NETNS
+#include "support/partitions.h"
+#endif
 
 namespace dlock::lin {
 
@@ -45,6 +52,15 @@ struct FaultTargets {
 #ifdef DLOCK_WITH_ETCD
   testing::EtcdCluster* etcd = nullptr;
 #endif
+#ifdef DLOCK_WITH_NETNS
+  // Null unless partitions run: dlockd 0's network (its backend cable only on pg), and on etcd
+  // the members' network (dlockd 0 beside member 0, dlockd 1 in the test's namespace).
+  testing::DlockdNetwork* network = nullptr;
+  bool backend_cable = false;
+#ifdef DLOCK_WITH_ETCD
+  testing::PartitionedEtcd* partitioned_etcd = nullptr;
+#endif
+#endif
 };
 
 // The faults for `targets`, in the order they are applied. `pause` outlasts the longest TTL
@@ -62,14 +78,6 @@ inline std::vector<Fault> faults_for(const FaultTargets& targets, milliseconds p
     faults.push_back({which + " paused (SIGSTOP) past the TTL",
                       [dlockd] { dlockd->process().signal(SIGSTOP); },
                       [dlockd] { dlockd->process().signal(SIGCONT); }, pause});
-  }
-  if (auto* clock = targets.clock) {
-    faults.push_back({"dlockd wall clock stepped +1 h",
-                      [clock] { clock->set_offset(std::chrono::hours(1)); },
-                      [clock] { clock->set_offset(std::chrono::seconds(0)); }, milliseconds(1000)});
-    faults.push_back({"dlockd wall clock stepped -1 h",
-                      [clock] { clock->set_offset(-std::chrono::hours(1)); },
-                      [clock] { clock->set_offset(std::chrono::seconds(0)); }, milliseconds(1000)});
   }
 #ifdef DLOCK_WITH_PG
   if (auto* postgres = targets.postgres) {
@@ -94,6 +102,42 @@ inline std::vector<Fault> faults_for(const FaultTargets& targets, milliseconds p
                       [etcd, killed] { etcd->start(*killed); }, milliseconds(1500)});
   }
 #endif
+#ifdef DLOCK_WITH_NETNS
+  const milliseconds partition(2500);  // past the 1.5 s TTLs (2 s as an etcd lease)
+  if (auto* network = targets.network) {
+    faults.push_back({"clients | dlockd 0 partitioned", [network] { network->cut_clients(true); },
+                      [network] { network->cut_clients(false); }, partition});
+    if (targets.backend_cable) {
+      faults.push_back({"dlockd 0 | backend partitioned", [network] { network->cut_backend(true); },
+                        [network] { network->cut_backend(false); }, partition});
+    }
+  }
+#ifdef DLOCK_WITH_ETCD
+  if (auto* etcd = targets.partitioned_etcd) {
+    faults.push_back({"dlockd 1 | every etcd member partitioned",
+                      [etcd] { etcd->isolate_test_namespace(true); },
+                      [etcd] { etcd->isolate_test_namespace(false); }, partition});
+    faults.push_back({"etcd member 0 and dlockd 0 | the majority partitioned",
+                      [etcd] { etcd->isolate(0, true); },
+                      [etcd] {
+                        etcd->isolate(0, false);
+                        etcd->wait_healthy(std::chrono::seconds(60));
+                      },
+                      partition});
+  }
+#endif
+#endif
+  // Last: under libfaketime a dlockd whose wall clock runs ahead stalls gRPC's reconnect timers
+  // (its etcd channel does not reconnect to a restarted member while it lasts, and for a while
+  // after), a fault of the preload, not of a clock step.
+  if (auto* clock = targets.clock) {
+    faults.push_back({"dlockd wall clock stepped +1 h",
+                      [clock] { clock->set_offset(std::chrono::hours(1)); },
+                      [clock] { clock->set_offset(std::chrono::seconds(0)); }, milliseconds(1000)});
+    faults.push_back({"dlockd wall clock stepped -1 h",
+                      [clock] { clock->set_offset(-std::chrono::hours(1)); },
+                      [clock] { clock->set_offset(std::chrono::seconds(0)); }, milliseconds(1000)});
+  }
   return faults;
 }
 

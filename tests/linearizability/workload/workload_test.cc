@@ -8,7 +8,9 @@
 // stay as artefacts in <build>/tests/linearizability/histories/<backend>.json (with <backend>-html/
 // when illegal).
 //
-// Short mode (CI): 10 s per backend without faults, one round of every fault per backend.
+// Short mode (CI): 10 s per backend without faults, one round of every fault per backend. The
+// network partitions need root (network namespaces); without it they are left out, and the run
+// says so on stderr and in its history's description.
 // DLOCK_LIN_LONG=1, the long mode: 60 s without faults, 120 s of fault rounds. DLOCK_LIN_SECONDS
 // sets the length of either run.
 
@@ -34,6 +36,11 @@
 #include "linearizability/workload/nemesis.h"
 #include "support/dlockd_backends.h"
 #include "support/dlockd_process.h"
+#ifdef DLOCK_WITH_NETNS
+#include <unistd.h>
+
+#include "support/partitions.h"
+#endif
 
 namespace dlock {
 namespace {
@@ -574,12 +581,50 @@ void run_and_check(const std::string& backend, bool faults) {
   dlockd.extra_args.insert(dlockd.extra_args.end(),
                            {"--admin-enabled", "true", "--admin-token", kAdminToken});
   lin::FaultTargets targets;
+  std::string no_partitions;  // why partitions are not run, if they are not
+  bool partitions = false;
+#ifdef DLOCK_WITH_NETNS
+  partitions = faults && ::geteuid() == 0;
+  if (faults && !partitions) no_partitions = "network namespaces need root";
+  std::unique_ptr<testing::DlockdNetwork> network;
+#ifdef DLOCK_WITH_ETCD
+  std::unique_ptr<testing::PartitionedEtcd> partitioned_etcd;
+#endif
+  if (partitions) {
+    testing::remove_stale_namespaces();
+    // A dlockd cut off from its backend answers 503 within 2 s rather than 5
+    // (partition_fault_test).
+    dlockd.extra_args.insert(dlockd.extra_args.end(), {"--backend-timeout", "2s"});
+#ifdef DLOCK_WITH_ETCD
+    if (backend == "etcd") partitioned_etcd = std::make_unique<testing::PartitionedEtcd>();
+    targets.partitioned_etcd = partitioned_etcd.get();
+    network = std::make_unique<testing::DlockdNetwork>(
+        partitioned_etcd ? &partitioned_etcd->member_namespace(0) : nullptr);
+#else
+    network = std::make_unique<testing::DlockdNetwork>();
+#endif
+    targets.network = network.get();
+    targets.backend_cable = backend == "pg";
+  }
+#else
+  if (faults) no_partitions = "built without network namespaces (DLOCK_WITH_NETNS)";
+#endif
+  if (!no_partitions.empty()) {
+    std::fprintf(stderr, "\n*** NETWORK PARTITIONS NOT RUN on %s: %s ***\n\n", backend.c_str(),
+                 no_partitions.c_str());
+  }
 #ifdef DLOCK_WITH_ETCD
   std::unique_ptr<testing::EtcdCluster> etcd;
   if (faults && backend == "etcd") {
-    etcd = std::make_unique<testing::EtcdCluster>(3);  // a leader to kill, a minority to lose
-    dlockd.etcd_endpoints = etcd->endpoints();
-    targets.etcd = etcd.get();
+    // A leader to kill, a minority to lose (to the network too, with partitions).
+#ifdef DLOCK_WITH_NETNS
+    if (partitioned_etcd) targets.etcd = &partitioned_etcd->cluster();
+#endif
+    if (!targets.etcd) {
+      etcd = std::make_unique<testing::EtcdCluster>(3);
+      targets.etcd = etcd.get();
+    }
+    dlockd.etcd_endpoints = targets.etcd->endpoints();
   }
 #endif
 #ifdef DLOCK_WITH_PG
@@ -593,7 +638,11 @@ void run_and_check(const std::string& backend, bool faults) {
   std::vector<std::unique_ptr<testing::DlockdProcess>> servers;
   std::vector<std::unique_ptr<client::Client>> clients;
   for (int i = 0; i < (backend == "sqlite" ? 1 : 2); ++i) {
-    servers.push_back(std::make_unique<testing::DlockdProcess>(dlockd));
+    auto server = dlockd;
+#ifdef DLOCK_WITH_NETNS
+    if (i == 0 && network) network->place(server);
+#endif
+    servers.push_back(std::make_unique<testing::DlockdProcess>(server));
     targets.dlockds.push_back(servers.back().get());
     client::ClientOptions options;
     options.server_url = servers.back()->url();
@@ -601,6 +650,11 @@ void run_and_check(const std::string& backend, bool faults) {
       // One attempt per call: a release retried after a lost answer could be answered
       // lock_lost for the release that took effect (README.md "Workloads").
       options.backoff_initial = options.backoff_max = std::chrono::hours(1);
+    }
+    if (partitions) {
+      // Shorter than a partition: a call sent into one is given up as unknown, and may still
+      // take effect after the heal (its request delivered then).
+      options.request_timeout = milliseconds(2000);
     }
     clients.push_back(std::make_unique<client::Client>(options));
   }
@@ -664,6 +718,7 @@ void run_and_check(const std::string& backend, bool faults) {
   std::string description = faults ? "faults:" : "no faults";
   for (const auto& fault : applied) description += " " + fault + ";";
   if (faults && !clock) description += " (no clock steps: libfaketime is not installed)";
+  if (!no_partitions.empty()) description += " (NO NETWORK PARTITIONS: " + no_partitions + ")";
   const auto history = recorder.history(backend, description);
   std::ofstream(path) << json::serialize(history);
   const auto operations = history.at("operations").as_array().size();
