@@ -39,6 +39,7 @@ struct Fault {
   std::function<void()> apply;
   std::function<void()> heal;
   milliseconds held;
+  bool partition = false;
 };
 
 // What a run's faults act on. `clock` is null when libfaketime is not installed (no clock
@@ -46,6 +47,7 @@ struct Fault {
 struct FaultTargets {
   std::vector<testing::DlockdProcess*> dlockds;
   testing::SteppedClock* clock = nullptr;
+  milliseconds partition{2500};  // how long a partition lasts: past the 1.5 s TTLs (2 s in etcd)
 #ifdef DLOCK_WITH_PG
   testing::PostgresServer* postgres = nullptr;
 #endif
@@ -103,27 +105,27 @@ inline std::vector<Fault> faults_for(const FaultTargets& targets, milliseconds p
   }
 #endif
 #ifdef DLOCK_WITH_NETNS
-  const milliseconds partition(2500);  // past the 1.5 s TTLs (2 s as an etcd lease)
+  const milliseconds partition = targets.partition;
   if (auto* network = targets.network) {
     faults.push_back({"clients | dlockd 0 partitioned", [network] { network->cut_clients(true); },
-                      [network] { network->cut_clients(false); }, partition});
+                      [network] { network->cut_clients(false); }, partition, true});
     if (targets.backend_cable) {
       faults.push_back({"dlockd 0 | backend partitioned", [network] { network->cut_backend(true); },
-                        [network] { network->cut_backend(false); }, partition});
+                        [network] { network->cut_backend(false); }, partition, true});
     }
   }
 #ifdef DLOCK_WITH_ETCD
   if (auto* etcd = targets.partitioned_etcd) {
     faults.push_back({"dlockd 1 | every etcd member partitioned",
                       [etcd] { etcd->isolate_test_namespace(true); },
-                      [etcd] { etcd->isolate_test_namespace(false); }, partition});
+                      [etcd] { etcd->isolate_test_namespace(false); }, partition, true});
     faults.push_back({"etcd member 0 and dlockd 0 | the majority partitioned",
                       [etcd] { etcd->isolate(0, true); },
                       [etcd] {
                         etcd->isolate(0, false);
                         etcd->wait_healthy(std::chrono::seconds(60));
                       },
-                      partition});
+                      partition, true});
   }
 #endif
 #endif
