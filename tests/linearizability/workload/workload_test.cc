@@ -73,6 +73,10 @@ int run_seconds(int short_s, int long_s) {
 // minute more.
 std::int64_t session_ttl_ms = 60'000;
 
+// Sessions opened so far: the nemesis starts once every worker has its session (a session's open
+// is not a recorded call, and a worker without one cannot work).
+std::atomic<int> sessions_open{0};
+
 // When the workers stop: set before they start, or, under faults, once the nemesis is done.
 struct Until {
   std::atomic<std::int64_t> ns{std::numeric_limits<std::int64_t>::max()};
@@ -238,6 +242,7 @@ void campaign_work(int id, const std::string& address, const std::string& name, 
                    Recorder& recorder, std::atomic<int>& grants) {
   std::mt19937 random(static_cast<unsigned>(id) * 104729u + 3u);
   const auto session = open_http_session(address, "candidate-" + std::to_string(id), 0);
+  ++sessions_open;
   const std::string route = "/v1/elections/" + name;
   const auto base = [&](const std::string& op) {
     return json::object{{"client", id}, {"server", address},       {"session", session},
@@ -318,6 +323,7 @@ void delay_work(int id, const std::string& address, const std::string& key, cons
   constexpr int kTtlMs = 1500;
   std::mt19937 random(static_cast<unsigned>(id) * 15485863u + 5u);
   const auto session = open_http_session(address, "delayed-" + std::to_string(id), kDelayMs);
+  ++sessions_open;
   const std::string route = "/v1/locks/" + key;
   const auto base = [&](const std::string& op) {
     return json::object{{"client", id}, {"server", address},        {"session", session},
@@ -433,6 +439,7 @@ void work(int id, client::Client& client, const std::string& server,
   std::mt19937 random(static_cast<unsigned>(id) * 7919u + 17u);
   const std::string session =
       client.open_session("lin-" + std::to_string(id), milliseconds(session_ttl_ms)).session_id;
+  ++sessions_open;
   std::map<std::string, Held> held;
   const auto base = [&](const KeySpec& key, const std::string& op) {
     return json::object{{"client", id},    {"server", server},           {"session", session},
@@ -673,6 +680,7 @@ void run_and_check(const std::string& backend, bool faults, bool only_partitions
       {run + "sem-short", "semaphore", milliseconds(1'500)},
   };
   Recorder recorder;
+  sessions_open = 0;
   std::atomic<int> grants{0};
   Until until;
   if (!faults) until.ns = now_ns() + seconds * 1'000'000'000LL;
@@ -705,6 +713,7 @@ void run_and_check(const std::string& backend, bool faults, bool only_partitions
   spawn(11, [&] { revoke_work(11, address(11), run + "delayed", until, recorder); });
   std::vector<std::string> applied;
   if (faults) {
+    testing::wait_for([&] { return sessions_open.load() == 11; }, std::chrono::seconds(30));
     // The pause outlasts the 1.5 s TTLs. Short mode: one round (every fault once); the long
     // mode: rounds until the run's length.
     auto nemesis = lin::faults_for(targets, milliseconds(2'500), long_mode());
