@@ -143,9 +143,11 @@ inline constexpr const char* kList = "List held locks";
 inline constexpr const char* kListFooter = R"(DESCRIPTION
   Lists the live grants in the namespace whose key starts with --prefix, at most --limit
   (default 100; above 1000 the CLI follows the server's pages), or every one with --all, in
-  aligned columns KEY MODE FENCING_TOKEN OWNER SESSION AGE EXPIRES_AT (AGE: since the grant).
-  When there were more, a last line says so ("showing the first 100; more are held"; --json:
-  "truncated": true). Scripts: use --json.)";
+  aligned columns KEY MODE FENCING_TOKEN OWNER SESSION WAITERS AGE EXPIRES_AT (WAITERS: the
+  acquires waiting on the dlockd that answered; AGE: since the grant). -A lists every namespace
+  (an administrator of every one), with a NAMESPACE column first. When there were more, a last
+  line says so ("showing the first 100; more are held"; --json: "truncated": true). Scripts:
+  use --json.)";
 
 inline constexpr const char* kSessions = "List live sessions";
 inline constexpr const char* kSessionsFooter = R"(DESCRIPTION
