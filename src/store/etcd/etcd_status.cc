@@ -23,7 +23,13 @@ void throw_for_status(const grpc::Status& status, std::string_view what, CallKin
   }
   if (contains(status, "lease not found")) throw SessionNotFoundError(message);
   if (contains(status, "too many requests")) throw ContentionError(message);
-  switch (status.error_code()) {
+  // etcd answers its own request context's end as code UNKNOWN with Go's text, e.g. a member
+  // cut off from the majority while it waits for a read index or a proposal: as transient as
+  // our own deadline, never an internal error.
+  const bool context_ended =
+      status.error_code() == grpc::StatusCode::UNKNOWN &&
+      (contains(status, "context deadline exceeded") || contains(status, "context canceled"));
+  switch (context_ended ? grpc::StatusCode::DEADLINE_EXCEEDED : status.error_code()) {
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       // The request may have been applied after we stopped waiting for the answer.
       if (kind == CallKind::kWrite) throw UnknownOutcomeError(message);

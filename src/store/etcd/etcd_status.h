@@ -16,8 +16,9 @@ enum class CallKind { kRead, kWrite };
 
 // Throws the dlock error for a failed gRPC status: no leader / leader changed -> NotLeaderError;
 // a lost answer to a write -> UnknownOutcomeError; unreachable, timed out -> UnavailableError;
-// a missing lease -> SessionNotFoundError; "too many requests" -> ContentionError; anything
-// else -> InternalError. Never returns.
+// a missing lease -> SessionNotFoundError; "too many requests" -> ContentionError; etcd's own
+// context ending (code UNKNOWN, "context deadline exceeded" / "context canceled") as a timeout;
+// anything else -> InternalError. Never returns.
 [[noreturn]] void throw_for_status(const grpc::Status& status, std::string_view what,
                                    CallKind kind);
 
