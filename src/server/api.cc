@@ -528,8 +528,8 @@ void Api::list_locks(const RequestContext& context, const Reply& reply) {
               const auto waiting = service_.waiting_counts(keys);
               // The namespace of an entry, when every namespace is listed.
               const auto with_ns = [every_namespace](json::object item, const std::string& key) {
-                const auto parts = store_key::split(key);
-                if (every_namespace && parts) item["ns"] = std::string(parts->ns);
+                if (!every_namespace) return item;
+                if (const auto parts = store_key::split(key)) item["ns"] = std::string(parts->ns);
                 return item;
               };
               json::array items, delayed;

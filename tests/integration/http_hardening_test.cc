@@ -247,8 +247,8 @@ TEST(HttpHardening, UnreadLargeAnswersAreBoundedServerWide) {
     auto& socket = stalled[i];
     const auto& answers = received[i];
     // The first shed answer, judged once whole (its body names the setting). Not the last: the
-    // read stops at the first body naming it, and the same read may have taken the head of the
-    // next 503 (seen: 5 of 40 sockets judged by a 503 cut after its status line).
+    // read stops at the first body naming it, and the same read may have taken only the head of
+    // the next 503.
     const auto shed = answers.find("HTTP/1.1 503");
     if (shed == std::string::npos ||
         answers.find("server.max.unsent.bytes", shed) == std::string::npos) {

@@ -30,8 +30,8 @@ TEST(EtcdStatus, OurDeadlineIsUnknownForAWriteAndUnavailableForARead) {
   EXPECT_TRUE(throws<UnavailableError>(deadline, CallKind::kRead));
 }
 
-// Seen in linearizability_faults_etcd with a member cut off from the majority: etcd ended the
-// request's context itself and answered code UNKNOWN, which dlockd answered 500 internal.
+// A member cut off from the majority ends the request's context itself and answers code UNKNOWN
+// with Go's text: transient, as our own deadline is.
 TEST(EtcdStatus, EtcdsOwnContextEndingIsATimeoutNotAnInternalError) {
   for (const char* text : {"context deadline exceeded", "context canceled"}) {
     const Status ended(StatusCode::UNKNOWN, text);
