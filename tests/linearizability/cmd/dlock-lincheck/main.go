@@ -94,6 +94,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%-10s %-9s %d operations (%d unknown), %d keys, %.2fs\n", r.Model,
 			r.Verdict, r.Operations, r.Unknown, r.Keys, r.Elapsed.Seconds())
 		switch r.Verdict {
+		case lincheck.VerdictOk:
+			if r.Bound > 0 {
+				fmt.Fprintf(stdout, "  undecided with unknown outcomes open to the end; ok with each taking "+
+					"effect, or not, within %s of its call (a linearization of the history as recorded)\n", r.Bound)
+			}
 		case lincheck.VerdictIllegal:
 			status = 1
 			for _, explanation := range r.Explanations {
