@@ -68,21 +68,18 @@ func stepAcquire(s State, in Input, out Output) []State {
 // unknown token), none when it could not have been made: a blocker still within its promise,
 // permits over the limit, a limit conflict, a lock-delay not yet over.
 func grants(s State, in Input, out Output) []State {
-	n := s.clone()
-	blocking, _ := blockers(n, in)
-	for j := len(blocking) - 1; j >= 0; j-- {
-		i := blocking[j]
-		if out.CompleteNs < n.Holders[i].ExpiresNs {
-			return nil
+	blocking, _ := blockers(s, in)
+	var candidates []State
+	for _, n := range endEach(s, blocking, out.CompleteNs) {
+		if in.Mode == Permit {
+			candidates = append(candidates, permitRoom(n, in, out)...)
+		} else {
+			candidates = append(candidates, n)
 		}
-		n.kill(i, n.Holders[i].ExpiresNs)
-	}
-	candidates := []State{n}
-	if in.Mode == Permit {
-		candidates = permitRoom(n, in, out)
 	}
 	var result []State
 	for _, c := range candidates {
+		c = c.clone()
 		if c.DelayUntil > 0 && out.CompleteNs < c.DelayUntil {
 			continue
 		}
@@ -100,6 +97,7 @@ func grants(s State, in Input, out Output) []State {
 		} else {
 			granted.MinToken = c.MaxToken + 1
 			granted.ExpiresNs = in.IfEffectExpiresNs
+			granted.Undelivered = true
 			c.MaxToken++
 		}
 		c.Holders = append(c.Holders, granted)
@@ -120,15 +118,7 @@ func grants(s State, in Input, out Output) []State {
 func permitRoom(s State, in Input, out Output) []State {
 	others := otherPermits(s, in.Session)
 	if len(others) > 0 && s.Limit != in.Limit {
-		n := s.clone()
-		for j := len(others) - 1; j >= 0; j-- {
-			i := others[j]
-			if out.CompleteNs < n.Holders[i].ExpiresNs {
-				return nil
-			}
-			n.kill(i, n.Holders[i].ExpiresNs)
-		}
-		return []State{n}
+		return endEach(s, others, out.CompleteNs)
 	}
 	excess := len(others) - in.Limit + 1
 	if excess <= 0 {
@@ -136,17 +126,13 @@ func permitRoom(s State, in Input, out Output) []State {
 	}
 	var expirable []int
 	for _, i := range others {
-		if out.CompleteNs >= s.Holders[i].ExpiresNs {
+		if s.Holders[i].Undelivered || out.CompleteNs >= s.Holders[i].ExpiresNs {
 			expirable = append(expirable, i)
 		}
 	}
 	var result []State
 	for _, chosen := range combinations(expirable, excess) {
-		n := s.clone()
-		for j := len(chosen) - 1; j >= 0; j-- {
-			n.kill(chosen[j], n.Holders[chosen[j]].ExpiresNs)
-		}
-		result = append(result, n)
+		result = append(result, endEach(s, chosen, out.CompleteNs)...)
 	}
 	return result
 }
@@ -249,12 +235,7 @@ func stepObserve(s State, in Input, out Output) []State {
 		if leader < 0 {
 			return []State{s}
 		}
-		if out.CompleteNs < s.Holders[leader].ExpiresNs {
-			return nil
-		}
-		n := s.clone()
-		n.kill(leader, n.Holders[leader].ExpiresNs)
-		return []State{n}
+		return ends(s, leader, out.CompleteNs)
 	}
 	return []State{s}
 }

@@ -436,8 +436,8 @@ func ExcuseWaiterHeldAtDeadline(h *History) int {
 		out.CompleteNs = h.EndNs
 		h.Inputs[i].QueuedAhead = false
 		// The grant, if made, was the hand-over's, and dlockd gives back a grant whose waiter
-		// gave up (LockService::deliver): it may end at any moment, so its promise is its call.
-		h.Inputs[i].IfEffectExpiresNs = in.InvokeNs
+		// gave up (LockService::deliver): as every unknown outcome's grant, it is undelivered
+		// and may end at any moment (model.go, holder.Undelivered).
 		excused++
 	}
 	return excused

@@ -30,6 +30,10 @@ type holder struct {
 	Value     string // a leader's value; "" for a plain grant
 	ExpiresNs int64
 	DelayNs   int64
+	// The grant of a call whose answer its client never read (an unknown outcome): dlockd gives
+	// back a grant whose answer it could not deliver (ADR-0007), a release at any moment, so it
+	// may end before its promise, and without a lock-delay.
+	Undelivered bool
 }
 
 // State of one key. Immutable: every step copies it.
@@ -88,7 +92,8 @@ func (s State) hash() uint64 {
 	h := fnv.New64a()
 	fmt.Fprint(h, s.MaxToken, s.Limit, s.DelayUntil, s.NotBefore)
 	for _, x := range s.Holders {
-		fmt.Fprint(h, "|", x.Session, x.Token, x.MinToken, x.Mode, x.Value, x.ExpiresNs, x.DelayNs)
+		fmt.Fprint(h, "|", x.Session, x.Token, x.MinToken, x.Mode, x.Value, x.ExpiresNs, x.DelayNs,
+			x.Undelivered)
 	}
 	return h.Sum64()
 }
@@ -102,6 +107,42 @@ func (s *State) kill(i int, fromNs int64) {
 		s.DelayUntil = max(s.DelayUntil, fromNs+h.DelayNs)
 	}
 	s.Holders = append(s.Holders[:i], s.Holders[i+1:]...)
+}
+
+// ends are the states in which holder i has ended by `completeNs`, none if it cannot have:
+// given back (an undelivered grant, at any moment: a release, with no lock-delay) or expired (its
+// promise ran out by then: kill, which starts its lock-delay). Without a lock-delay the first
+// admits all the second does, and is the only one.
+func ends(s State, i int, completeNs int64) []State {
+	var result []State
+	h := s.Holders[i]
+	if h.Undelivered {
+		n := s.clone()
+		n.Holders = append(n.Holders[:i], n.Holders[i+1:]...)
+		result = append(result, n)
+		if h.DelayNs == 0 {
+			return result
+		}
+	}
+	if completeNs >= h.ExpiresNs {
+		n := s.clone()
+		n.kill(i, h.ExpiresNs)
+		result = append(result, n)
+	}
+	return result
+}
+
+// endEach: the states in which every holder of `indices` (ascending) has ended by `completeNs`.
+func endEach(s State, indices []int, completeNs int64) []State {
+	states := []State{s}
+	for j := len(indices) - 1; j >= 0 && len(states) > 0; j-- {
+		var next []State
+		for _, n := range states {
+			next = append(next, ends(n, indices[j], completeNs)...)
+		}
+		states = next
+	}
+	return states
 }
 
 // learn fixes holder i's token once a call names it (an unknown grant's token shows up in a
@@ -199,12 +240,7 @@ func lost(s State, i int, out Output) []State {
 	if i < 0 || s.Holders[i].Token == 0 {
 		return []State{s} // an unknown-token holder may have another token
 	}
-	if out.CompleteNs < s.Holders[i].ExpiresNs {
-		return nil // the grant was live: its promise had not run out
-	}
-	n := s.clone()
-	n.kill(i, n.Holders[i].ExpiresNs)
-	return []State{n}
+	return ends(s, i, out.CompleteNs) // none: the grant was live, its promise had not run out
 }
 
 // stepExtend: a new expiry for the holder (session, token), the same token.
@@ -273,21 +309,32 @@ func stepRevoke(s State, in Input, out Output) []State {
 			}
 		} else {
 			for _, h := range s.Holders {
-				if out.CompleteNs < h.ExpiresNs {
+				if !h.Undelivered && out.CompleteNs < h.ExpiresNs {
 					return nil // a live grant, yet nothing to revoke
 				}
 			}
 		}
 	}
-	n := s.clone()
-	for len(n.Holders) > 0 {
-		from := min(in.InvokeNs, n.Holders[0].ExpiresNs)
+	states := []State{s}
+	for i := len(s.Holders) - 1; i >= 0; i-- {
+		from := min(in.InvokeNs, s.Holders[i].ExpiresNs)
 		if !out.Revoked && out.Outcome == OutcomeOk {
-			from = n.Holders[0].ExpiresNs
+			from = s.Holders[i].ExpiresNs
 		}
-		n.kill(0, from)
+		var next []State
+		for _, n := range states {
+			if n.Holders[i].Undelivered { // or it was given back first
+				given := n.clone()
+				given.Holders = append(given.Holders[:i], given.Holders[i+1:]...)
+				next = append(next, given)
+			}
+			n = n.clone()
+			n.kill(i, from)
+			next = append(next, n)
+		}
+		states = next
 	}
-	return []State{n}
+	return states
 }
 
 func sessionOfToken(s State, token uint64) string {
@@ -322,15 +369,13 @@ func stepRead(s State, in Input, out Output) []State {
 		listed[found] = true
 		n.learn(found, r.Token)
 	}
-	for i := len(n.Holders) - 1; i >= 0; i-- {
+	var missing []int
+	for i := range n.Holders {
 		if !listed[i] {
-			if out.CompleteNs < n.Holders[i].ExpiresNs {
-				return nil // a live holder missing
-			}
-			n.kill(i, n.Holders[i].ExpiresNs)
+			missing = append(missing, i)
 		}
 	}
-	return []State{n}
+	return endEach(n, missing, out.CompleteNs) // none: a live holder missing
 }
 
 // NewModel is the Porcupine model of every primitive (every key of the history is a partition).

@@ -236,3 +236,31 @@ func TestExcuseWaiterHeldAtDeadline(t *testing.T) {
 		})
 	}
 }
+
+// A grant whose answer its client never read may be given back by dlockd at any moment
+// (ADR-0007: an undelivered answer's grant is released), with no lock-delay; a delivered grant
+// lives until its promise.
+func TestMutexModelUndeliveredGrants(t *testing.T) {
+	runCases(t, Mutex, []historyCase{
+		{"an unknown acquire's grant given back before its TTL", `
+			1 s1 acquire ttl=60000 @0-? -> unknown
+			3 - read @20-30 -> ok holders=s1#6
+			3 - read @100-110 -> ok holders=none
+			2 s2 acquire @200-210 -> ok token=7`, VerdictOk},
+		{"a delivered grant is not given back", `
+			1 s1 acquire ttl=60000 @0-10 -> ok token=6
+			3 - read @20-30 -> ok holders=s1#6
+			3 - read @100-110 -> ok holders=none`, VerdictIllegal},
+		{"a grant given back starts no lock-delay", `
+			1 s1 acquire ttl=60000 delay=10000 @0-? -> unknown
+			3 - read @20-30 -> ok holders=s1#6
+			2 s2 acquire @200-210 -> ok token=7`, VerdictOk},
+		{"a grant given back before its TTL ran out starts no lock-delay", `
+			1 s1 acquire ttl=1000 delay=10000 @0-? -> unknown
+			3 - read @20-30 -> ok holders=s1#6
+			2 s2 acquire @2000-2010 -> ok token=7`, VerdictOk},
+		{"a delivered grant that expired starts its lock-delay", `
+			1 s1 acquire ttl=1000 delay=10000 @0-10 -> ok token=6
+			2 s2 acquire @2000-2010 -> ok token=7`, VerdictIllegal},
+	})
+}
