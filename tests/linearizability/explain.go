@@ -187,13 +187,19 @@ func explain(h *History, part []porcupine.Operation, limit time.Duration) string
 			}
 		}
 	}
-	fmt.Fprintf(&b, " Of the %s up to then (those answered later pending),", calls(total))
+	if time.Now().After(deadline) {
+		fmt.Fprintf(&b, " (The time limit ran out before the smallest sub-history was found: what"+
+			" follows may be longer than the violation needs.)")
+	}
+	fmt.Fprintf(&b, " Of the %s up to then (those answered later pending)", calls(total))
 	if pruned > 0 {
-		fmt.Fprintf(&b, " leaving out %d reads and refusals it does not need", pruned)
+		fmt.Fprintf(&b, ", leaving out %d reads and refusals it does not need", pruned)
 	}
 	if skipped > 0 {
 		if pruned > 0 {
 			fmt.Fprintf(&b, " and")
+		} else {
+			fmt.Fprintf(&b, ",")
 		}
 		fmt.Fprintf(&b, " starting at %s, when no call was in flight and the key was in %s (after %s)",
 			ms(startNs, h.StartNs), describeStates(from, h.StartNs), calls(skipped))
