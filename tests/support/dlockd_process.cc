@@ -4,6 +4,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json/parse.hpp>
 #include <cctype>
@@ -108,14 +109,23 @@ std::string HttpResult::error_code() const {
 
 HttpResult http_call(const std::string& address, const std::string& method,
                      const std::string& target, const std::string& body,
-                     const std::map<std::string, std::string>& headers) {
+                     const std::map<std::string, std::string>& headers,
+                     std::chrono::milliseconds timeout) {
   const auto colon = address.rfind(':');
   asio::io_context io;
-  asio::ip::tcp::socket socket(io);
+  beast::tcp_stream stream(io);
+  stream.expires_after(timeout);  // the whole call: connect, write and read
   boost::system::error_code error;
-  socket.connect({asio::ip::make_address(address.substr(0, colon)),
-                  static_cast<unsigned short>(std::stoi(address.substr(colon + 1)))},
-                 error);
+  // Runs one asynchronous step to its end (or the deadline: beast::error::timeout).
+  const auto step = [&](auto start) {
+    start([&](boost::system::error_code ec, auto&&...) { error = ec; });
+    io.restart();
+    io.run();
+  };
+  const asio::ip::tcp::endpoint endpoint{
+      asio::ip::make_address(address.substr(0, colon)),
+      static_cast<unsigned short>(std::stoi(address.substr(colon + 1)))};
+  step([&](auto done) { stream.async_connect(endpoint, done); });
   if (error) throw std::runtime_error("connect " + address + ": " + error.message());
   http::request<http::string_body> request{http::string_to_verb(method), target, 11};
   request.set(http::field::host, address);
@@ -123,12 +133,12 @@ HttpResult http_call(const std::string& address, const std::string& method,
   for (const auto& [name, value] : headers) request.set(name, value);
   request.body() = body;
   request.prepare_payload();
-  http::write(socket, request, error);
+  step([&](auto done) { http::async_write(stream, request, done); });
   if (error) throw std::runtime_error("write: " + error.message());
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(64 * 1024 * 1024);
-  http::read(socket, buffer, parser, error);
+  step([&](auto done) { http::async_read(stream, buffer, parser, done); });
   if (error) throw std::runtime_error("read: " + error.message());
   const auto& response = parser.get();
   HttpResult result;

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <boost/json/value.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -89,9 +90,10 @@ struct HttpResult {
 };
 
 // One request on a fresh connection; throws std::runtime_error when the server cannot be
-// reached.
+// reached ("connect ...": nothing was sent) or the call does not end within `timeout`.
 HttpResult http_call(const std::string& address, const std::string& method,
                      const std::string& target, const std::string& body = "",
-                     const std::map<std::string, std::string>& headers = {});
+                     const std::map<std::string, std::string>& headers = {},
+                     std::chrono::milliseconds timeout = std::chrono::minutes(5));
 
 }  // namespace dlock::testing

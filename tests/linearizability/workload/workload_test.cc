@@ -73,6 +73,11 @@ int run_seconds(int short_s, int long_s) {
 // minute more.
 std::int64_t session_ttl_ms = 60'000;
 
+// How long a plain-HTTP call may take before it is given up as unknown: as the client library's
+// request timeout, shorter than a partition when the run has partitions (a request sent into one
+// may get no answer, and no error, ever).
+milliseconds http_timeout = std::chrono::minutes(5);
+
 // Sessions opened so far: the nemesis starts once every worker has its session (a session's open
 // is not a recorded call, and a worker without one cannot work).
 std::atomic<int> sessions_open{0};
@@ -161,8 +166,8 @@ std::string record_http(Recorder& recorder, json::object op, const std::string& 
   std::string outcome = "unknown";
   json::object output;
   try {
-    const auto answer = testing::http_call(address, method, target,
-                                           body.empty() ? "" : json::serialize(body), headers);
+    const auto answer = testing::http_call(
+        address, method, target, body.empty() ? "" : json::serialize(body), headers, http_timeout);
     if (answer.status >= 200 && answer.status < 300) {
       outcome = "ok";
       on_ok(answer, output);
@@ -594,6 +599,7 @@ void run_and_check(const std::string& backend, bool faults, bool only_partitions
 #ifdef DLOCK_WITH_NETNS
   partitions = faults && ::geteuid() == 0;
   if (faults && !partitions) no_partitions = "network namespaces need root";
+  http_timeout = partitions ? milliseconds(2000) : std::chrono::minutes(5);
   std::unique_ptr<testing::DlockdNetwork> network;
 #ifdef DLOCK_WITH_ETCD
   std::unique_ptr<testing::PartitionedEtcd> partitioned_etcd;
