@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "dlock/errors.h"
+#include "store/pg/pg_statements.h"
 
 namespace dlock::store::pg {
 namespace {
@@ -156,15 +157,16 @@ void run_batch(PgConnection& connection, const std::vector<PgWrite*>& writes) {
   if (merged.error) {
     again = heartbeats;
   } else {
-    // Each heartbeat gets the row of its session (column 4), or no row: not found or expired.
+    // Each heartbeat gets the row of its session, or no row: not found or expired.
     const PgResult& renewed = *merged.result;
+    constexpr int kSession = sql::kHeartbeatManyColumns["session_id"];
     std::unordered_map<std::string, int> row_of;
     std::unordered_set<std::string> skipped;
     for (int row = 0; row < renewed.rows(); ++row) {
-      if (renewed.boolean(row, 5)) {
-        skipped.insert(renewed.text(row, 4));
+      if (renewed.boolean(row, sql::kHeartbeatManyColumns["skipped"])) {
+        skipped.insert(renewed.text(row, kSession));
       } else {
-        row_of.emplace(renewed.text(row, 4), row);
+        row_of.emplace(renewed.text(row, kSession), row);
       }
     }
     for (auto* beat : heartbeats) {

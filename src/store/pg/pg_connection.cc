@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "dlock/errors.h"
+#include "util/sql_columns.h"
 
 namespace dlock::store::pg {
 namespace {
@@ -79,6 +80,14 @@ bool PgResult::is_null(int row, int column) const {
   return PQgetisnull(result_.get(), row + first_, column) != 0;
 }
 
+std::vector<std::string> PgResult::column_names() const {
+  std::vector<std::string> names;
+  const int count = PQnfields(result_.get());
+  names.reserve(static_cast<std::size_t>(count));
+  for (int column = 0; column < count; ++column) names.emplace_back(PQfname(result_.get(), column));
+  return names;
+}
+
 PgConnection::PgConnection(const std::string& url, std::chrono::milliseconds call_timeout,
                            const std::vector<PreparedStatement>& statements)
     : call_timeout_(call_timeout) {
@@ -104,6 +113,14 @@ PgConnection::PgConnection(const std::string& url, std::chrono::milliseconds cal
   }
   for (const auto& statement : statements) {
     check(PQprepare(conn_, statement.name, statement.sql, 0, nullptr), statement.name);
+    if (!statement.columns) continue;
+    const auto described = check(PQdescribePrepared(conn_, statement.name), statement.name);
+    const auto mismatch = util::column_mismatch(*statement.columns, described.column_names());
+    if (!mismatch.empty()) {
+      PQfinish(conn_);
+      conn_ = nullptr;
+      throw InternalError(std::string("pg: statement ") + statement.name + ": " + mismatch);
+    }
   }
 }
 

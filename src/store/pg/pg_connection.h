@@ -16,6 +16,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,9 @@ namespace dlock::store::pg {
 struct PreparedStatement {
   const char* name;
   const char* sql;
+  // The names of its result columns in order (util::SqlColumns::list), compared with the
+  // prepared statement's when the connection prepares it; std::nullopt: not compared.
+  std::optional<std::span<const std::string_view>> columns = std::nullopt;
 };
 
 // A point on the steady clock by which a call is to be answered (PgConnection::execute_pipelined).
@@ -52,6 +56,8 @@ class PgResult {
   std::int64_t int64(int row, int column) const;
   bool boolean(int row, int column) const;
   bool is_null(int row, int column) const;
+  // The names of the result's columns, in order.
+  std::vector<std::string> column_names() const;
 
  private:
   std::shared_ptr<pg_result> result_;
@@ -62,7 +68,8 @@ class PgResult {
 class PgConnection {
  public:
   // Connects and prepares `statements`. Throws UnavailableError when the server cannot be
-  // reached within `call_timeout`.
+  // reached within `call_timeout`, InternalError when a statement's result columns are not the
+  // ones it declares.
   PgConnection(const std::string& url, std::chrono::milliseconds call_timeout,
                const std::vector<PreparedStatement>& statements);
   PgConnection(const PgConnection&) = delete;

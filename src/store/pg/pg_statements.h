@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "store/pg/pg_connection.h"
+#include "util/sql_columns.h"
 
 #define DLOCK_PG_US(column) "(extract(epoch from " column ") * 1000000)::bigint"
 #define DLOCK_PG_MS(param) param "::bigint * interval '1 millisecond'"
@@ -50,10 +51,11 @@
   "coalesce(" t                                            \
   ".expires_at, (SELECT s.expires_at FROM lock_session s " \
   "WHERE s.session_id = " t ".session_id), now())"
-// Column 5 is the expiry the grant reports, column 6 whether it is session-bound.
-#define DLOCK_PG_LOCK_COLUMNS                                                               \
-  "key, owner_id, session_id, fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US( \
-      DLOCK_PG_EXPIRY("locks")) ", locks.expires_at IS NULL"
+// The columns of sql::kLockRow: expires_us is the expiry the grant reports.
+#define DLOCK_PG_LOCK_COLUMNS \
+  "key, owner_id, session_id, fencing_token, " DLOCK_PG_US("acquired_at") " AS acquired_us, " \
+  DLOCK_PG_US(DLOCK_PG_EXPIRY("locks")) " AS expires_us, "                    \
+  "locks.expires_at IS NULL AS session_bound"
 
 namespace dlock::store::pg {
 
@@ -63,6 +65,20 @@ const std::vector<PreparedStatement>& prepared_statements();
 }  // namespace dlock::store::pg
 
 namespace dlock::store::pg::sql {
+
+using util::SqlColumns;
+
+// The result columns of each statement are named after it (util/sql_columns.h): the store reads
+// them by name, and each pooled connection compares them with the prepared statement's own.
+// The rows several statements share: a grant as DLOCK_PG_LOCK_COLUMNS returns it (the type
+// dlock_holder_report of migrations/004_holder_sets.sql begins so), DLOCK_PG_GRANT_COLUMNS and
+// DLOCK_PG_READ_COLUMNS.
+inline constexpr SqlColumns kLockRow{"key",         "owner_id",   "session_id",   "fencing_token",
+                                     "acquired_us", "expires_us", "session_bound"};
+inline constexpr auto kGrantRow = kLockRow + SqlColumns{"mode", "permit_limit"};
+inline constexpr auto kReadRow = kGrantRow + SqlColumns{"value"};
+// A session as kHeartbeat, kGetSession and the start of kHeartbeatMany's and kListSessions' rows.
+inline constexpr SqlColumns kSessionRow{"owner_id", "ttl_ms", "expires_us", "lock_delay_ms"};
 
 // The literals `parts` joined into one, at compile time: two statements share their text without
 // a macro (whose line continuations would hide that text from scripts/mutation-check's rows).
@@ -131,8 +147,9 @@ inline constexpr char kAcquireTail[] =
     "THEN (l.owner_id, l.session_id) = (EXCLUDED.owner_id, EXCLUDED.session_id) "
     "AND (l.expires_at IS NULL OR l.expires_at > " DLOCK_PG_NOW_LOCKED ") "
     "ELSE l.lock_delay_ms = 0 OR dlock_delay_over(l) END "
-    "RETURNING fencing_token, " DLOCK_PG_US("acquired_at") ", " DLOCK_PG_US(
-        DLOCK_PG_EXPIRY("l")) ", " DLOCK_PG_US("now()");
+    "RETURNING fencing_token, " DLOCK_PG_US("acquired_at") " AS acquired_us, " DLOCK_PG_US(
+        DLOCK_PG_EXPIRY("l")) " AS expiry_us, " DLOCK_PG_US("now()") " AS now_us";
+inline constexpr SqlColumns kAcquireColumns{"fencing_token", "acquired_us", "expiry_us", "now_us"};
 inline constexpr auto kAcquireText = join_sql(kAcquireHead, "NULL", kAcquireTail);
 inline constexpr const char* kAcquire = kAcquireText.text;
 // An election's leader (ADR-0020): the same one statement, $5 the value, announced when granted.
@@ -140,11 +157,11 @@ inline constexpr const char* kAcquire = kAcquireText.text;
 inline constexpr auto kAcquireLeaderText =
     join_sql(kNotifyHead, kAcquireHead, "$5", kAcquireTail, kNotifyTail);
 inline constexpr const char* kAcquireLeader = kAcquireLeaderText.text;
+inline constexpr auto kAcquireLeaderColumns = kAcquireColumns + SqlColumns{"pg_notify"};
 
 // kRead, kReadHolders and kList see every grant: the exclusive rows of `locks` and the holders
 // of `lock_holders` (never a group row, which is no grant), as one relation named `locks`.
-// Columns as DLOCK_PG_LOCK_COLUMNS, then 7 the mode, 8 the permit limit and 9 the value (NULL
-// but for a leader, migrations/005_elections.sql).
+// Columns as sql::kReadRow: the value is NULL but for a leader (migrations/005_elections.sql).
 #define DLOCK_PG_GRANT_FIELDS \
   "key, owner_id, session_id, fencing_token, acquired_at, expires_at, mode, permit_limit"
 #define DLOCK_PG_GRANTS(where)                                                              \
@@ -159,28 +176,34 @@ inline constexpr const char* kAcquireLeader = kAcquireLeaderText.text;
 inline constexpr const char* kRead =
     "SELECT " DLOCK_PG_READ_COLUMNS
     " FROM " DLOCK_PG_GRANTS("key = $1") " ORDER BY fencing_token DESC LIMIT 1";
+inline constexpr auto kReadColumns = kReadRow;
 
 inline constexpr const char* kReadHolders =
     "SELECT " DLOCK_PG_READ_COLUMNS " FROM " DLOCK_PG_GRANTS("key = $1") " ORDER BY fencing_token";
+inline constexpr auto kReadHoldersColumns = kReadRow;
 
 // Pages (C2 "Paging") compare keys as bytes (COLLATE "C"), whatever the database's collation, so
 // the order is every backend's and the cursor ($3, $4) picks up where the last page ended.
 inline constexpr const char* kList = "SELECT " DLOCK_PG_READ_COLUMNS " FROM " DLOCK_PG_GRANTS(
     "starts_with(key, $1) AND (key COLLATE \"C\" > $3 OR key = $3 AND fencing_token > "
     "$4)") " ORDER BY key COLLATE \"C\", fencing_token LIMIT $2";
+inline constexpr auto kListColumns = kReadRow;
 
 inline constexpr const char* kExtend =
     "UPDATE locks SET expires_at = now() + " DLOCK_PG_MS("$5") " "
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
     "AND expires_at > " DLOCK_PG_NOW_LOCKED " AND EXISTS (SELECT 1 FROM lock_session s "
     "WHERE s.session_id = locks.session_id AND s.expires_at > now()) "
-    "RETURNING " DLOCK_PG_US("expires_at");
+    "RETURNING " DLOCK_PG_US("expires_at") " AS expires_us";
+inline constexpr SqlColumns kExtendColumns{"expires_us"};
 
 // extend of a session-bound grant: a checked no-op answering the session's expiry (ADR-0018).
 inline constexpr const char* kCheckSessionBound =
-    "SELECT " DLOCK_PG_US(DLOCK_PG_EXPIRY("locks")) ", " DLOCK_PG_US("now()") " FROM locks "
-    "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
+    "SELECT " DLOCK_PG_US(DLOCK_PG_EXPIRY("locks")) " AS expiry_us, "
+    DLOCK_PG_US("now()") " AS now_us "
+    "FROM locks WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
     "AND expires_at IS NULL AND " DLOCK_PG_LIVE("locks");
+inline constexpr SqlColumns kCheckSessionBoundColumns{"expiry_us", "now_us"};
 
 // A grant in its lock-delay (it ended without a release) is not released: it keeps the delay.
 inline constexpr const char* kDeleteIfOwner =
@@ -189,7 +212,8 @@ inline constexpr const char* kDeleteIfOwner =
     "AND (lock_delay_ms = 0 OR (expires_at IS NULL "
     "OR expires_at > " DLOCK_PG_NOW_LOCKED
     ") AND dlock_lock_live(locks)) "
-    "RETURNING " DLOCK_PG_LIVE("locks");
+    "RETURNING " DLOCK_PG_LIVE("locks") " AS live";
+inline constexpr SqlColumns kDeleteIfOwnerColumns{"live"};
 
 // Release and re-grant in one statement; the session trigger refuses a dead next session. Its
 // token is fenced like the acquire's (the SET list is evaluated before the row is locked).
@@ -204,7 +228,8 @@ inline constexpr const char* kHandover =
     "AND mode = 'exclusive' AND " DLOCK_PG_LIVE("locks") " "
     "AND (lock_delay_ms = 0 OR expires_at IS NULL OR expires_at > " DLOCK_PG_NOW_LOCKED ") "
     "RETURNING fencing_token, " DLOCK_PG_US(
-        DLOCK_PG_EXPIRY("locks")) ", " DLOCK_PG_US("now()");
+        DLOCK_PG_EXPIRY("locks")) " AS expiry_us, " DLOCK_PG_US("now()") " AS now_us";
+inline constexpr SqlColumns kHandoverColumns{"fencing_token", "expiry_us", "now_us"};
 
 // proclaim (ADR-0020): one guarded write of the value of the live exclusive grant that key, owner,
 // session and token name, live as extend finds it (a TTL grant until its expiry, a session-bound
@@ -221,19 +246,23 @@ inline constexpr char kProclaimUpdate[] =
     "RETURNING " DLOCK_PG_READ_COLUMNS;
 inline constexpr auto kProclaimText = join_sql(kNotifyHead, kProclaimUpdate, kNotifyTail);
 inline constexpr const char* kProclaim = kProclaimText.text;
+inline constexpr auto kProclaimColumns = kReadRow + SqlColumns{"pg_notify"};
 
 // Every holder of the key (migrations/004_holder_sets.sql; 007_lock_delay.sql: a live grant with a
 // lock-delay ends and stays, in its delay): token, owner, live.
 inline constexpr const char* kRevoke = "SELECT * FROM dlock_revoke($1)";
+inline constexpr SqlColumns kRevokeColumns{"fencing_token", "owner_id", "live"};
 
 // Lock-delay visibility (C2 "Lock-delay", migrations/009_delay_visibility.sql): the names in a
 // delay by prefix (key, the end in microseconds since the epoch); an administrator's clear.
 // dlock_delays with no limit (NULL), then the page: its key filter reaches into the inlined SQL
 // function. Keys as bytes, as kList.
 inline constexpr const char* kListDelays =
-    "SELECT key, dlock_us(ends_at) FROM dlock_delays($1, NULL) WHERE key COLLATE \"C\" > $3 "
-    "ORDER BY key COLLATE \"C\" LIMIT $2";
-inline constexpr const char* kClearDelay = "SELECT dlock_clear_delay($1)";
+    "SELECT key, dlock_us(ends_at) AS ends_us FROM dlock_delays($1, NULL) "
+    "WHERE key COLLATE \"C\" > $3 ORDER BY key COLLATE \"C\" LIMIT $2";
+inline constexpr SqlColumns kListDelaysColumns{"key", "ends_us"};
+inline constexpr const char* kClearDelay = "SELECT dlock_clear_delay($1) AS cleared";
+inline constexpr SqlColumns kClearDelayColumns{"cleared"};
 
 // Lock-delay (migrations/007_lock_delay.sql), before kReapLocks: a grant with a delay that ended
 // with its session gets its end written: a session-bound one its session's expiry (now() once the
@@ -244,6 +273,7 @@ inline constexpr const char* kReapDelays =
     "ELSE now() END WHERE mode = 'exclusive' AND lock_delay_ms > 0 AND (expires_at IS NULL "
     "AND NOT " DLOCK_PG_LIVE_LOCKING("locks") " OR expires_at > now() AND NOT EXISTS ("
     "SELECT 1 FROM lock_session s WHERE s.session_id = locks.session_id AND s.expires_at > now()))";
+inline constexpr SqlColumns<0> kReapDelaysColumns{};
 
 // Expired grants, session-bound grants of dead sessions, and TTL grants of dead sessions, each
 // once its lock-delay is over. Holders and their group rows: kReapHolders.
@@ -253,9 +283,11 @@ inline constexpr const char* kReapLocks =
     "WHERE s.session_id = locks.session_id AND s.expires_at > now()))) "
     "AND (lock_delay_ms = 0 OR dlock_delay_over(locks)) "
     "RETURNING " DLOCK_PG_LOCK_COLUMNS;
+inline constexpr auto kReapLocksColumns = kLockRow;
 
 inline constexpr const char* kReapSessions =
     "DELETE FROM lock_session WHERE expires_at <= now() RETURNING session_id";
+inline constexpr SqlColumns kReapSessionsColumns{"session_id"};
 
 // $3: the session ID, minted by util::random_id() (128 bits from getrandom, contract C6):
 // gen_random_uuid() has only 122 random bits.
@@ -263,7 +295,8 @@ inline constexpr const char* kReapSessions =
 inline constexpr const char* kOpenSession =
     "INSERT INTO lock_session (session_id, owner_id, ttl_ms, expires_at, lock_delay_ms) "
     "VALUES ($3, $1, $2, now() + " DLOCK_PG_MS("$2") ", $4) "
-    "RETURNING session_id, " DLOCK_PG_US("expires_at");
+    "RETURNING session_id, " DLOCK_PG_US("expires_at") " AS expires_us";
+inline constexpr SqlColumns kOpenSessionColumns{"session_id", "expires_us"};
 
 // clock_timestamp(), not now(): re-evaluated after waiting for a statement that read the row
 // FOR SHARE (DLOCK_PG_LIVE_LOCKING), so a session found dead there is never renewed here.
@@ -272,7 +305,8 @@ inline constexpr const char* kOpenSession =
 // Returns owner_id, ttl_ms, the new expiry and the lock-delay (which never changes).
 inline constexpr const char* kHeartbeat =
     "SELECT h.*, (SELECT s.lock_delay_ms FROM lock_session s WHERE s.session_id = $1) "
-    "FROM dlock_heartbeat($1) h";
+    "AS lock_delay_ms FROM dlock_heartbeat($1) h";
+inline constexpr auto kHeartbeatColumns = kSessionRow;
 
 // The heartbeats of one batch in one statement (docs/adr/0027-pg-heartbeats-in-one-statement.md):
 // dlock_heartbeat over the array $1 of session IDs, one row per session renewed (none for one
@@ -296,38 +330,47 @@ inline constexpr const char* kHeartbeatMany =
     "JOIN renewed r ON r.session_id = h.session_id WHERE h.expires_at IS NULL "
     "GROUP BY h.key) m "
     "WHERE l.key = m.key AND l.mode <> 'exclusive' AND l.expires_at < m.expires_at) "
-    "SELECT r.owner_id, r.ttl_ms, " DLOCK_PG_US("r.expires_at") ", r.lock_delay_ms, r.session_id, "
-    "false FROM renewed r "
+    "SELECT r.owner_id, r.ttl_ms, " DLOCK_PG_US("r.expires_at") " AS expires_us, r.lock_delay_ms, "
+    "r.session_id, false AS skipped FROM renewed r "
     "UNION ALL SELECT NULL, NULL, NULL, NULL, s.session_id, true FROM lock_session s "
     "WHERE s.session_id = ANY($1::text[]) "
     "AND NOT EXISTS (SELECT 1 FROM target t WHERE t.session_id = s.session_id)";
+// A renewed session's row is read as kHeartbeat's (pg_batch.cc slices it out for its heartbeat).
+inline constexpr auto kHeartbeatManyColumns =
+    kHeartbeatColumns + SqlColumns{"session_id", "skipped"};
+static_assert(kHeartbeatManyColumns.starts_with(kHeartbeatColumns));
 
 // Visibility (C3 "Sessions"): the live sessions of an owner prefix after an ID, by ID; and a
 // session's live grants, by key.
 inline constexpr const char* kListSessions =
-    "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") ", lock_delay_ms, session_id "
-    "FROM lock_session WHERE expires_at > now() AND starts_with(owner_id, $1) "
+    "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") " AS expires_us, lock_delay_ms, "
+    "session_id FROM lock_session WHERE expires_at > now() AND starts_with(owner_id, $1) "
     "AND session_id > $2 ORDER BY session_id LIMIT $3";
+inline constexpr auto kListSessionsColumns = kSessionRow + SqlColumns{"session_id"};
 inline constexpr const char* kSessionGrants =
     "SELECT " DLOCK_PG_READ_COLUMNS
     " FROM " DLOCK_PG_GRANTS("session_id = $1") " ORDER BY key, fencing_token";
+inline constexpr auto kSessionGrantsColumns = kReadRow;
 
 inline constexpr const char* kGetSession =
-    "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") ", lock_delay_ms FROM lock_session "
-    "WHERE session_id = $1 AND expires_at > now()";
+    "SELECT owner_id, ttl_ms, " DLOCK_PG_US("expires_at") " AS expires_us, lock_delay_ms "
+    "FROM lock_session WHERE session_id = $1 AND expires_at > now()";
+inline constexpr auto kGetSessionColumns = kSessionRow;
 
 // Only a live session is closed: an expired one stays for the reaper, which first writes the end
 // of its session-bound grants from its expiry (kReapDelays), so their lock-delays run from there.
 inline constexpr const char* kCloseSession =
     "DELETE FROM lock_session WHERE session_id = $1 AND expires_at > now() "
-    "RETURNING expires_at > now()";
+    "RETURNING expires_at > now() AS live";
+inline constexpr SqlColumns kCloseSessionColumns{"live"};
 
 // After kCloseSession (no new grant can follow): a session-bound grant was live if its session
 // was, which kCloseSession reports. A TTL grant that had expired keeps its lock-delay.
 inline constexpr const char* kReleaseSessionLocks =
     "DELETE FROM locks WHERE session_id = $1 AND (lock_delay_ms = 0 OR expires_at IS NULL OR "
     "expires_at + lock_delay_ms * interval '1 millisecond' <= now() OR expires_at > now()) "
-    "RETURNING " DLOCK_PG_LOCK_COLUMNS ", coalesce(expires_at > now(), true)";
+    "RETURNING " DLOCK_PG_LOCK_COLUMNS ", coalesce(expires_at > now(), true) AS live";
+inline constexpr auto kReleaseSessionLocksColumns = kLockRow + SqlColumns{"live"};
 
 // Holder sets (docs/adr/0020-more-primitives-design.md), PL/pgSQL functions of
 // migrations/004_holder_sets.sql, one round trip each. Not batched (ADR-0019): a grant waits for
@@ -336,14 +379,19 @@ inline constexpr const char* kReleaseSessionLocks =
 // Returns the token, acquired_at, the expiry the holder reports and now().
 inline constexpr const char* kGrantHolder =
     "SELECT * FROM dlock_grant_holder($1, $2, $3, $4, $5, $6)";
+inline constexpr auto kGrantHolderColumns = kAcquireColumns;
 // One row: NULL (no such holder) or whether the holder was live.
-inline constexpr const char* kReleaseHolder = "SELECT dlock_release_holder($1, $2, $3, $4)";
+inline constexpr const char* kReleaseHolder = "SELECT dlock_release_holder($1, $2, $3, $4) AS live";
+inline constexpr SqlColumns kReleaseHolderColumns{"live"};
 // $5 the TTL in ms. Returns the expiry, now(), whether the holder is session-bound, its mode.
 inline constexpr const char* kExtendHolder =
     "SELECT * FROM dlock_extend_holder($1, $2, $3, $4, $5)";
+inline constexpr SqlColumns kExtendHolderColumns{"expiry_us", "now_us", "session_bound", "mode"};
 // Columns as DLOCK_PG_GRANT_COLUMNS, then whether the holder was live.
 inline constexpr const char* kReapHolders = "SELECT * FROM dlock_reap_holders()";
+inline constexpr auto kReapHoldersColumns = kGrantRow + SqlColumns{"live"};
 inline constexpr const char* kReleaseSessionHolders =
     "SELECT * FROM dlock_release_session_holders($1)";
+inline constexpr auto kReleaseSessionHoldersColumns = kReapHoldersColumns;
 
 }  // namespace dlock::store::pg::sql

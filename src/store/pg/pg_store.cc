@@ -32,79 +32,88 @@ constexpr const char* kRaiseTokenFloor = "SELECT dlock_raise_token_floor()";
 
 const std::vector<PreparedStatement>& prepared_statements() {
   static const std::vector<PreparedStatement> kStatements = {
-      {"acquire", sql::kAcquire},
-      {"acquire_leader", sql::kAcquireLeader},
-      {"proclaim", sql::kProclaim},
-      {"read", sql::kRead},
-      {"list", sql::kList},
-      {"extend", sql::kExtend},
-      {"check_session_bound", sql::kCheckSessionBound},
-      {"delete_if_owner", sql::kDeleteIfOwner},
-      {"handover", sql::kHandover},
-      {"revoke", sql::kRevoke},
-      {"list_delays", sql::kListDelays},
-      {"clear_delay", sql::kClearDelay},
-      {"reap_delays", sql::kReapDelays},
-      {"reap_locks", sql::kReapLocks},
-      {"reap_sessions", sql::kReapSessions},
-      {"open_session", sql::kOpenSession},
-      {"heartbeat", sql::kHeartbeat},
-      {"heartbeat_many", sql::kHeartbeatMany},
-      {"get_session", sql::kGetSession},
-      {"list_sessions", sql::kListSessions},
-      {"session_grants", sql::kSessionGrants},
-      {"close_session", sql::kCloseSession},
-      {"release_session_locks", sql::kReleaseSessionLocks},
-      {"read_holders", sql::kReadHolders},
-      {"grant_holder", sql::kGrantHolder},
-      {"release_holder", sql::kReleaseHolder},
-      {"extend_holder", sql::kExtendHolder},
-      {"reap_holders", sql::kReapHolders},
-      {"release_session_holders", sql::kReleaseSessionHolders},
+      {"acquire", sql::kAcquire, sql::kAcquireColumns.list()},
+      {"acquire_leader", sql::kAcquireLeader, sql::kAcquireLeaderColumns.list()},
+      {"proclaim", sql::kProclaim, sql::kProclaimColumns.list()},
+      {"read", sql::kRead, sql::kReadColumns.list()},
+      {"list", sql::kList, sql::kListColumns.list()},
+      {"extend", sql::kExtend, sql::kExtendColumns.list()},
+      {"check_session_bound", sql::kCheckSessionBound, sql::kCheckSessionBoundColumns.list()},
+      {"delete_if_owner", sql::kDeleteIfOwner, sql::kDeleteIfOwnerColumns.list()},
+      {"handover", sql::kHandover, sql::kHandoverColumns.list()},
+      {"revoke", sql::kRevoke, sql::kRevokeColumns.list()},
+      {"list_delays", sql::kListDelays, sql::kListDelaysColumns.list()},
+      {"clear_delay", sql::kClearDelay, sql::kClearDelayColumns.list()},
+      {"reap_delays", sql::kReapDelays, sql::kReapDelaysColumns.list()},
+      {"reap_locks", sql::kReapLocks, sql::kReapLocksColumns.list()},
+      {"reap_sessions", sql::kReapSessions, sql::kReapSessionsColumns.list()},
+      {"open_session", sql::kOpenSession, sql::kOpenSessionColumns.list()},
+      {"heartbeat", sql::kHeartbeat, sql::kHeartbeatColumns.list()},
+      {"heartbeat_many", sql::kHeartbeatMany, sql::kHeartbeatManyColumns.list()},
+      {"get_session", sql::kGetSession, sql::kGetSessionColumns.list()},
+      {"list_sessions", sql::kListSessions, sql::kListSessionsColumns.list()},
+      {"session_grants", sql::kSessionGrants, sql::kSessionGrantsColumns.list()},
+      {"close_session", sql::kCloseSession, sql::kCloseSessionColumns.list()},
+      {"release_session_locks", sql::kReleaseSessionLocks, sql::kReleaseSessionLocksColumns.list()},
+      {"read_holders", sql::kReadHolders, sql::kReadHoldersColumns.list()},
+      {"grant_holder", sql::kGrantHolder, sql::kGrantHolderColumns.list()},
+      {"release_holder", sql::kReleaseHolder, sql::kReleaseHolderColumns.list()},
+      {"extend_holder", sql::kExtendHolder, sql::kExtendHolderColumns.list()},
+      {"reap_holders", sql::kReapHolders, sql::kReapHoldersColumns.list()},
+      {"release_session_holders", sql::kReleaseSessionHolders,
+       sql::kReleaseSessionHoldersColumns.list()},
   };
   return kStatements;
 }
 
 namespace {
 
+// Each reader is given the statement's columns (sql::k...Columns) and reads its columns by name.
+
+// A row with sql::kLockRow's columns.
+template <const auto& columns>
 LockInfo lock_info_from(const PgResult& result, int row) {
-  return LockInfo{result.text(row, 0),
-                  result.text(row, 1),
-                  result.text(row, 2),
-                  static_cast<FencingToken>(result.int64(row, 3)),
-                  util::from_unix_micros(result.int64(row, 4)),
-                  util::from_unix_micros(result.int64(row, 5)),
-                  result.boolean(row, 6)};
+  return LockInfo{result.text(row, columns["key"]),
+                  result.text(row, columns["owner_id"]),
+                  result.text(row, columns["session_id"]),
+                  static_cast<FencingToken>(result.int64(row, columns["fencing_token"])),
+                  util::from_unix_micros(result.int64(row, columns["acquired_us"])),
+                  util::from_unix_micros(result.int64(row, columns["expires_us"])),
+                  result.boolean(row, columns["session_bound"])};
 }
 
-// A row of DLOCK_PG_GRANT_COLUMNS: column 7 the mode, 8 the permit limit.
+// A row with sql::kGrantRow's columns.
+template <const auto& columns>
 LockInfo grant_info_from(const PgResult& result, int row) {
-  LockInfo info = lock_info_from(result, row);
-  const auto mode = result.text(row, 7);
+  LockInfo info = lock_info_from<columns>(result, row);
+  const auto mode = result.text(row, columns["mode"]);
   info.mode = mode == "shared"   ? HoldMode::kShared
               : mode == "permit" ? HoldMode::kPermit
                                  : HoldMode::kExclusive;
-  info.limit = static_cast<std::uint32_t>(result.int64(row, 8));
+  info.limit = static_cast<std::uint32_t>(result.int64(row, columns["permit_limit"]));
   return info;
 }
 
-// A row of DLOCK_PG_READ_COLUMNS: column 9 the value, NULL but for a leader (ADR-0020).
+// A row with sql::kReadRow's columns: the value is NULL but for a leader (ADR-0020).
+template <const auto& columns>
 LockInfo read_info_from(const PgResult& result, int row) {
-  LockInfo info = grant_info_from(result, row);
-  if (!result.is_null(row, 9)) info.value = result.text(row, 9);
+  LockInfo info = grant_info_from<columns>(result, row);
+  if (!result.is_null(row, columns["value"])) info.value = result.text(row, columns["value"]);
   return info;
 }
 
-// The handle of a grant from a row holding its expiry (column `expiry`) and the database's now()
-// (the next column): a session-bound grant's deadline is its session's, counted from `sent_at`.
+// The handle of a grant from a row holding its expiry and the database's now() (columns
+// expiry_us and now_us): a session-bound grant's deadline is its session's, counted from
+// `sent_at`.
+template <const auto& columns>
 LockHandle handle_from(std::string_view key, std::string_view owner_id, std::string_view session_id,
                        FencingToken token, const LockLease& lease, SteadyClock::time_point sent_at,
-                       const PgResult& result, int expiry) {
-  const std::int64_t expires_us = result.int64(0, expiry);
+                       const PgResult& result) {
+  const std::int64_t expires_us = result.int64(0, columns["expiry_us"]);
   const auto lifetime =
       lease.session_bound()
           ? std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::microseconds(expires_us - result.int64(0, expiry + 1)))
+                std::chrono::microseconds(expires_us - result.int64(0, columns["now_us"])))
           : lease.ttl();
   return LockHandle{std::string(key),        std::string(owner_id),
                     std::string(session_id), token,
@@ -184,7 +193,7 @@ class PgStore final : public Backend {
     const auto result = writes_.execute("proclaim", {handle.key, handle.owner_id, handle.session_id,
                                                      token_text(handle.fencing_token), value});
     if (result.rows() == 0) throw lost(handle.key, handle.fencing_token);
-    return read_info_from(result, 0);
+    return read_info_from<sql::kProclaimColumns>(result, 0);
   }
 
   // Holder sets (ADR-0020): one call of dlock_grant_holder (migrations/004_holder_sets.sql).
@@ -197,9 +206,10 @@ class PgStore final : public Backend {
         "grant_holder", {key, owner_id, session_id, lease_text(lease), to_string(request.mode),
                          std::to_string(request.limit)});
     if (granted.rows() == 0) return std::nullopt;  // held: a decision
-    auto handle =
-        handle_from(key, owner_id, session_id, static_cast<FencingToken>(granted.int64(0, 0)),
-                    lease, sent_at, granted, 2);
+    auto handle = handle_from<sql::kGrantHolderColumns>(
+        key, owner_id, session_id,
+        static_cast<FencingToken>(granted.int64(0, sql::kGrantHolderColumns["fencing_token"])),
+        lease, sent_at, granted);
     handle.mode = request.mode;
     return handle;
   }
@@ -208,7 +218,9 @@ class PgStore final : public Backend {
     util::check_key(key);
     const auto result = pool_.lease()->execute("read_holders", {key});
     std::vector<LockInfo> holders;
-    for (int row = 0; row < result.rows(); ++row) holders.push_back(read_info_from(result, row));
+    for (int row = 0; row < result.rows(); ++row) {
+      holders.push_back(read_info_from<sql::kReadHoldersColumns>(result, row));
+    }
     return holders;
   }
 
@@ -216,7 +228,7 @@ class PgStore final : public Backend {
     util::check_key(key);
     const auto result = pool_.lease()->execute("read", {key});
     if (result.rows() == 0) return std::nullopt;
-    return read_info_from(result, 0);
+    return read_info_from<sql::kReadColumns>(result, 0);
   }
 
   std::vector<LockInfo> list(std::string_view prefix, const ListAfter& after,
@@ -225,7 +237,9 @@ class PgStore final : public Backend {
         "list", {prefix, std::to_string(limit), after.key,
                  std::to_string(static_cast<std::int64_t>(after.fencing_token))});
     std::vector<LockInfo> locks;
-    for (int row = 0; row < result.rows(); ++row) locks.push_back(read_info_from(result, row));
+    for (int row = 0; row < result.rows(); ++row) {
+      locks.push_back(read_info_from<sql::kListColumns>(result, row));
+    }
     return locks;
   }
 
@@ -235,7 +249,9 @@ class PgStore final : public Backend {
         pool_.lease()->execute("list_delays", {prefix, std::to_string(limit), after});
     std::vector<KeyDelay> delays;
     for (int row = 0; row < result.rows(); ++row) {
-      delays.push_back({result.text(row, 0), util::from_unix_micros(result.int64(row, 1))});
+      delays.push_back(
+          {result.text(row, sql::kListDelaysColumns["key"]),
+           util::from_unix_micros(result.int64(row, sql::kListDelaysColumns["ends_us"]))});
     }
     return delays;
   }
@@ -243,7 +259,7 @@ class PgStore final : public Backend {
   bool clear_delay(std::string_view key) override {
     util::check_key(key);
     const auto result = pool_.lease()->execute("clear_delay", {key});
-    return result.rows() == 1 && result.boolean(0, 0);
+    return result.rows() == 1 && result.boolean(0, sql::kClearDelayColumns["cleared"]);
   }
 
   LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
@@ -264,11 +280,11 @@ class PgStore final : public Backend {
                        FencingToken fencing_token) override {
     const auto result =
         writes_.execute("delete_if_owner", {key, owner_id, session_id, token_text(fencing_token)});
-    if (result.rows() == 1) return result.boolean(0, 0);
+    if (result.rows() == 1) return result.boolean(0, sql::kDeleteIfOwnerColumns["live"]);
     // Not an exclusive grant: a shared or permit holder, if the token names one (ADR-0020).
     const auto holder = pool_.lease()->execute(
         "release_holder", {key, owner_id, session_id, token_text(fencing_token)});
-    return holder.rows() == 1 && holder.boolean(0, 0);
+    return holder.rows() == 1 && holder.boolean(0, sql::kReleaseHolderColumns["live"]);
   }
 
   std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
@@ -286,14 +302,18 @@ class PgStore final : public Backend {
           "handover", {from.key, from.owner_id, from.session_id, token_text(from.fencing_token),
                        next_owner_id, next_session_id, lease_text(lease)});
       if (result.rows() == 0) throw lost(from.key, from.fencing_token);
-      return handle_from(from.key, next_owner_id, next_session_id,
-                         static_cast<FencingToken>(result.int64(0, 0)), lease, sent_at, result, 1);
+      return handle_from<sql::kHandoverColumns>(
+          from.key, next_owner_id, next_session_id,
+          static_cast<FencingToken>(result.int64(0, sql::kHandoverColumns["fencing_token"])), lease,
+          sent_at, result);
     } catch (const SessionNotFoundError&) {
       // The next session died while it waited: release `from` instead (rare path).
       const auto released = connection->execute(
           "delete_if_owner",
           {from.key, from.owner_id, from.session_id, token_text(from.fencing_token)});
-      if (released.rows() == 1 && released.boolean(0, 0)) return std::nullopt;
+      if (released.rows() == 1 && released.boolean(0, sql::kDeleteIfOwnerColumns["live"])) {
+        return std::nullopt;
+      }
       throw lost(from.key, from.fencing_token);
     }
   }
@@ -302,10 +322,11 @@ class PgStore final : public Backend {
     util::check_key(key);
     const auto result = pool_.lease()->execute("revoke", {key});
     LockOutcome outcome;
-    if (result.rows() == 1 && result.boolean(0, 2)) {
+    if (result.rows() == 1 && result.boolean(0, sql::kRevokeColumns["live"])) {
       outcome.revoked = true;
-      outcome.fencing_token = static_cast<FencingToken>(result.int64(0, 0));
-      outcome.owner_id = result.text(0, 1);
+      outcome.fencing_token =
+          static_cast<FencingToken>(result.int64(0, sql::kRevokeColumns["fencing_token"]));
+      outcome.owner_id = result.text(0, sql::kRevokeColumns["owner_id"]);
     }
     return outcome;
   }
@@ -316,15 +337,16 @@ class PgStore final : public Backend {
     connection->execute("reap_delays", {});  // lock-delay: ends fixed, rows kept
     const auto locks = connection->execute("reap_locks", {});
     for (int row = 0; row < locks.rows(); ++row) {
-      report.expired_locks.push_back(lock_info_from(locks, row));
+      report.expired_locks.push_back(lock_info_from<sql::kReapLocksColumns>(locks, row));
     }
     const auto holders = connection->execute("reap_holders", {});
     for (int row = 0; row < holders.rows(); ++row) {
-      report.expired_locks.push_back(grant_info_from(holders, row));
+      report.expired_locks.push_back(grant_info_from<sql::kReapHoldersColumns>(holders, row));
     }
     const auto sessions = connection->execute("reap_sessions", {});
     for (int row = 0; row < sessions.rows(); ++row) {
-      report.expired_sessions.push_back(sessions.text(row, 0));
+      report.expired_sessions.push_back(
+          sessions.text(row, sql::kReapSessionsColumns["session_id"]));
     }
     return report;
   }
@@ -351,15 +373,17 @@ class PgStore final : public Backend {
     check_lock_delay(lock_delay, limits_);
     const auto result = pool_.lease()->execute(
         "open_session", {owner_id, ms_text(ttl), util::random_id(), ms_text(lock_delay)});
-    return SessionInfo{result.text(0, 0), std::string(owner_id), ttl,
-                       util::from_unix_micros(result.int64(0, 1)), lock_delay};
+    return SessionInfo{
+        result.text(0, sql::kOpenSessionColumns["session_id"]), std::string(owner_id), ttl,
+        util::from_unix_micros(result.int64(0, sql::kOpenSessionColumns["expires_us"])),
+        lock_delay};
   }
 
   SessionInfo heartbeat(std::string_view session_id) override {
     util::check_session_id(session_id);
     const auto result = writes_.execute("heartbeat", {session_id});
     if (result.rows() == 0) throw SessionNotFoundError("session not found or expired");
-    return session_from(session_id, result);
+    return session_from<sql::kHeartbeatColumns>(session_id, result);
   }
 
   std::vector<SessionInfo> list_sessions(std::string_view owner_prefix, std::string_view after,
@@ -368,10 +392,8 @@ class PgStore final : public Backend {
         pool_.lease()->execute("list_sessions", {owner_prefix, after, std::to_string(limit)});
     std::vector<SessionInfo> sessions;
     for (int row = 0; row < result.rows(); ++row) {
-      sessions.push_back(SessionInfo{result.text(row, 4), result.text(row, 0),
-                                     std::chrono::milliseconds(result.int64(row, 1)),
-                                     util::from_unix_micros(result.int64(row, 2)),
-                                     std::chrono::milliseconds(result.int64(row, 3))});
+      sessions.push_back(session_from<sql::kListSessionsColumns>(
+          result.text(row, sql::kListSessionsColumns["session_id"]), result.slice(row, 1)));
     }
     return sessions;
   }
@@ -379,7 +401,9 @@ class PgStore final : public Backend {
   std::vector<LockInfo> session_grants(std::string_view session_id) override {
     const auto result = pool_.lease()->execute("session_grants", {session_id});
     std::vector<LockInfo> grants;
-    for (int row = 0; row < result.rows(); ++row) grants.push_back(read_info_from(result, row));
+    for (int row = 0; row < result.rows(); ++row) {
+      grants.push_back(read_info_from<sql::kSessionGrantsColumns>(result, row));
+    }
     return grants;
   }
 
@@ -387,7 +411,7 @@ class PgStore final : public Backend {
     util::check_session_id(session_id);
     const auto result = pool_.lease()->execute("get_session", {session_id});
     if (result.rows() == 0) return std::nullopt;
-    return session_from(session_id, result);
+    return session_from<sql::kGetSessionColumns>(session_id, result);
   }
 
   std::vector<LockInfo> close_session(std::string_view session_id) override {
@@ -396,7 +420,7 @@ class PgStore final : public Backend {
     // Once the session row is gone the trigger refuses it any new grant, so deleting its locks
     // afterwards (a second statement) cannot miss one.
     const auto closed = connection->execute("close_session", {session_id});
-    if (closed.rows() == 0 || !closed.boolean(0, 0)) {
+    if (closed.rows() == 0 || !closed.boolean(0, sql::kCloseSessionColumns["live"])) {
       // Missing or already expired: its grants ended with it, not by this close, so they are
       // left to the reaper, which keeps each one's lock-delay (C2 "Lock-delay").
       throw SessionNotFoundError("session not found or expired");
@@ -404,11 +428,15 @@ class PgStore final : public Backend {
     const auto locks = connection->execute("release_session_locks", {session_id});
     std::vector<LockInfo> released;
     for (int row = 0; row < locks.rows(); ++row) {
-      if (locks.boolean(row, 7)) released.push_back(lock_info_from(locks, row));
+      if (locks.boolean(row, sql::kReleaseSessionLocksColumns["live"])) {
+        released.push_back(lock_info_from<sql::kReleaseSessionLocksColumns>(locks, row));
+      }
     }
     const auto holders = connection->execute("release_session_holders", {session_id});
     for (int row = 0; row < holders.rows(); ++row) {
-      if (holders.boolean(row, 9)) released.push_back(grant_info_from(holders, row));
+      if (holders.boolean(row, sql::kReleaseSessionHoldersColumns["live"])) {
+        released.push_back(grant_info_from<sql::kReleaseSessionHoldersColumns>(holders, row));
+      }
     }
     return released;
   }
@@ -429,8 +457,10 @@ class PgStore final : public Backend {
                                                   SteadyClock::time_point sent_at,
                                                   const PgResult& granted) {
     if (granted.rows() == 0) return std::nullopt;
-    return handle_from(key, owner_id, session_id, static_cast<FencingToken>(granted.int64(0, 0)),
-                       lease, sent_at, granted, 2);
+    return handle_from<sql::kAcquireColumns>(
+        key, owner_id, session_id,
+        static_cast<FencingToken>(granted.int64(0, sql::kAcquireColumns["fencing_token"])), lease,
+        sent_at, granted);
   }
 
   // extend of an exclusive grant; std::nullopt when the token names none.
@@ -443,8 +473,9 @@ class PgStore final : public Backend {
           "check_session_bound",
           {handle.key, handle.owner_id, handle.session_id, token_text(handle.fencing_token)});
       if (checked.rows() == 0) return std::nullopt;
-      return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
-                         LockLease::session(), sent_at, checked, 0);
+      return handle_from<sql::kCheckSessionBoundColumns>(handle.key, handle.owner_id,
+                                                         handle.session_id, handle.fencing_token,
+                                                         LockLease::session(), sent_at, checked);
     };
     // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
     // server's extend) does not know it. kExtend never matches a session-bound row.
@@ -454,7 +485,8 @@ class PgStore final : public Backend {
     if (result.rows() == 0) return check_session_bound();
     LockHandle extended = handle;
     extended.client_deadline = sent_at + ttl;
-    extended.server_expiry = util::from_unix_micros(result.int64(0, 0));
+    extended.server_expiry =
+        util::from_unix_micros(result.int64(0, sql::kExtendColumns["expires_us"]));
     extended.mode = HoldMode::kExclusive;
     return extended;
   }
@@ -467,18 +499,23 @@ class PgStore final : public Backend {
         pool_.lease()->execute("extend_holder", {handle.key, handle.owner_id, handle.session_id,
                                                  token_text(handle.fencing_token), ms_text(ttl)});
     if (result.rows() == 0) return std::nullopt;
-    const bool session_bound = result.boolean(0, 2);
-    LockHandle extended =
-        handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
-                    session_bound ? LockLease::session() : LockLease(ttl), sent_at, result, 0);
-    extended.mode = result.text(0, 3) == "permit" ? HoldMode::kPermit : HoldMode::kShared;
+    const bool session_bound = result.boolean(0, sql::kExtendHolderColumns["session_bound"]);
+    LockHandle extended = handle_from<sql::kExtendHolderColumns>(
+        handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
+        session_bound ? LockLease::session() : LockLease(ttl), sent_at, result);
+    extended.mode = result.text(0, sql::kExtendHolderColumns["mode"]) == "permit"
+                        ? HoldMode::kPermit
+                        : HoldMode::kShared;
     return extended;
   }
 
+  // The first row of `result`, with sql::kSessionRow's columns.
+  template <const auto& columns>
   static SessionInfo session_from(std::string_view session_id, const PgResult& result) {
-    return SessionInfo{
-        std::string(session_id), result.text(0, 0), std::chrono::milliseconds(result.int64(0, 1)),
-        util::from_unix_micros(result.int64(0, 2)), std::chrono::milliseconds(result.int64(0, 3))};
+    return SessionInfo{std::string(session_id), result.text(0, columns["owner_id"]),
+                       std::chrono::milliseconds(result.int64(0, columns["ttl_ms"])),
+                       util::from_unix_micros(result.int64(0, columns["expires_us"])),
+                       std::chrono::milliseconds(result.int64(0, columns["lock_delay_ms"]))};
   }
 
   const PgStoreOptions options_;
