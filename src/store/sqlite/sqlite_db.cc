@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dlock/errors.h"
+#include "util/sql_columns.h"
 
 namespace dlock::store::sqlite {
 
@@ -69,6 +70,19 @@ std::string Statement::column_text(int index) const {
   const auto* text = sqlite3_column_text(stmt_, index);
   const int size = sqlite3_column_bytes(stmt_, index);
   return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text), size);
+}
+
+std::vector<std::string> Statement::column_names() const {
+  std::vector<std::string> names;
+  const int count = sqlite3_column_count(stmt_);
+  names.reserve(static_cast<std::size_t>(count));
+  for (int index = 0; index < count; ++index) names.emplace_back(sqlite3_column_name(stmt_, index));
+  return names;
+}
+
+void Statement::check_columns(std::span<const std::string_view> columns) const {
+  const auto mismatch = util::column_mismatch(columns, column_names());
+  if (!mismatch.empty()) throw InternalError("sqlite: " + mismatch + ": " + sqlite3_sql(stmt_));
 }
 
 std::optional<std::string> Statement::column_optional_text(int index) const {
@@ -160,9 +174,14 @@ void WriteTransaction::commit() {
   done_ = true;
 }
 
-Statement& StatementCache::get(const std::string& sql) {
+Statement& StatementCache::get(const std::string& sql,
+                               std::optional<std::span<const std::string_view>> columns) {
   auto& slot = statements_[sql];
-  if (!slot) slot = std::make_unique<Statement>(db_.handle(), sql);
+  if (!slot) {
+    auto prepared = std::make_unique<Statement>(db_.handle(), sql);
+    if (columns) prepared->check_columns(*columns);
+    slot = std::move(prepared);
+  }
   slot->reset();
   return *slot;
 }

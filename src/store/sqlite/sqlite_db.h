@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -40,6 +41,10 @@ class Statement {
   std::string column_text(int index) const;
   // std::nullopt for SQL NULL.
   std::optional<std::string> column_optional_text(int index) const;
+  // The names of the result columns, in order.
+  std::vector<std::string> column_names() const;
+  // Throws InternalError unless the result columns are named `columns`, in that order.
+  void check_columns(std::span<const std::string_view> columns) const;
   // Resets for reuse and clears bindings (also on error paths, via ResetGuard).
   void reset() noexcept;
 
@@ -115,8 +120,10 @@ class WriteTransaction {
 class StatementCache {
  public:
   explicit StatementCache(Database& db) : db_(db) {}
-  // The statement for `sql`, reset and unbound, prepared on first use.
-  Statement& get(const std::string& sql);
+  // The statement for `sql`, reset and unbound, prepared on first use; then its result columns are
+  // checked against `columns` (Statement::check_columns) when given.
+  Statement& get(const std::string& sql,
+                 std::optional<std::span<const std::string_view>> columns = std::nullopt);
 
  private:
   Database& db_;

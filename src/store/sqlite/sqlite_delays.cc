@@ -37,11 +37,10 @@ void keep_delay(StatementCache& statements, std::string_view key, std::int64_t e
 }
 
 std::vector<std::string> end_delays(StatementCache& statements) {
-  Statement& remove =
-      statements.get("DELETE FROM lock_delays WHERE ends_at <= " DLOCK_SQLITE_NOW " RETURNING key");
+  Statement& remove = statements.get(sql::kEndDelays, sql::kEndDelaysColumns.list());
   ResetGuard reset(remove);
   std::vector<std::string> over;
-  while (remove.step()) over.push_back(remove.column_text(0));
+  while (remove.step()) over.push_back(remove.column_text(sql::kEndDelaysColumns["key"]));
   return over;
 }
 
@@ -49,33 +48,25 @@ std::vector<std::pair<std::string, std::int64_t>> delays_by_prefix(StatementCach
                                                                    std::string_view prefix,
                                                                    std::string_view after,
                                                                    std::int64_t limit) {
-  // The rows of `table` under the prefix ?1 that are no live grant, with the end of their delay.
-  const auto ended_rows = [](const sql::GrantTable& table) {
-    const std::string name = table.name;
-    return "SELECT " + name + ".key AS key, " + table.expiry + " + " + table.delay +
-           " AS ends_at FROM " + name + " WHERE substr(" + name +
-           ".key, 1, length(?1)) = ?1 AND NOT " + table.live;
-  };
-  static const std::string text =
-      "SELECT key, max(ends_at) FROM (SELECT key, ends_at FROM lock_delays "
-      "WHERE substr(key, 1, length(?1)) = ?1 UNION ALL " +
-      ended_rows(sql::kGrants) + " UNION ALL " + ended_rows(sql::kHolders) +
-      ") WHERE ends_at > " DLOCK_SQLITE_NOW " AND key > ?3 GROUP BY key ORDER BY key LIMIT ?2";
-  Statement& select = statements.get(text);
+  constexpr const auto& columns = sql::kDelaysByPrefixColumns;
+  Statement& select = statements.get(sql::kDelaysByPrefix, columns.list());
   ResetGuard reset(select);
   select.bind(1, prefix).bind(2, limit).bind(3, after);
   std::vector<std::pair<std::string, std::int64_t>> delays;
-  while (select.step()) delays.emplace_back(select.column_text(0), select.column_int64(1));
+  while (select.step()) {
+    delays.emplace_back(select.column_text(columns["key"]),
+                        select.column_int64(columns["ends_at"]));
+  }
   return delays;
 }
 
 bool clear_delays_of(StatementCache& statements, std::string_view key) {
-  Statement& check = statements.get("SELECT " DLOCK_SQLITE_DELAYED_KEY("?1"));
+  Statement& check = statements.get(sql::kKeyInDelay, sql::kKeyInDelayColumns.list());
   bool delayed = false;
   {
     ResetGuard reset(check);
     check.bind(1, key);
-    delayed = check.step() && check.column_int64(0) != 0;
+    delayed = check.step() && check.column_int64(sql::kKeyInDelayColumns["in_delay"]) != 0;
   }
   if (!delayed) return false;
   for (const char* sql :

@@ -27,9 +27,4 @@ std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_v
 // and every holder of it; the outcome names the live one with the greatest token.
 LockOutcome revoke_every_holder(StatementCache& statements, std::string_view key);
 
-// A SELECT of the live grants of both tables (the exclusive ones and the holders) that satisfy
-// `where` (columns unqualified, e.g. "key = ?1"), each row in DLOCK_SQLITE_COLUMNS_IN's columns,
-// followed by `tail` (ORDER BY / LIMIT over the result columns key and fencing_token).
-std::string live_grants_sql(std::string_view where, std::string_view tail);
-
 }  // namespace dlock::store::sqlite

@@ -77,12 +77,12 @@ class SqliteStore final : public Backend {
     std::optional<LockInfo> proclaimed;
     writes_.write([&] {
       proclaimed.reset();
-      Statement& update = statements_.get(sql::kProclaim);
+      Statement& update = statements_.get(sql::kProclaim, sql::kProclaimColumns.list());
       ResetGuard reset(update);
       update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
       update.bind(4, static_cast<std::int64_t>(handle.fencing_token)).bind(5, value);
       if (!update.step()) return false;  // nothing written
-      proclaimed = lock_info_from(update, clock_);
+      proclaimed = lock_info_from<sql::kProclaimColumns>(update, clock_);
       return true;
     });
     if (!proclaimed) {
@@ -112,15 +112,12 @@ class SqliteStore final : public Backend {
   // other), so reading both tables gives one or the other.
   std::vector<LockInfo> read_holders(std::string_view key) override {
     util::check_key(key);
-    static const std::string sql = live_grants_sql("key = ?1", "ORDER BY fencing_token");
-    return select_live(sql, key);
+    return select_live<sql::kReadHoldersColumns>(sql::kReadHolders, key);
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
     util::check_key(key);
-    static const std::string sql =
-        live_grants_sql("key = ?1", "ORDER BY fencing_token DESC LIMIT 1");
-    auto found = select_live(sql, key);
+    auto found = select_live<sql::kReadColumns>(sql::kRead, key);
     if (found.empty()) return std::nullopt;
     return std::move(found.front());
   }
@@ -128,16 +125,13 @@ class SqliteStore final : public Backend {
   // Keys compare as bytes (SQLite's BINARY collation), as the SPI's order says.
   std::vector<LockInfo> list(std::string_view prefix, const ListAfter& after,
                              std::size_t limit) override {
-    static const std::string sql = live_grants_sql(
-        "substr(key, 1, length(?1)) = ?1 AND (key > ?3 OR key = ?3 AND fencing_token > ?4)",
-        "ORDER BY key, fencing_token LIMIT ?2");
     std::lock_guard lock(mutex_);
-    Statement& select = statements_.get(sql);
+    Statement& select = statements_.get(sql::kList, sql::kListColumns.list());
     ResetGuard reset(select);
     select.bind(1, prefix).bind(2, static_cast<std::int64_t>(limit)).bind(3, after.key);
     select.bind(4, static_cast<std::int64_t>(after.fencing_token));
     std::vector<LockInfo> result;
-    while (select.step()) result.push_back(lock_info_from(select, clock_));
+    while (select.step()) result.push_back(lock_info_from<sql::kListColumns>(select, clock_));
     return result;
   }
 
@@ -177,12 +171,7 @@ class SqliteStore final : public Backend {
     bool updated = false;
     writes_.write([&] {
       for (const auto* table : {&kGrants, &kHolders}) {
-        Statement& update =
-            statements_.get(std::string("UPDATE ") + table->name +
-                            " SET expires_at = " DLOCK_SQLITE_NOW
-                            " + ?5 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-                            "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW " AND " +
-                            table->live_session + " RETURNING expires_at, " + table->mode);
+        Statement& update = statements_.get(table->extend, sql::kExtendColumns.list());
         ResetGuard reset(update);
         update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
         update.bind(4, static_cast<std::int64_t>(handle.fencing_token));
@@ -190,9 +179,9 @@ class SqliteStore final : public Backend {
         updated = update.step();
         if (!updated) continue;
         extended.client_deadline = sent_at + ttl;
-        extended.server_expiry =
-            StoreClock::wall_time(update.column_int64(0), clock_.wall_offset_ms());
-        extended.mode = mode_from(update.column_text(1));
+        extended.server_expiry = StoreClock::wall_time(
+            update.column_int64(sql::kExtendColumns["expires_at"]), clock_.wall_offset_ms());
+        extended.mode = mode_from(update.column_text(sql::kExtendColumns["mode"]));
         return true;
       }
       return false;  // nothing written
@@ -259,12 +248,13 @@ class SqliteStore final : public Backend {
     const std::string session_id = util::random_id();
     SessionInfo opened{session_id, std::string(owner_id), ttl, {}, lock_delay};
     writes_.write([&] {
-      Statement& insert = statements_.get(sql::kOpenSession);
+      Statement& insert = statements_.get(sql::kOpenSession, sql::kOpenSessionColumns.list());
       ResetGuard reset(insert);
       insert.bind(1, session_id).bind(2, owner_id).bind(3, std::int64_t{ttl.count()});
       insert.bind(4, std::int64_t{lock_delay.count()});
       if (!insert.step()) throw InternalError("sqlite: session insert returned no row");
-      opened.expires_at = StoreClock::wall_time(insert.column_int64(0), clock_.wall_offset_ms());
+      opened.expires_at = StoreClock::wall_time(
+          insert.column_int64(sql::kOpenSessionColumns["expires_at"]), clock_.wall_offset_ms());
       return true;
     });
     return opened;
@@ -274,11 +264,11 @@ class SqliteStore final : public Backend {
     util::check_session_id(session_id);
     std::optional<SessionInfo> renewed;
     writes_.write([&] {
-      Statement& update = statements_.get(sql::kHeartbeat);
+      Statement& update = statements_.get(sql::kHeartbeat, sql::kHeartbeatColumns.list());
       ResetGuard reset(update);
       update.bind(1, session_id);
       if (!update.step()) throw SessionNotFoundError("session not found or expired");
-      renewed = session_from(session_id, update, clock_);
+      renewed = session_from<sql::kHeartbeatColumns>(session_id, update, clock_);
       return true;
     });
     return *renewed;
@@ -287,32 +277,29 @@ class SqliteStore final : public Backend {
   std::vector<SessionInfo> list_sessions(std::string_view owner_prefix, std::string_view after,
                                          std::size_t limit) override {
     std::lock_guard lock(mutex_);
-    Statement& select = statements_.get(
-        "SELECT owner_id, ttl_ms, expires_at, lock_delay_ms, session_id FROM lock_session "
-        "WHERE expires_at > " DLOCK_SQLITE_NOW
-        " AND substr(owner_id, 1, length(?1)) = ?1 "
-        "AND session_id > ?2 ORDER BY session_id LIMIT ?3");
+    Statement& select = statements_.get(sql::kListSessions, sql::kListSessionsColumns.list());
     ResetGuard reset(select);
     select.bind(1, owner_prefix).bind(2, after).bind(3, static_cast<std::int64_t>(limit));
     std::vector<SessionInfo> sessions;
-    while (select.step()) sessions.push_back(session_from(select.column_text(4), select, clock_));
+    while (select.step()) {
+      sessions.push_back(session_from<sql::kListSessionsColumns>(
+          select.column_text(sql::kListSessionsColumns["session_id"]), select, clock_));
+    }
     return sessions;
   }
 
   std::vector<LockInfo> session_grants(std::string_view session_id) override {
-    static const std::string sql =
-        live_grants_sql("session_id = ?1", "ORDER BY key, fencing_token");
-    return select_live(sql, session_id);
+    return select_live<sql::kSessionGrantsColumns>(sql::kSessionGrants, session_id);
   }
 
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
     util::check_session_id(session_id);
     std::lock_guard lock(mutex_);
-    Statement& select = statements_.get(sql::kGetSession);
+    Statement& select = statements_.get(sql::kGetSession, sql::kGetSessionColumns.list());
     ResetGuard reset(select);
     select.bind(1, session_id);
     if (!select.step()) return std::nullopt;
-    return session_from(session_id, select, clock_);
+    return session_from<sql::kGetSessionColumns>(session_id, select, clock_);
   }
 
   std::vector<LockInfo> close_session(std::string_view session_id) override {
@@ -336,16 +323,17 @@ class SqliteStore final : public Backend {
     std::optional<LockHandle> granted;
     writes_.write([&] {
       const FencingToken token = take_token(statements_);
-      Statement& acquire = statements_.get(kAcquire);
+      Statement& acquire = statements_.get(kAcquire, sql::kAcquireColumns.list());
       ResetGuard reset(acquire);
       acquire.bind(1, key).bind(2, owner_id).bind(3, session_id);
       acquire.bind(4, static_cast<std::int64_t>(token));
       bind_lease(acquire, 5, lease);
       if (value) acquire.bind(6, *value);
       if (!acquire.step()) return false;  // held: rolling back returns the token unused
-      granted =
-          handle_from(key, owner_id, session_id, static_cast<FencingToken>(acquire.column_int64(0)),
-                      lease, sent_at, acquire, 2, clock_);
+      granted = handle_from<sql::kAcquireColumns>(
+          key, owner_id, session_id,
+          static_cast<FencingToken>(acquire.column_int64(sql::kAcquireColumns["fencing_token"])),
+          lease, sent_at, acquire, clock_);
       return true;
     });
     return granted;
@@ -363,12 +351,7 @@ class SqliteStore final : public Backend {
     writes_.write([&] {
       next.reset();
       const FencingToken token = take_token(statements_);
-      Statement& update = statements_.get(
-          "UPDATE locks SET owner_id = ?5, session_id = ?6, fencing_token = ?7, "
-          "acquired_at = " DLOCK_SQLITE_NOW ", expires_at = " DLOCK_SQLITE_NOW
-          " + ?8, value = NULL WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-          "AND fencing_token = ?4 AND " DLOCK_SQLITE_LIVE_GRANT
-          " RETURNING " DLOCK_SQLITE_GRANT_EXPIRY ", " DLOCK_SQLITE_NOW);
+      Statement& update = statements_.get(sql::kHandover, sql::kHandoverColumns.list());
       ResetGuard reset(update);
       update.bind(1, from.key).bind(2, from.owner_id).bind(3, from.session_id);
       update.bind(4, static_cast<std::int64_t>(from.fencing_token));
@@ -389,8 +372,8 @@ class SqliteStore final : public Backend {
       if (!granted) {
         throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
       }
-      next = handle_from(from.key, next_owner_id, next_session_id, token, lease, sent_at, update, 0,
-                         clock_);
+      next = handle_from<sql::kHandoverColumns>(from.key, next_owner_id, next_session_id, token,
+                                                lease, sent_at, update, clock_);
       return true;
     });
     return next;
@@ -401,18 +384,19 @@ class SqliteStore final : public Backend {
     writes_.write([&] {
       report = ReapReport{};
       for (const auto* table : {&kGrants, &kHolders}) {
-        const std::string ended =
-            std::string("expires_at <= " DLOCK_SQLITE_NOW " OR NOT ") + table->live_session;
-        keep_delays(statements_, *table, ended);  // before the rows and their sessions go
-        Statement& locks = statements_.get(std::string("DELETE FROM ") + table->name + " WHERE " +
-                                           ended + " RETURNING " + table->columns);
+        keep_delays(statements_, *table, table->ended);  // before the rows and their sessions go
+        Statement& locks = statements_.get(table->reap, sql::kReapColumns.list());
         ResetGuard reset_locks(locks);
-        while (locks.step()) report.expired_locks.push_back(lock_info_from(locks, clock_));
+        while (locks.step()) {
+          report.expired_locks.push_back(lock_info_from<sql::kReapColumns>(locks, clock_));
+        }
       }
-      Statement& sessions = statements_.get(
-          "DELETE FROM lock_session WHERE expires_at <= " DLOCK_SQLITE_NOW " RETURNING session_id");
+      Statement& sessions = statements_.get(sql::kReapSessions, sql::kReapSessionsColumns.list());
       ResetGuard reset_sessions(sessions);
-      while (sessions.step()) report.expired_sessions.push_back(sessions.column_text(0));
+      while (sessions.step()) {
+        report.expired_sessions.push_back(
+            sessions.column_text(sql::kReapSessionsColumns["session_id"]));
+      }
       delays_over = end_delays(statements_);
       return true;
     });
@@ -431,21 +415,19 @@ class SqliteStore final : public Backend {
         // A grant of the session that had already ended keeps its lock-delay (C2).
         keep_delays(statements_, *table, std::string("session_id = ?1 AND NOT ") + table->live,
                     session_id);
-        Statement& locks = statements_.get(std::string("DELETE FROM ") + table->name +
-                                           " WHERE session_id = ?1 RETURNING " + table->columns +
-                                           ", " + table->live);
+        Statement& locks = statements_.get(table->close, sql::kCloseColumns.list());
         ResetGuard reset(locks);
         locks.bind(1, session_id);
         while (locks.step()) {
-          if (locks.column_int64(10) != 0) released.push_back(lock_info_from(locks, clock_));
+          if (locks.column_int64(sql::kCloseColumns["live"]) != 0) {
+            released.push_back(lock_info_from<sql::kCloseColumns>(locks, clock_));
+          }
         }
       }
-      Statement& remove = statements_.get(
-          "DELETE FROM lock_session WHERE session_id = ?1 "
-          "RETURNING expires_at > " DLOCK_SQLITE_NOW);
+      Statement& remove = statements_.get(sql::kCloseSession, sql::kCloseSessionColumns.list());
       ResetGuard reset(remove);
       remove.bind(1, session_id);
-      was_live = remove.step() && remove.column_int64(0) != 0;
+      was_live = remove.step() && remove.column_int64(sql::kCloseSessionColumns["live"]) != 0;
       return true;
     });
     if (!was_live) throw SessionNotFoundError("session not found or expired");
@@ -487,9 +469,10 @@ class SqliteStore final : public Backend {
   // nothing (docs/adr/0013-sqlite-store-clock.md).
   void resume_clock() {
     Statement last(db_.handle(), sql::kLastReached);
+    last.check_columns(sql::kLastReachedColumns.list());
     if (!last.step()) return;
-    const std::int64_t reached = last.column_int64(0);
-    const bool live = last.column_int64(1) != 0;
+    const std::int64_t reached = last.column_int64(sql::kLastReachedColumns["reached"]);
+    const bool live = last.column_int64(sql::kLastReachedColumns["live"]) != 0;
     if (reached <= 0) return;  // nothing persisted
     clock_.resume_at(live ? reached : std::max(reached, clock_.now_ms()));
   }
@@ -500,18 +483,15 @@ class SqliteStore final : public Backend {
     std::lock_guard lock(mutex_);
     for (const auto* table : {&kGrants, &kHolders}) {
       Statement& select =
-          statements_.get(std::string("SELECT ") + table->expiry + ", " DLOCK_SQLITE_NOW ", " +
-                          table->mode + " FROM " + table->name +
-                          " WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
-                          "AND fencing_token = ?4 AND expires_at IS NULL AND " +
-                          table->live);
+          statements_.get(table->check_session_bound, sql::kCheckSessionBoundColumns.list());
       ResetGuard reset(select);
       select.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
       select.bind(4, static_cast<std::int64_t>(handle.fencing_token));
       if (!select.step()) continue;
-      return handle_from(handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
-                         LockLease::session(), sent_at, select, 0, clock_,
-                         mode_from(select.column_text(2)));
+      return handle_from<sql::kCheckSessionBoundColumns>(
+          handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
+          LockLease::session(), sent_at, select, clock_,
+          mode_from(select.column_text(sql::kCheckSessionBoundColumns["mode"])));
     }
     throw LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
                         " is no longer held");
@@ -520,31 +500,34 @@ class SqliteStore final : public Backend {
   bool delete_grant(std::string_view key, std::string_view owner_id, std::string_view session_id,
                     FencingToken fencing_token) {
     // The token names the grant, exclusive or a holder (one counter mints both).
-    for (const char* sql : {kDeleteIfOwner, kDeleteHolderIfOwner}) {
-      Statement& remove = statements_.get(sql);
+    for (const char* statement : {kDeleteIfOwner, kDeleteHolderIfOwner}) {
+      Statement& remove = statements_.get(statement, sql::kDeleteIfOwnerColumns.list());
       ResetGuard reset(remove);
       remove.bind(1, key).bind(2, owner_id).bind(3, session_id);
       remove.bind(4, static_cast<std::int64_t>(fencing_token));
       if (!remove.step()) continue;
       // A grant that had already ended keeps its lock-delay (C2): 0 when it has none left.
-      if (const std::int64_t delay_ends = remove.column_int64(1); delay_ends > 0) {
+      if (const std::int64_t delay_ends =
+              remove.column_int64(sql::kDeleteIfOwnerColumns["delay_ends"]);
+          delay_ends > 0) {
         keep_delay(statements_, key, delay_ends);
       }
-      return remove.column_int64(0) != 0;
+      return remove.column_int64(sql::kDeleteIfOwnerColumns["live"]) != 0;
     }
     return false;
   }
 
-  // The rows of a live_grants_sql statement for ?1 = `text` (and ?2 = `number`).
-  std::vector<LockInfo> select_live(const std::string& sql, std::string_view text,
+  // The rows of a DLOCK_SQLITE_LIVE_GRANTS statement for ?1 = `text` (and ?2 = `number`).
+  template <const auto& columns>
+  std::vector<LockInfo> select_live(const char* statement, std::string_view text,
                                     std::optional<std::int64_t> number = std::nullopt) {
     std::lock_guard lock(mutex_);
-    Statement& select = statements_.get(sql);
+    Statement& select = statements_.get(statement, columns.list());
     ResetGuard reset(select);
     select.bind(1, text);
     if (number) select.bind(2, *number);
     std::vector<LockInfo> result;
-    while (select.step()) result.push_back(lock_info_from(select, clock_));
+    while (select.step()) result.push_back(lock_info_from<columns>(select, clock_));
     return result;
   }
 
