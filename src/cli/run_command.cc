@@ -224,41 +224,29 @@ std::string stop_reason(const client::Lock& lock, const GrantProbe* probe,
   return {};
 }
 
-}  // namespace
-
-int run_locked(client::Client& client, const RunOptions& options, std::ostream& err) {
-  BlockedSignals signals;  // before any thread starts, so every thread inherits the mask
-  OrphanReaper reaper;
-
-  client::Session session(
-      client, {options.owner, options.ttl, [](const std::string&) { wake_main_thread(); },
-               options.lock_delay});
-  // A session-bound lock lives by the session's TTL. A TTL lock without --ttl gets the server's
-  // default lock TTL, which the session's TTL (the server's default session TTL, 30 s for both
-  // unless configured) stands in for.
-  const std::chrono::milliseconds lock_ttl =
-      !options.session_bound && options.ttl.count() > 0 ? options.ttl : session.ttl();
-  const StopTimes times = stop_times(lock_ttl, options.stop_margin, options.kill_grace);
-  // How long CMD may stay stopped (SIGSTOP, SIGTTIN, SIGTTOU) before dlock gives the lock up:
-  // one TTL (ADR-0014, "A stopped CMD").
-  const std::chrono::milliseconds stopped_bound = lock_ttl;
-
-  // Acquire on a helper thread: the main thread must stay responsive to SIGINT/SIGTERM while
-  // the server makes us wait, without re-issuing the acquire (which would lose our place in
-  // the server's first-come first-served queue).
+// The grant CMD runs under: `acquired`, or the lock underneath `leadership`; `lock` is null
+// when the key stayed held.
+struct Grant {
   std::optional<client::Lock> acquired;
   std::optional<client::Leadership> leadership;
-  // The grant CMD runs under: `acquired`, or the lock underneath `leadership`.
   client::Lock* lock = nullptr;
+};
+
+// Acquires (or campaigns) on a helper thread: the main thread must stay responsive to
+// SIGINT/SIGTERM while the server makes us wait, without re-issuing the acquire (which would lose
+// our place in the server's first-come first-served queue). A forwarded signal while it waits
+// closes the session and ends the process with 128 + the signal. Rethrows the acquire's error.
+void acquire_interruptibly(client::Session& session, const RunOptions& options,
+                           const BlockedSignals& signals, Grant& grant, std::ostream& err) {
   std::exception_ptr acquire_error;
   std::atomic<bool> acquire_done{false};
   std::jthread acquirer([&] {
     try {
       if (options.leader_value) {
         // Session-bound by definition: the session's keepalives keep the leadership.
-        leadership =
+        grant.leadership =
             session.campaign(options.key, *options.leader_value, {options.wait, options.ns});
-        if (leadership) lock = &leadership->lock();
+        if (grant.leadership) grant.lock = &grant.leadership->lock();
       } else {
         client::AcquireOptions acquire_options;
         acquire_options.session_bound = options.session_bound;
@@ -270,8 +258,8 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
         // Ignored for a session-bound grant (its session's keepalives keep it).
         acquire_options.auto_extend = true;
         acquire_options.on_lost = [](const std::string&) { wake_main_thread(); };
-        acquired = session.acquire(options.key, std::move(acquire_options));
-        if (acquired) lock = &*acquired;
+        grant.acquired = session.acquire(options.key, std::move(acquire_options));
+        if (grant.acquired) grant.lock = &*grant.acquired;
       }
     } catch (...) {
       acquire_error = std::current_exception();
@@ -303,73 +291,89 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   acquirer.join();
   line.reset();
   if (acquire_error) std::rethrow_exception(acquire_error);
-  if (!lock) {
-    std::vector<LockInfo> holders;
-    try {
-      if (options.state) holders = options.state().holders;
-    } catch (const std::exception&) {
-      // Not named then: the answer "held" stands on its own.
-    }
-    const std::string holder = held_by(holders);
-    err << "dlock: " << printable(options.key)
-        << (options.leader_value  ? ": another session leads (" + holder + ")"
-            : options.permits > 0 ? ": every permit is taken (" + holder + ")"
-                                  : " is " + holder)
-        << "; not acquired within " << client::format_duration(options.wait) << '\n';
-    return kExitNotAcquired;
-  }
-  // The deadline counts from when the granting request was sent: a long --wait can leave less
-  // than the stop margin. Extend once rather than start CMD only to stop it. A session-bound
-  // lock's deadline is the session's, renewed every TTL/3 by its keepalives even while the
-  // acquire waited: that it is this close means they fail, and an extend cannot help.
-  if (SteadyClock::now() >= term_time(lock->client_deadline(), times)) {
-    if (lock->session_bound()) {
-      err << "dlock: not running CMD: " << printable(options.key) << " is session-bound and "
-          << printable(stop_reason(*lock, nullptr, SteadyClock::now(), times)) << '\n';
-      return kExitLockLost;
-    }
-    try {
-      lock->extend();
-    } catch (const LockLostError& error) {
-      err << "dlock: lost " << printable(options.key)
-          << " before running CMD: " << printable(error.what()) << '\n';
-      return kExitLockLost;
-    }
-  }
+}
 
+// "not acquired": the key stayed held for the whole wait; names the holder when it can.
+int report_not_acquired(const RunOptions& options, std::ostream& err) {
+  std::vector<LockInfo> holders;
+  try {
+    if (options.state) holders = options.state().holders;
+  } catch (const std::exception&) {
+    // Not named then: the answer "held" stands on its own.
+  }
+  const std::string holder = held_by(holders);
+  err << "dlock: " << printable(options.key)
+      << (options.leader_value  ? ": another session leads (" + holder + ")"
+          : options.permits > 0 ? ": every permit is taken (" + holder + ")"
+                                : " is " + holder)
+      << "; not acquired within " << client::format_duration(options.wait) << '\n';
+  return kExitNotAcquired;
+}
+
+// The deadline counts from when the granting request was sent: a long --wait can leave less
+// than the stop margin. Extend once rather than start CMD only to stop it. A session-bound
+// lock's deadline is the session's, renewed every TTL/3 by its keepalives even while the
+// acquire waited: that it is this close means they fail, and an extend cannot help. Returns
+// kExitLockLost when CMD is not to run, std::nullopt when it is.
+std::optional<int> renew_before_running(client::Lock& lock, const StopTimes& times,
+                                        const RunOptions& options, std::ostream& err) {
+  if (SteadyClock::now() < term_time(lock.client_deadline(), times)) return std::nullopt;
+  if (lock.session_bound()) {
+    err << "dlock: not running CMD: " << printable(options.key) << " is session-bound and "
+        << printable(stop_reason(lock, nullptr, SteadyClock::now(), times)) << '\n';
+    return kExitLockLost;
+  }
+  try {
+    lock.extend();
+  } catch (const LockLostError& error) {
+    err << "dlock: lost " << printable(options.key)
+        << " before running CMD: " << printable(error.what()) << '\n';
+    return kExitLockLost;
+  }
+  return std::nullopt;
+}
+
+// CMD's environment: the grant it runs under.
+std::vector<std::string> command_environment(const RunOptions& options, const Grant& grant,
+                                             const client::Session& session) {
   std::vector<std::string> env = {
       "DLOCK_KEY=" + options.key,
-      "DLOCK_FENCING_TOKEN=" + std::to_string(lock->token()),
+      "DLOCK_FENCING_TOKEN=" + std::to_string(grant.lock->token()),
       "DLOCK_SESSION_ID=" + session.id(),
       "DLOCK_NAMESPACE=" + (options.ns.empty() ? std::string("default") : options.ns),
       // exclusive, shared or permit: as granted (ADR-0020).
-      std::string("DLOCK_LOCK_MODE=") + to_string(lock->mode()),
+      std::string("DLOCK_LOCK_MODE=") + to_string(grant.lock->mode()),
   };
-  if (leadership) env.push_back("DLOCK_LEADER_VALUE=" + leadership->value());
-  std::optional<GrantProbe> probe;
-  if (lock->session_bound()) {
-    probe.emplace(client, *lock, session.ttl() / 3, leadership.has_value());
-  }
-  std::optional<ChildProcess> child;
-  try {
-    child.emplace(options.command, env, signals.previous(), /*take_terminal=*/true);
-  } catch (const std::system_error& error) {
-    err << "dlock: " << printable(error.what()) << '\n';
-    return error.code().value() == ENOENT ? kExitCommandNotFound : kExitCannotExecute;
-  }
+  if (grant.leadership) env.push_back("DLOCK_LEADER_VALUE=" + grant.leadership->value());
+  return env;
+}
 
-  // Supervise CMD's process group until none of it is left (ADR-0014). Wake on SIGCHLD, a
-  // forwarded signal, a loss report, the stop time (deadline - margin, re-read every
-  // margin / 4), the SIGKILL time, and while members outlive the leader, every kGroupPoll.
-  const std::string& name = options.command[0];
+// How supervise() ended: CMD's status and whether the lock stopped covering it.
+struct Supervised {
+  int status = 0;
+  // The lock could no longer cover CMD (lost, or its deadline within the stop margin).
   bool lost = false;
   // The server said the grant is gone (revoked, lock_lost, the session gone), as opposed to a
   // deadline reached without a renewal, when the lock may still exist.
   bool known_lost = false;
-  std::optional<SteadyClock::time_point> term_sent, kill_at;
-  bool killed = false;
   // CMD stayed stopped for stopped_bound: its group is stopped, the lock released, exit 76.
   bool given_up = false;
+};
+
+// Supervises CMD's process group until none of it is left (ADR-0014). Wakes on SIGCHLD, a
+// forwarded signal, a loss report, the stop time (deadline - margin, re-read every margin / 4),
+// the SIGKILL time, and while members outlive the leader, every kGroupPoll.
+// `stopped_bound`: how long CMD may stay stopped (SIGSTOP, SIGTTIN, SIGTTOU) before dlock gives
+// the lock up.
+Supervised supervise(ChildProcess* child, const client::Lock* lock, const GrantProbe* probe,
+                     const StopTimes& times, std::chrono::milliseconds stopped_bound,
+                     const RunOptions& options, const BlockedSignals& signals, std::ostream& err) {
+  const std::string& name = options.command[0];
+  Supervised result;
+  bool& lost = result.lost;
+  bool& given_up = result.given_up;
+  std::optional<SteadyClock::time_point> term_sent, kill_at;
+  bool killed = false;
   std::optional<SteadyClock::time_point> stop_reported;  // the stop last reported
   for (;;) {
     // The leader is waited for even if it left its group (then the group may be empty first).
@@ -379,10 +383,11 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
     const SteadyClock::time_point now = SteadyClock::now();
     const SteadyClock::time_point deadline = lock->client_deadline();
     if (!lost) {
-      const std::string reason = stop_reason(*lock, probe ? &*probe : nullptr, now, times);
+      const std::string reason = stop_reason(*lock, probe, now, times);
       if (!reason.empty()) {
         lost = true;
-        known_lost = !lock->lost_reason().empty() || (probe && !probe->lost_reason().empty());
+        result.known_lost =
+            !lock->lost_reason().empty() || (probe && !probe->lost_reason().empty());
         err << "dlock: lost " << printable(options.key) << " (token " << lock->token()
             << "): " << printable(reason) << '\n';
       }
@@ -442,12 +447,17 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
     // forwarding it to the group delivers it once.
     if (is_forwarded(signo)) child->signal_group(signo);
   }
-  const int status = *child->status();
-  child.reset();
-  probe.reset();
+  result.status = *child->status();
+  return result;
+}
 
-  if (lost) {
-    if (known_lost) {
+// After CMD's group is gone: releases the lock (unless it was lost) and closes the session.
+// Returns run_locked's exit status.
+int finish(client::Session& session, client::Lock& lock, const Supervised& supervised,
+           const RunOptions& options, std::ostream& err) {
+  const std::string& name = options.command[0];
+  if (supervised.lost) {
+    if (supervised.known_lost) {
       // Nothing of ours is left to release: end the session, so that the grant's destructor
       // does not try (and report a failure already reported as the loss).
       try {
@@ -459,11 +469,11 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
     return kExitLockLost;
   }
   try {
-    lock->release();
+    lock.release();
   } catch (const LockLostError& error) {
     // Lost while CMD ran (revoked, expired) and not noticed before CMD ended: CMD did not hold
     // the lock to the end, which is the loss itself, not a failed clean-up.
-    err << "dlock: lost " << printable(options.key) << " (token " << lock->token() << ") before "
+    err << "dlock: lost " << printable(options.key) << " (token " << lock.token() << ") before "
         << printable(name) << " ended: " << printable(error.what()) << '\n';
     try {
       session.close();
@@ -480,7 +490,50 @@ int run_locked(client::Client& client, const RunOptions& options, std::ostream& 
   } catch (const std::exception& error) {
     err << "dlock: closing the session failed: " << printable(error.what()) << '\n';
   }
-  return given_up ? kExitLockLost : status;
+  return supervised.given_up ? kExitLockLost : supervised.status;
+}
+
+}  // namespace
+
+int run_locked(client::Client& client, const RunOptions& options, std::ostream& err) {
+  BlockedSignals signals;  // before any thread starts, so every thread inherits the mask
+  OrphanReaper reaper;
+
+  client::Session session(
+      client, {options.owner, options.ttl, [](const std::string&) { wake_main_thread(); },
+               options.lock_delay});
+  // A session-bound lock lives by the session's TTL. A TTL lock without --ttl gets the server's
+  // default lock TTL, which the session's TTL (the server's default session TTL, 30 s for both
+  // unless configured) stands in for.
+  const std::chrono::milliseconds lock_ttl =
+      !options.session_bound && options.ttl.count() > 0 ? options.ttl : session.ttl();
+  const StopTimes times = stop_times(lock_ttl, options.stop_margin, options.kill_grace);
+
+  Grant grant;
+  acquire_interruptibly(session, options, signals, grant, err);
+  if (!grant.lock) return report_not_acquired(options, err);
+  client::Lock* lock = grant.lock;
+  if (const auto status = renew_before_running(*lock, times, options, err)) return *status;
+
+  const std::vector<std::string> env = command_environment(options, grant, session);
+  std::optional<GrantProbe> probe;
+  if (lock->session_bound()) {
+    probe.emplace(client, *lock, session.ttl() / 3, grant.leadership.has_value());
+  }
+  std::optional<ChildProcess> child;
+  try {
+    child.emplace(options.command, env, signals.previous(), /*take_terminal=*/true);
+  } catch (const std::system_error& error) {
+    err << "dlock: " << printable(error.what()) << '\n';
+    return error.code().value() == ENOENT ? kExitCommandNotFound : kExitCannotExecute;
+  }
+  // How long CMD may stay stopped before dlock gives the lock up: one TTL (ADR-0014, "A stopped
+  // CMD").
+  const Supervised supervised =
+      supervise(&*child, lock, probe ? &*probe : nullptr, times, lock_ttl, options, signals, err);
+  child.reset();
+  probe.reset();
+  return finish(session, *lock, supervised, options, err);
 }
 
 }  // namespace dlock::cli
