@@ -339,7 +339,6 @@ class Invocation {
   // run and elect (elect is run with a campaign for the grant: session-bound, exclusive).
   int run() {
     const bool elect = static_cast<bool>(*given_.elect);
-    const bool shared = args_.shared;
     const std::uint32_t permits = args_.permits;
     client::Client keeping(options_);
     RunOptions run_options;
@@ -350,7 +349,7 @@ class Invocation {
     run_options.lock_delay = duration_flag(args_.lock_delay, "--lock-delay");
     run_options.session_bound = elect || args_.lease == "session";
     run_options.wait = duration_flag(args_.wait, "--wait");
-    run_options.mode = shared ? HoldMode::kShared : HoldMode::kExclusive;
+    run_options.mode = args_.shared ? HoldMode::kShared : HoldMode::kExclusive;
     run_options.permits = permits;
     if (elect) run_options.leader_value = args_.value;
     if (!args_.stop_margin.empty()) {
