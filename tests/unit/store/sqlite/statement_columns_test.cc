@@ -17,6 +17,15 @@
 namespace dlock::store::sqlite {
 namespace {
 
+// A name's index, a joined list and a prefix, at compile time (a name not in the list would not
+// compile).
+constexpr util::SqlColumns kOwnerTtl{"owner_id", "ttl_ms"};
+static_assert(kOwnerTtl["ttl_ms"] == 1);
+static_assert((kOwnerTtl + util::SqlColumns{"live"})["live"] == 2);
+static_assert((kOwnerTtl + util::SqlColumns{"live"}).starts_with(kOwnerTtl));
+static_assert(!util::SqlColumns{"ttl_ms", "owner_id"}.starts_with(kOwnerTtl));
+static_assert(sql::kCloseColumns.starts_with(sql::kGrantRow));
+
 class SqliteStatementColumnsTest : public testing::SqliteStoreFixture {
  protected:
   SqliteStatementColumnsTest() : SqliteStoreFixture("dlock-sqlite-columns") {}
@@ -40,16 +49,15 @@ TEST_F(SqliteStatementColumnsTest, EveryStatementReturnsTheColumnsItsReadsName) 
 
 TEST_F(SqliteStatementColumnsTest, AStatementWhoseColumnsDisagreeIsRefusedWhenPrepared) {
   Database db = migrated();
-  static constexpr util::SqlColumns kDeclared{"owner_id", "ttl_ms"};
   StatementCache statements(db);
   try {
-    statements.get("SELECT ttl_ms, owner_id FROM lock_session", kDeclared.list());
+    statements.get("SELECT ttl_ms, owner_id FROM lock_session", kOwnerTtl.list());
     FAIL() << "columns in another order were accepted";
   } catch (const InternalError& error) {
     EXPECT_NE(std::string(error.what()).find("(ttl_ms, owner_id)"), std::string::npos)
         << error.what();
   }
-  EXPECT_NO_THROW(statements.get("SELECT owner_id, ttl_ms FROM lock_session", kDeclared.list()));
+  EXPECT_NO_THROW(statements.get("SELECT owner_id, ttl_ms FROM lock_session", kOwnerTtl.list()));
 }
 
 }  // namespace
