@@ -2,25 +2,8 @@
 
 namespace dlock::store::sqlite {
 
-namespace {
-
-// A later end never gives way to an earlier one.
-#define DLOCK_SQLITE_KEEP_LATER_END \
-  " ON CONFLICT (key) DO UPDATE SET ends_at = max(ends_at, excluded.ends_at)"
-
-}  // namespace
-
-void keep_delays(StatementCache& statements, const sql::GrantTable& table, std::string_view where,
+void keep_delays(StatementCache& statements, const char* sql,
                  std::optional<std::string_view> parameter) {
-  const std::string name = table.name;
-  // The end: the row's own expiry or its session's, no later than now.
-  const std::string ends_at =
-      "min(" + std::string(table.expiry) + ", " DLOCK_SQLITE_NOW ") + " + table.delay;
-  std::string sql = "INSERT INTO lock_delays (key, ends_at) SELECT " + name + ".key, max(" +
-                    ends_at + ") FROM " + name + " WHERE (";
-  sql.append(where);
-  sql += ") AND " + ends_at + " > " DLOCK_SQLITE_NOW " GROUP BY " + name +
-         ".key" DLOCK_SQLITE_KEEP_LATER_END;
   Statement& insert = statements.get(sql);
   ResetGuard reset(insert);
   if (parameter) insert.bind(1, *parameter);

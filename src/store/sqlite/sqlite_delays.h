@@ -18,11 +18,11 @@
 
 namespace dlock::store::sqlite {
 
-// Before rows of `table` that satisfy `where` (columns unqualified; ?1 bound to `parameter` if
-// given) are removed: records in `lock_delays` the end of each one's lock-delay, counted from its
-// end or, if it has not ended, from now (a revoke, or the reaper removing a TTL grant with its
-// dead session), for those whose delay is not over.
-void keep_delays(StatementCache& statements, const sql::GrantTable& table, std::string_view where,
+// Before rows of a grant table are removed, runs `sql`, one of its GrantTable::keep_delays_*
+// statements (?1 bound to `parameter` if given): records in `lock_delays` the end of each row's
+// lock-delay, counted from its end or, if it has not ended, from now (a revoke, or the reaper
+// removing a TTL grant with its dead session), for those whose delay is not over.
+void keep_delays(StatementCache& statements, const char* sql,
                  std::optional<std::string_view> parameter = std::nullopt);
 
 // Records that no grant of `key` is made before `ends_at` (store clock, ms), or later if a delay

@@ -55,7 +55,7 @@ std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_v
 LockOutcome revoke_every_holder(StatementCache& statements, std::string_view key) {
   LockOutcome outcome;
   for (const auto* table : {&sql::kGrants, &sql::kHolders}) {
-    keep_delays(statements, *table, "key = ?1", key);  // a revoke is no release (C2 "Lock-delay")
+    keep_delays(statements, table->keep_delays_of_key, key);  // a revoke is no release (C2)
     constexpr const auto& columns = sql::kRevokeColumns;
     Statement& remove = statements.get(table->revoke, columns.list());
     ResetGuard reset(remove);

@@ -14,7 +14,7 @@
 
 namespace dlock::store::sqlite {
 
-// "shared" -> kShared, "permit" -> kPermit, anything else -> kExclusive (GrantTable::mode).
+// "shared" -> kShared, "permit" -> kPermit, anything else -> kExclusive (a grant row's mode).
 HoldMode mode_from(const std::string& text);
 
 // Every time read from a row is reported as the host's wall clock reads it (StoreClock::wall_time,

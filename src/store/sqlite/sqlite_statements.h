@@ -123,7 +123,7 @@ inline constexpr SqlColumns kAcquireColumns{"fencing_token", "acquired_at", "exp
 
 // proclaim (ADR-0020, "Leader election"): the value ?5 replaces the value of the live exclusive
 // grant of key ?1 with owner ?2, session ?3 and token ?4; the token and expires_at stay. Returns
-// the grant in DLOCK_SQLITE_COLUMNS_IN's columns (as kGrants.columns, so as read reports it); no
+// the grant in DLOCK_SQLITE_COLUMNS_IN's columns (kGrantRow, so as read reports it); no
 // row when no such grant lives.
 inline constexpr const char* kProclaim =
     "UPDATE locks SET value = ?5 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
@@ -205,26 +205,22 @@ inline constexpr const char* kLastReached =
     "FROM reached";
 inline constexpr SqlColumns kLastReachedColumns{"reached", "live"};
 
-// The SQL fragments and statements of one table of grants: `locks` (exclusive) or
-// `lock_holders` (shared and permit holders, ADR-0020). Both have the columns key, owner_id,
-// session_id, fencing_token, acquired_at and expires_at with the same meaning, so most statements
-// are written once for both; each statement returns the same columns for both tables.
+// The statements of one table of grants: `locks` (exclusive) or `lock_holders` (shared and
+// permit holders, ADR-0020). Both have the columns key, owner_id, session_id, fencing_token,
+// acquired_at and expires_at with the same meaning, so each statement is written once for both
+// and returns the same columns for both tables.
 struct GrantTable {
-  const char* name;
-  const char* live;          // DLOCK_SQLITE_LIVE_IN
-  const char* expiry;        // DLOCK_SQLITE_GRANT_EXPIRY_IN
-  const char* live_session;  // DLOCK_SQLITE_LIVE_SESSION_IN
-  const char* columns;       // DLOCK_SQLITE_COLUMNS_IN
-  const char* mode;          // the row's HoldMode, spelt as to_string(HoldMode) does
-  const char* delay;         // DLOCK_SQLITE_DELAY_IN
-  const char* ended;         // the reaper's: expired, or its session is not live
   // extend of a TTL grant: key ?1, owner ?2, session ?3, token ?4, the TTL ?5 in ms.
   const char* extend;  // kExtendColumns
   // extend of a session-bound grant: a checked no-op answering the session's expiry (ADR-0018).
   const char* check_session_bound;  // kCheckSessionBoundColumns
-  const char* reap;                 // the rows `ended` selects; kGrantRow
+  const char* reap;                 // the reaper's: expired, or its session not live; kGrantRow
   const char* close;                // the rows of session ?1; kCloseColumns
   const char* revoke;               // the rows of key ?1; kRevokeColumns
+  // Lock-delay (sqlite_delays.h, keep_delays), each before the rows of reap, close and revoke go.
+  const char* keep_delays_reaped;
+  const char* keep_delays_of_session;  // its rows that had already ended
+  const char* keep_delays_of_key;
 };
 inline constexpr SqlColumns kExtendColumns{"expires_at", "mode"};
 inline constexpr SqlColumns kCheckSessionBoundColumns{"expiry", "now", "mode"};
@@ -234,16 +230,27 @@ inline constexpr SqlColumns kRevokeColumns{"fencing_token", "owner_id", "live"};
 
 #define DLOCK_SQLITE_ENDED_IN(t) \
   "expires_at <= " DLOCK_SQLITE_NOW " OR NOT " DLOCK_SQLITE_LIVE_SESSION_IN(t)
+// The end of the lock-delay of a row of table `t`: its own expiry or its session's, no later
+// than now, plus its delay.
+#define DLOCK_SQLITE_DELAY_END_IN(t) \
+  "min(" DLOCK_SQLITE_GRANT_EXPIRY_IN(t) ", " DLOCK_SQLITE_NOW ") + " DLOCK_SQLITE_DELAY_IN(t)
+// A later end never gives way to an earlier one.
+#define DLOCK_SQLITE_KEEP_LATER_END \
+  " ON CONFLICT (key) DO UPDATE SET ends_at = max(ends_at, excluded.ends_at)"
+// Records in `lock_delays` the end of the lock-delay of each row of table `t` that satisfies
+// `where`, for those whose delay is not over (keep_delays).
+#define DLOCK_SQLITE_KEEP_DELAYS_IN(t, where)                                                \
+  "INSERT INTO lock_delays (key, ends_at) SELECT " t ".key, max(" DLOCK_SQLITE_DELAY_END_IN( \
+      t) ") FROM " t " WHERE (" where                                                        \
+         ") AND " DLOCK_SQLITE_DELAY_END_IN(t) " > " DLOCK_SQLITE_NOW " GROUP BY " t         \
+                                               ".key" DLOCK_SQLITE_KEEP_LATER_END
 #define DLOCK_SQLITE_GRANT_TABLE(t, mode, limit, value)                                            \
   GrantTable {                                                                                     \
-    t, DLOCK_SQLITE_LIVE_IN(t), DLOCK_SQLITE_GRANT_EXPIRY_IN(t), DLOCK_SQLITE_LIVE_SESSION_IN(t),  \
-        DLOCK_SQLITE_COLUMNS_IN(t, mode, limit, value), mode, DLOCK_SQLITE_DELAY_IN(t),            \
-        DLOCK_SQLITE_ENDED_IN(t),                                                                  \
-        "UPDATE " t " SET expires_at = " DLOCK_SQLITE_NOW                                          \
-        " + ?5 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "                              \
-        "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW                                \
-        " AND " DLOCK_SQLITE_LIVE_SESSION_IN(t) " RETURNING expires_at AS expires_at, " mode       \
-                                                " AS mode",                                        \
+    "UPDATE " t " SET expires_at = " DLOCK_SQLITE_NOW                                              \
+    " + ?5 WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "                                  \
+    "AND fencing_token = ?4 AND expires_at > " DLOCK_SQLITE_NOW                                    \
+    " AND " DLOCK_SQLITE_LIVE_SESSION_IN(t) " RETURNING expires_at AS expires_at, " mode           \
+                                            " AS mode",                                            \
         "SELECT " DLOCK_SQLITE_GRANT_EXPIRY_IN(                                                    \
             t) " AS expiry, " DLOCK_SQLITE_NOW " AS now, " mode " AS mode FROM " t                 \
                " WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "                            \
@@ -253,7 +260,10 @@ inline constexpr SqlColumns kRevokeColumns{"fencing_token", "owner_id", "live"};
         "DELETE FROM " t " WHERE session_id = ?1 RETURNING " DLOCK_SQLITE_COLUMNS_IN(              \
             t, mode, limit, value) ", " DLOCK_SQLITE_LIVE_IN(t) " AS live",                        \
         "DELETE FROM " t                                                                           \
-        " WHERE key = ?1 RETURNING fencing_token, owner_id, " DLOCK_SQLITE_LIVE_IN(t) " AS live"   \
+        " WHERE key = ?1 RETURNING fencing_token, owner_id, " DLOCK_SQLITE_LIVE_IN(t) " AS live",  \
+        DLOCK_SQLITE_KEEP_DELAYS_IN(t, DLOCK_SQLITE_ENDED_IN(t)),                                  \
+        DLOCK_SQLITE_KEEP_DELAYS_IN(t, "session_id = ?1 AND NOT " DLOCK_SQLITE_LIVE_IN(t)),        \
+        DLOCK_SQLITE_KEEP_DELAYS_IN(t, "key = ?1")                                                 \
   }
 inline constexpr GrantTable kGrants =
     DLOCK_SQLITE_GRANT_TABLE("locks", "'exclusive'", "0", "locks.value");

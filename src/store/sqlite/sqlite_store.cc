@@ -384,7 +384,7 @@ class SqliteStore final : public Backend {
     writes_.write([&] {
       report = ReapReport{};
       for (const auto* table : {&kGrants, &kHolders}) {
-        keep_delays(statements_, *table, table->ended);  // before the rows and their sessions go
+        keep_delays(statements_, table->keep_delays_reaped);  // before the rows and sessions go
         Statement& locks = statements_.get(table->reap, sql::kReapColumns.list());
         ResetGuard reset_locks(locks);
         while (locks.step()) {
@@ -413,8 +413,7 @@ class SqliteStore final : public Backend {
       // reports the session's expiry. One transaction, so no grant slips in between.
       for (const auto* table : {&kGrants, &kHolders}) {
         // A grant of the session that had already ended keeps its lock-delay (C2).
-        keep_delays(statements_, *table, std::string("session_id = ?1 AND NOT ") + table->live,
-                    session_id);
+        keep_delays(statements_, table->keep_delays_of_session, session_id);
         Statement& locks = statements_.get(table->close, sql::kCloseColumns.list());
         ResetGuard reset(locks);
         locks.bind(1, session_id);
