@@ -28,14 +28,15 @@ std::string random_epoch() {
 LockService::LockService(Backend& backend, asio::io_context& io, ServiceOptions options,
                          ServiceObserver& observer)
     : backend_(backend),
-      io_(io),
       options_(options),
       observer_(observer),
+      real_time_(options.time ? nullptr : std::make_unique<AsioTimeSource>(io)),
+      time_(options.time ? *options.time : *real_time_),
       sessions_(SessionLimits{options.max_sessions, options.max_sessions_per_principal}),
-      watch_(io, options.watch_events,
+      watch_(time_, options.watch_events,
              options.watch_epoch.empty() ? random_epoch() : options.watch_epoch),
       workers_(options.workers == 0 ? 1 : options.workers) {
-  reap_timer_ = std::make_unique<asio::steady_timer>(io_);
+  reap_timer_ = time_.make_timer();
   reap();
 }
 
@@ -72,7 +73,7 @@ void LockService::note(WatchKind kind, const std::string& key, FencingToken toke
                            .owner_id = owner_id,
                            .session_id = session_id,
                            .mode = mode,
-                           .at = WallClock::now(),
+                           .at = time_.wall_now(),
                            .reason = std::move(reason)});
 }
 
@@ -108,7 +109,7 @@ void LockService::open_session(std::string owner_id, milliseconds ttl, Callback<
   run<SessionInfo>(std::move(done), [this, owner_id = std::move(owner_id), ttl,
                                      principal = std::move(principal), lock_delay] {
     // The check and a held place in one step: concurrent opens cannot all pass the caps.
-    const auto capacity = sessions_.reserve(principal, WallClock::now());
+    const auto capacity = sessions_.reserve(principal, time_.wall_now());
     if (capacity.pruned > 0) observer_.on_sessions(-static_cast<std::int64_t>(capacity.pruned));
     if (!capacity.refusal.empty()) throw ResourceExhaustedError(capacity.refusal);
     SessionInfo session;
@@ -266,7 +267,7 @@ void LockService::observe(std::string key,
       }
       done(std::move(outcome));
     };
-    observation = std::make_shared<Observation>(backend_, workers_, io_, std::move(key),
+    observation = std::make_shared<Observation>(backend_, workers_, time_, std::move(key),
                                                 std::move(satisfied), std::move(leave));
     observations_.emplace(id, observation);
   }
@@ -396,7 +397,7 @@ void LockService::describe_session(std::string session_id, Callback<SessionView>
 }
 
 std::vector<LockService::SessionWait> LockService::waits_of(const std::string& session_id) {
-  const auto now = SteadyClock::now();
+  const auto now = time_.steady_now();
   std::vector<SessionWait> waits;
   std::lock_guard lock(mutex_);
   for (const auto& [key, state] : queues_) {
@@ -413,7 +414,7 @@ std::vector<LockService::SessionWait> LockService::waits_of(const std::string& s
 }
 
 std::vector<LockService::QueuedWaiter> LockService::waiters(const std::string& key) {
-  const auto now = SteadyClock::now();
+  const auto now = time_.steady_now();
   std::vector<QueuedWaiter> queued;
   std::lock_guard lock(mutex_);
   const auto found = queues_.find(key);
@@ -454,9 +455,7 @@ void LockService::clear_delay(std::string key, Callback<bool> done) {
 }
 
 void LockService::reap() {
-  reap_timer_->expires_after(options_.reap_interval);
-  reap_timer_->async_wait([this](auto error) {
-    if (error) return;
+  reap_timer_->arm(options_.reap_interval, [this] {
     asio::post(workers_, [this] {
       try {
         const auto report_ = backend_.reap_expired();

@@ -8,7 +8,6 @@
 // and caps in SessionBook (session_book.h); this class acts on them.
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -27,6 +26,7 @@
 #include "core/cancellation.h"
 #include "core/observation.h"
 #include "core/session_book.h"
+#include "core/time_source.h"
 #include "core/waiter_queue.h"
 #include "core/watch_log.h"
 #include "dlock/lock_store.h"
@@ -48,6 +48,9 @@ struct ServiceOptions {
   // mark in positions ("" : a random one).
   std::size_t watch_events = 10000;
   std::string watch_epoch;
+  // Every clock read and timer of the service (ADR-0034); null: real time, timers on the
+  // io_context. Not owned: it outlives the service.
+  TimeSource* time = nullptr;
 };
 
 // Events the service reports for logs and metrics; implemented by the server.
@@ -71,6 +74,7 @@ class LockService {
   template <typename T>
   using Callback = std::function<void(Outcome<T>)>;
 
+  // `io` runs the service's timers unless options.time is set.
   LockService(Backend& backend, boost::asio::io_context& io, ServiceOptions options,
               ServiceObserver& observer);
   LockService(const LockService&) = delete;
@@ -203,14 +207,14 @@ class LockService {
     const std::string key;
     WaiterQueue queue;                    // guarded by mutex_, as is everything below
     ReleaseSubscriptionPtr subscription;  // a release of `key` seen by the store: pump
-    std::unique_ptr<boost::asio::steady_timer> wake_timer;  // the holder's expiry, or a retry
+    TimerPtr wake_timer;                  // the holder's expiry, or a retry
     bool dropped = false;
   };
   using KeyStatePtr = std::shared_ptr<KeyState>;
   // What dropping an idle queue leaves to destroy once mutex_ is released.
   struct Dropped {
     ReleaseSubscriptionPtr subscription;
-    std::unique_ptr<boost::asio::steady_timer> timer;
+    TimerPtr timer;
   };
 
   template <typename T, typename Work>
@@ -272,9 +276,10 @@ class LockService {
             std::string reason = {});
 
   Backend& backend_;
-  boost::asio::io_context& io_;
   const ServiceOptions options_;
   ServiceObserver& observer_;
+  std::unique_ptr<TimeSource> real_time_;  // when options.time is null
+  TimeSource& time_;
   SessionBook sessions_;  // its own lock
   WatchLog watch_;        // its own lock
   boost::asio::thread_pool workers_;
@@ -291,7 +296,7 @@ class LockService {
   std::unordered_map<std::uint64_t, std::weak_ptr<Observation>> observations_;
   std::uint64_t next_observation_ = 0;
   bool stopping_ = false;
-  std::unique_ptr<boost::asio::steady_timer> reap_timer_;
+  TimerPtr reap_timer_;
   WaiterCheck waiter_check_;  // set by recheck_waiters
 };
 

@@ -41,10 +41,10 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
                           milliseconds wait, Callback<std::optional<LockHandle>> done,
                           CancellationPtr cancellation, HoldRequest request,
                           std::optional<std::string> leader_value) {
-  const auto started = SteadyClock::now();
+  const auto started = time_.steady_now();
   auto measured = [this, started, cancellation,
                    done = std::move(done)](Outcome<std::optional<LockHandle>> outcome) {
-    observer_.on_acquire(outcome_label(outcome), SteadyClock::now() - started);
+    observer_.on_acquire(outcome_label(outcome), time_.steady_now() - started);
     if (outcome.value && *outcome.value) {
       observer_.on_grant(**outcome.value);
       const auto& handle = **outcome.value;
@@ -91,6 +91,7 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
         return;
       }
       auto waiter = std::make_shared<Waiter>();
+      waiter->queued_at = time_.steady_now();
       waiter->session_id = session_id;
       waiter->owner_id = owner_id;
       waiter->lease = lease;
@@ -152,18 +153,17 @@ void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter,
       if (!subscription) continue;
       state->subscription = std::move(subscription);
     }
-    waiter->deadline = std::make_unique<asio::steady_timer>(io_);
+    // At the deadline a still-queued waiter is answered "held", or the backend's failure when
+    // the last attempt for the key failed. Answered on the time source's thread (dlockd: the
+    // io_context's), not a worker's: on time even while every worker is blocked in a store call.
+    // Armed before the waiter is counted: a count seen includes its deadline.
+    waiter->deadline = time_.make_timer();
+    waiter->deadline->arm(
+        wait, [this, weak_state = std::weak_ptr<KeyState>(state),
+               weak = std::weak_ptr<Waiter>(waiter)] { give_up(weak_state, weak, false); });
     const bool is_head = state->queue.push(waiter);
     ++waiters_;
     observer_.on_waiters(+1);
-    // At the deadline a still-queued waiter is answered "held", or the backend's failure when
-    // the last attempt for the key failed. Answered on the io_context's thread, not a worker's:
-    // on time even while every worker is blocked in a store call.
-    waiter->deadline->expires_after(wait);
-    waiter->deadline->async_wait([this, weak_state = std::weak_ptr<KeyState>(state),
-                                  weak = std::weak_ptr<Waiter>(waiter)](auto error) {
-      if (!error) give_up(weak_state, weak, false);
-    });
     // Only a new head makes an attempt: later arrivals wait their turn without touching the
     // backend (64 waiters must not mean 64 failing writes).
     if (is_head) head = state->queue.begin_attempt();
@@ -334,7 +334,7 @@ void LockService::arm_expiry_timer(const KeyStatePtr& state, bool waiting) {
 void LockService::wake_at_expiry(const KeyStatePtr& state, WallClock::time_point expires_at) {
   // The holder's expiry by the backend's clock, mapped onto the local monotonic clock. Only a
   // wake-up time: the attempt it triggers is what decides.
-  const auto remaining = std::chrono::duration_cast<milliseconds>(expires_at - WallClock::now());
+  const auto remaining = std::chrono::duration_cast<milliseconds>(expires_at - time_.wall_now());
   schedule_pump(state, std::clamp(remaining + milliseconds(5), milliseconds(10),
                                   milliseconds(std::chrono::hours(1))));
 }
@@ -348,10 +348,8 @@ void LockService::schedule_pump(const KeyStatePtr& state, milliseconds delay) {
     return;
   }
   auto& timer = state->wake_timer;
-  if (!timer) timer = std::make_unique<asio::steady_timer>(io_);
-  timer->expires_after(delay);
-  timer->async_wait([this, weak = std::weak_ptr<KeyState>(state)](auto error) {
-    if (error) return;
+  if (!timer) timer = time_.make_timer();
+  timer->arm(delay, [this, weak = std::weak_ptr<KeyState>(state)] {
     asio::post(workers_, [this, weak] {
       if (const auto state = weak.lock()) pump(state);
     });
@@ -461,7 +459,7 @@ std::vector<std::string> LockService::dead_waiting_sessions() {
       }
     }
   }
-  const auto unsure_list = sessions_.unsure(waiting, WallClock::now());
+  const auto unsure_list = sessions_.unsure(waiting, time_.wall_now());
   const std::set<std::string> unsure(unsure_list.begin(), unsure_list.end());
   std::vector<std::string> dead;
   for (const auto& session_id : unsure) {

@@ -7,14 +7,14 @@ namespace dlock::core {
 
 namespace asio = boost::asio;
 
-Observation::Observation(LockStore& store, asio::thread_pool& workers, asio::io_context& io,
+Observation::Observation(LockStore& store, asio::thread_pool& workers, TimeSource& time,
                          std::string key, Satisfied satisfied, Done done)
     : store_(store),
       workers_(workers),
       key_(std::move(key)),
       satisfied_(std::move(satisfied)),
       done_(std::move(done)),
-      deadline_(io) {}
+      deadline_(time.make_timer()) {}
 
 void Observation::start(std::chrono::milliseconds wait) {
   {
@@ -22,10 +22,7 @@ void Observation::start(std::chrono::milliseconds wait) {
     reading_ = true;  // the first read below
     // Counted from the request, not from when a worker is free. The pending deadline keeps the
     // observation alive (nothing else holds it strongly) until it fires or an answer cancels it.
-    deadline_.expires_after(wait);
-    deadline_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      if (!ec) self->at_deadline();
-    });
+    deadline_->arm(wait, [self = shared_from_this()] { self->at_deadline(); });
   }
   asio::post(workers_, [self = shared_from_this()] {
     std::exception_ptr failed;
@@ -118,7 +115,7 @@ void Observation::abandon() {
 bool Observation::finish_locked() {
   if (finished_) return false;
   finished_ = true;
-  deadline_.cancel();
+  deadline_->cancel();
   return true;
 }
 

@@ -7,8 +7,6 @@
 // arrives while a read is in flight makes one more read after it, so no change is missed.
 // LockService owns the registry of live observations (for shutdown) and the caps.
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <exception>
@@ -18,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "core/time_source.h"
 #include "core/waiter_queue.h"
 #include "dlock/lock_store.h"
 
@@ -28,7 +27,7 @@ class Observation : public std::enable_shared_from_this<Observation> {
   using Satisfied = std::function<bool(const std::optional<LockInfo>&)>;
   using Done = std::function<void(Outcome<std::optional<LockInfo>>)>;
 
-  Observation(LockStore& store, boost::asio::thread_pool& workers, boost::asio::io_context& io,
+  Observation(LockStore& store, boost::asio::thread_pool& workers, TimeSource& time,
               std::string key, Satisfied satisfied, Done done);
 
   // Arms the deadline `wait` from now, then subscribes and makes the first read (on a worker).
@@ -41,7 +40,7 @@ class Observation : public std::enable_shared_from_this<Observation> {
  private:
   void wake();         // a notification: read again (now, or after the read in flight)
   void read();         // on a worker
-  void at_deadline();  // on the io thread
+  void at_deadline();  // on the time source's thread
   // Takes the answer's right under mutex_: false when already answered.
   bool finish_locked();
   void answer(Outcome<std::optional<LockInfo>> outcome);
@@ -60,7 +59,7 @@ class Observation : public std::enable_shared_from_this<Observation> {
   bool have_last_ = false;  // a read has completed: last_ is the state as of then
   std::optional<LockInfo> last_;
   ReleaseSubscriptionPtr subscription_;
-  boost::asio::steady_timer deadline_;
+  TimerPtr deadline_;
 };
 using ObservationPtr = std::shared_ptr<Observation>;
 

@@ -5,7 +5,6 @@
 // again — and leaves the acting (store calls, timers, answers) to LockService. Not thread-safe:
 // LockService calls it under its mutex, and acts on the decisions after releasing it.
 
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <deque>
 #include <exception>
@@ -16,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/time_source.h"
 #include "dlock/lock_store.h"
 
 namespace dlock::core {
@@ -41,8 +41,8 @@ struct Waiter {
   std::optional<std::string> value;
   std::function<void(AcquireOutcome)> done;
   // When it joined the queue (GET /v1/locks/{key} reports how long it has waited).
-  SteadyClock::time_point queued_at = SteadyClock::now();
-  std::unique_ptr<boost::asio::steady_timer> deadline;
+  SteadyClock::time_point queued_at{};  // by the service's TimeSource
+  TimerPtr deadline;
   bool finished = false;  // guarded by the service's mutex: a waiter is answered exactly once
   // Its wait_ms ended while an acquire attempt for it was in flight: that attempt answers it.
   bool expired = false;

@@ -1,12 +1,9 @@
 #include "core/watch_log.h"
 
-#include <boost/asio/steady_timer.hpp>
 #include <charconv>
 #include <utility>
 
 namespace dlock::core {
-
-namespace asio = boost::asio;
 
 std::string_view to_string(WatchKind kind) {
   switch (kind) {
@@ -35,12 +32,12 @@ struct WatchLog::Pending {
   std::uint64_t from = 0;
   std::size_t limit = 0;
   Done done;
-  std::unique_ptr<asio::steady_timer> timer;
+  TimerPtr timer;
   bool finished = false;
 };
 
-WatchLog::WatchLog(asio::io_context& io, std::size_t capacity, std::string epoch)
-    : io_(io), capacity_(std::max<std::size_t>(capacity, 1)), epoch_(std::move(epoch)) {}
+WatchLog::WatchLog(TimeSource& time, std::size_t capacity, std::string epoch)
+    : time_(time), capacity_(std::max<std::size_t>(capacity, 1)), epoch_(std::move(epoch)) {}
 
 WatchLog::~WatchLog() { shutdown(); }
 
@@ -133,14 +130,12 @@ void WatchLog::poll(WatchFilter filter, const std::string& after, std::size_t li
       pending->from = from;
       pending->limit = limit;
       pending->done = std::move(done);
-      pending->timer = std::make_unique<asio::steady_timer>(io_);
+      pending->timer = time_.make_timer();
       pending_.push_back(pending);
     }
   }
   if (pending->finished) return done(std::move(page));
-  pending->timer->expires_after(wait);
-  pending->timer->async_wait([this, weak = std::weak_ptr<Pending>(pending)](auto error) {
-    if (error) return;
+  pending->timer->arm(wait, [this, weak = std::weak_ptr<Pending>(pending)] {
     if (auto alive = weak.lock()) finish(alive);
   });
   if (cancellation) {

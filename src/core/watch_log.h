@@ -5,9 +5,8 @@
 // bounded ring. A watcher long-polls for the events after a position; a position from another
 // process (a restart, another dlockd) or older than the ring is answered with a reset, never
 // with a silent gap. Thread-safe; answers run on the thread that records (or, at a deadline,
-// on the io_context's thread), never under the log's lock.
+// on the time source's thread), never under the log's lock.
 
-#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "core/cancellation.h"
+#include "core/time_source.h"
 #include "dlock/types.h"
 
 namespace dlock::core {
@@ -49,7 +49,7 @@ struct WatchFilter {
 class WatchLog {
  public:
   // `capacity`: how many events the ring keeps; `epoch`: this process's mark in positions.
-  WatchLog(boost::asio::io_context& io, std::size_t capacity, std::string epoch);
+  WatchLog(TimeSource& time, std::size_t capacity, std::string epoch);
   ~WatchLog();
   WatchLog(const WatchLog&) = delete;
   WatchLog& operator=(const WatchLog&) = delete;
@@ -84,7 +84,7 @@ class WatchLog {
   Page collect_locked(const WatchFilter& filter, std::uint64_t from, std::size_t limit) const;
   void finish(const PendingPtr& pending);
 
-  boost::asio::io_context& io_;
+  TimeSource& time_;
   const std::size_t capacity_;
   const std::string epoch_;
 

@@ -35,11 +35,15 @@ TEST_F(LockServiceTest, HeadWaiterKeepsItsPlaceThroughFailingAttemptsAndIsGrante
   faults_.inject("try_insert", Fault::kUnavailable);
   const auto head = queue(a, 10s);
   const auto next = queue(b, 10s);
-  // Retried after the backoff, each attempt failing; nobody is answered meanwhile.
-  ASSERT_TRUE(wait_until([&] { return faults_.calls("try_insert") >= 3; }));
+  // Retried after the backoff (20 ms), each attempt failing; nobody is answered meanwhile.
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("try_insert") == 1; }));
+  EXPECT_FALSE(advance_until([&] { return faults_.calls("try_insert") > 1; }, 19ms, 19ms))
+      << "retried before the backoff";
+  ASSERT_TRUE(advance_until([&] { return faults_.calls("try_insert") >= 3; }, 1ms, 200ms));
   EXPECT_FALSE(head->answered());
   EXPECT_FALSE(next->answered());
   faults_.clear("try_insert");
+  ASSERT_TRUE(advance_until([&] { return head->answered(); }, 20ms, 200ms));
   const auto outcome = head->get();
   ASSERT_TRUE(granted(outcome));
   EXPECT_EQ((*outcome.value)->session_id, a);
@@ -54,7 +58,10 @@ TEST_F(LockServiceTest, HeadWaiterKeepsItsPlaceThroughFailingAttemptsAndIsGrante
 TEST_F(LockServiceTest, WaiterWhoseAttemptsAllFailedIsAnsweredUnavailableNotHeld) {
   const auto a = open("a");
   faults_.inject("try_insert", Fault::kUnavailable);
-  const auto outcome = acquire(a, 200ms)->get();
+  const auto waiter = queue(a, 200ms);
+  EXPECT_FALSE(advance_until([&] { return waiter->answered(); }, 20ms, 199ms));
+  advance(1ms);
+  const auto outcome = waiter->get();
   EXPECT_FALSE(held(outcome)) << "no backend decision was made";
   EXPECT_EQ(error_code(outcome.error), ErrorCode::kUnavailable);
 }
@@ -69,7 +76,8 @@ TEST_F(LockServiceTest, AWaiterWhoseAttemptHangsIsAnsweredByThatAttemptNeverGran
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
   // Its wait_ms passes while its attempt is in flight: that attempt decides (ADR-0007
   // "Deadlines"), as for a call without wait, bounded by the store's call timeout (C2).
-  EXPECT_FALSE(waiter->answered(600ms)) << "answered while its own attempt is in flight";
+  advance(200ms);
+  EXPECT_FALSE(waiter->answered()) << "answered while its own attempt is in flight";
   // The hung call ends with a failure: the answer is that failure, never "held", never a grant.
   faults_.release_hung();
   const auto outcome = waiter->get(2s);
@@ -97,8 +105,9 @@ TEST_F(LockServiceTest, AStalledAttemptNeverSupersedesALaterGrantOfItsOwnSession
   // Released through another dlockd: the release wakes the waiter, whose attempt stalls.
   ASSERT_TRUE(store_.delete_if_owner(kKey, "holder", holder, token_of(first)));
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  advance(200ms);  // its wait_ms
   LockHandle delivered;
-  if (waiter->answered(600ms)) {
+  if (waiter->answered()) {
     // Answered while its attempt is in flight: the client moves on and asks again.
     ASSERT_TRUE(held(waiter->get()));
     const auto again = acquire(a, 0ms)->get();
@@ -140,10 +149,10 @@ TEST_F(LockServiceTest, ShutdownLeavesAWaiterWhoseAttemptIsInFlightToThatAttempt
   faults_.inject("try_insert", Fault::kStall, 1);
   ASSERT_TRUE(store_.delete_if_owner(kKey, "holder", holder, token_of(first)));
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
-  service_->shutdown();
+  service_->shutdown();  // answers the waiters it answers on this thread
   const auto refused = behind->get(1s);
   EXPECT_EQ(error_code(refused.error), ErrorCode::kUnavailable) << "no attempt in flight for it";
-  EXPECT_FALSE(waiter->answered(300ms)) << "answered while its own attempt is in flight";
+  EXPECT_FALSE(waiter->answered()) << "answered while its own attempt is in flight";
   faults_.release_hung();
   const auto outcome = waiter->get(2s);
   ASSERT_TRUE(granted(outcome)) << "its attempt granted it";
@@ -168,8 +177,8 @@ TEST_F(LockServiceTest, ShutdownDuringAWaitersAttemptThatFindsTheKeyHeldAnswersU
   ASSERT_TRUE(store_.delete_if_owner(kKey, "holder", holder, token_of(first)));
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
   ASSERT_TRUE(store_.try_insert(kKey, "c", c, LockLease(30s)));  // through another dlockd
-  service_->shutdown();
-  EXPECT_FALSE(waiter->answered(300ms)) << "answered while its own attempt is in flight";
+  service_->shutdown();  // answers the waiters it answers on this thread
+  EXPECT_FALSE(waiter->answered()) << "answered while its own attempt is in flight";
   faults_.release_hung();
   const auto outcome = waiter->get(2s);
   EXPECT_FALSE(granted(outcome));
@@ -207,7 +216,9 @@ TEST_F(LockServiceTest, UnknownOutcomeOnAcquireIsAnErrorAndItsGrantIsNeverGrante
   ASSERT_TRUE(live);
   EXPECT_EQ(live->session_id, a);
   EXPECT_TRUE(held(acquire(b, 0ms)->get()));
-  EXPECT_TRUE(held(acquire(b, 150ms)->get())) << "a waiter is not granted over the unknown grant";
+  const auto waiter = queue(b, 150ms);
+  advance(150ms);
+  EXPECT_TRUE(held(waiter->get())) << "a waiter is not granted over the unknown grant";
   // The client retrying its acquire gets the grant back, with a greater token.
   const auto retried = acquire(a, 0ms)->get();
   ASSERT_TRUE(granted(retried));
@@ -219,13 +230,16 @@ TEST_F(LockServiceTest, UnknownOutcomeOnAHeadAttemptIsRetriedAndTheNextWaiterIsN
   const auto b = open("b");
   faults_.inject("try_insert", Fault::kUnknownOutcome, 1);
   const auto head = queue(a, 10s);
+  ASSERT_TRUE(advance_until([&] { return head->answered(); }, 20ms, 200ms));
   const auto outcome = head->get();
   // The failed attempt is retried for the same session: re-entrant, so it supersedes the grant
   // of unknown outcome with a greater token rather than leaving it unaccounted for.
   ASSERT_TRUE(granted(outcome));
   EXPECT_EQ(faults_.calls("try_insert"), 2u);
   EXPECT_EQ(token_of(outcome), store_.last_token());
-  EXPECT_TRUE(held(acquire(b, 150ms)->get()));
+  const auto waiter = queue(b, 150ms);
+  advance(150ms);
+  EXPECT_TRUE(held(waiter->get()));
   ASSERT_TRUE(release(a, token_of(outcome)).value);
   EXPECT_TRUE(granted(acquire(b, 0ms)->get()));
 }
@@ -306,7 +320,8 @@ TEST_F(LockServiceTest, FailedGiveBackOfAnOrphanGrantDoesNotLoseTheNextWaiter) {
   ASSERT_TRUE(releasing.get().value);
   ASSERT_TRUE(wait_until([&] { return faults_.calls("delete_if_owner") == 1; }));
   const auto orphan = store_.read(kKey);
-  const auto outcome = next->get(3s);
+  EXPECT_TRUE(advance_until([&] { return next->answered(); }, 50ms, 1s));
+  const auto outcome = next->get();
   ASSERT_TRUE(granted(outcome)) << "the next waiter is served once the orphan expires";
   EXPECT_EQ((*outcome.value)->session_id, b);
   if (orphan) {
@@ -340,11 +355,13 @@ TEST_F(LockServiceTest, FailingReaperIsRetriedAndThenDropsTheWaiterOfAnExpiredSe
   const auto waiter = queue(mortal, 10s);
   // The session expires while the reaper fails; the waiter keeps its place meanwhile (a failed
   // run skips the check of waiting sessions too).
-  ASSERT_TRUE(wait_until([&] { return !store_.get_session(mortal); }));
+  advance(100ms);
+  ASSERT_FALSE(store_.get_session(mortal));
   const auto runs = faults_.calls("reap_expired");
-  ASSERT_TRUE(wait_until([&] { return faults_.calls("reap_expired") >= runs + 2; }));
+  ASSERT_TRUE(advance_until([&] { return faults_.calls("reap_expired") >= runs + 2; }, 50ms, 1s));
   EXPECT_FALSE(waiter->answered());
   faults_.clear("reap_expired");
+  ASSERT_TRUE(advance_until([&] { return waiter->answered(); }, 50ms, 1s));
   const auto outcome = waiter->get();
   EXPECT_EQ(error_code(outcome.error), ErrorCode::kSessionNotFound);
   EXPECT_EQ(observer_.waiters.load(), 0);
@@ -368,7 +385,8 @@ TEST_F(LockServiceTest, HangingHandOverAnswersTheWaiterWithItsOutcomeAndTheRelea
   service_->release(kKey, holder, token_of(grant), releasing.callback());
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
   // The hand-over has neither decided nor failed yet: no answer at wait_ms (200 ms).
-  EXPECT_FALSE(waiter->answered(600ms)) << "answered before the hand-over to it decided";
+  advance(200ms);
+  EXPECT_FALSE(waiter->answered()) << "answered before the hand-over to it decided";
   EXPECT_FALSE(releasing.answered()) << "the release waits for its store call";
   faults_.release_hung();  // the call overran the store's timeout: it failed
   EXPECT_EQ(error_code(releasing.get().error), ErrorCode::kUnavailable);

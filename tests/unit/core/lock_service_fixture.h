@@ -1,9 +1,12 @@
 #pragma once
 
-// The fixture of the core::LockService unit tests (lock_service_test.cc, lock_service_faults_
-// test.cc; one binary): a real LockService over an in-memory store with a fault-injecting
-// wrapper between them, run as in dlockd — its timers on an io_context run by one thread, store
-// calls on its own worker pool — and helpers to wait for and read its answers.
+// The fixture of the core::LockService unit tests (lock_service_*_test.cc; one binary): a real
+// LockService over an in-memory store with a fault-injecting wrapper between them, store calls on
+// its own worker pool as in dlockd, and helpers to wait for and read its answers. Time is
+// simulated (support/simulated_time.h): the service's timers and the store's clock move only when
+// a test calls advance(), so deadlines, expiries, retries and reaping happen at exact instants
+// and take no real time. A fixture whose real_time() is true runs the timers on an io_context
+// thread and the real clocks instead, for tests whose point is that wiring.
 
 #include <gtest/gtest.h>
 
@@ -22,6 +25,7 @@
 #include "core/lock_service.h"
 #include "support/fake_store.h"
 #include "support/fault_injecting_store.h"
+#include "support/simulated_time.h"
 
 namespace dlock::testing {
 
@@ -117,8 +121,13 @@ class LockServiceTest : public ::testing::Test {
     return options;
   }
 
+  // Real clocks and timers on an io_context thread instead of simulated time.
+  virtual bool real_time() const { return false; }
+
   void SetUp() override {
-    service_ = std::make_unique<core::LockService>(faults_, io_, options(), observer_);
+    auto chosen = options();
+    if (!real_time()) chosen.time = &time_;
+    service_ = std::make_unique<core::LockService>(faults_, io_, chosen, observer_);
     io_thread_ = std::thread([this] { io_.run(); });
   }
 
@@ -162,13 +171,33 @@ class LockServiceTest : public ::testing::Test {
     return pending;
   }
 
+  // Moves simulated time forward, running every timer due by then.
+  void advance(milliseconds by) { time_.advance(by); }
+
+  // Moves simulated time forward `step` at a time, at most `limit` in all, until `condition`
+  // holds. For effects that a timer hands to the workers (a retry, a reaper run, a wake-up at an
+  // expiry): after each step the workers are given until `condition` holds, or a few real
+  // milliseconds, to act before time moves on. False when `limit` passed without it.
+  template <typename Condition>
+  bool advance_until(Condition condition, milliseconds step, milliseconds limit) {
+    for (milliseconds moved{0};;) {
+      if (wait_until(condition, 5ms)) return true;
+      if (moved >= limit) return false;
+      const auto by = std::min(step, limit - moved);
+      advance(by);
+      moved += by;
+    }
+  }
+
   core::Outcome<bool> release(const std::string& session, FencingToken token) {
     Pending<bool> pending;
     service_->release(kKey, session, token, pending.callback());
     return pending.get();
   }
 
-  FakeStore store_;
+  SimulatedTime time_;
+  FakeStore store_{FakeStoreOptions{
+      .now = [this] { return real_time() ? WallClock::now() : time_.wall_now(); }}};
   FaultInjectingStore faults_{store_, 5s};
   CountingObserver observer_;
   asio::io_context io_;

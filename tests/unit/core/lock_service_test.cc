@@ -65,12 +65,12 @@ TEST_F(LockServiceTest, WaiterGivesUpAtWaitMsWithHeld) {
   const auto waiter = open("waiter");
   const auto grant = acquire(holder, 0ms)->get();
   ASSERT_TRUE(granted(grant));
-  const auto started = SteadyClock::now();
-  const auto outcome = acquire(waiter, 150ms)->get();
-  const auto waited = SteadyClock::now() - started;
-  EXPECT_TRUE(held(outcome));
-  EXPECT_GE(waited, 150ms);
-  EXPECT_LT(waited, 1500ms);
+  const auto pending = queue(waiter, 150ms);
+  advance(149ms);
+  EXPECT_FALSE(pending->answered()) << "answered before its wait_ms";
+  advance(1ms);  // the deadline answers on this thread, within advance()
+  ASSERT_TRUE(pending->answered()) << "not answered at its wait_ms";
+  EXPECT_TRUE(held(pending->get()));
   EXPECT_EQ(observer_.waiters.load(), 0);
   // The waiter that gave up is not granted later: the release is a plain delete.
   const auto released = release(holder, token_of(grant));
@@ -135,11 +135,12 @@ TEST_F(LockServiceTest, WaiterIsGrantedWhenTheLockDelayEnds) {
   Pending<LockOutcome> revoked;
   service_->revoke(kKey, revoked.callback());
   ASSERT_FALSE(revoked.get().error);
-  const auto revoked_at = SteadyClock::now();
   EXPECT_TRUE(held(acquire(b, 0ms)->get())) << "granted during the lock-delay";
   const auto waiter = queue(b, 5s);
-  ASSERT_TRUE(granted(waiter->get(4s))) << "the waiter was never granted after the delay";
-  EXPECT_GE(SteadyClock::now() - revoked_at, 400ms - 50ms) << "granted before the delay ended";
+  const auto answered = [&] { return waiter->answered(); };
+  EXPECT_FALSE(advance_until(answered, 50ms, 399ms)) << "granted before the delay ended";
+  ASSERT_TRUE(advance_until(answered, 50ms, 1s)) << "never granted after the delay";
+  EXPECT_TRUE(granted(waiter->get()));
 }
 
 // --- the session cap ------------------------------------------------------------------------
@@ -183,8 +184,11 @@ TEST_F(LockServiceSessionCapTest, SessionsThatExpiredUnseenStopCountingAgainstTh
   ASSERT_FALSE(first.get().error);
   ASSERT_FALSE(second.get().error);
   EXPECT_EQ(error_code(try_open("c").error), ErrorCode::kResourceExhausted);
-  ASSERT_TRUE(wait_until([&] { return !try_open("c").error; }, 8s))
-      << "the expired sessions were never pruned";
+  advance(5001ms);  // their expiry (1 ms) plus the grace: not yet past it
+  EXPECT_EQ(error_code(try_open("c").error), ErrorCode::kResourceExhausted)
+      << "pruned within the grace period";
+  advance(1ms);
+  EXPECT_FALSE(try_open("c").error) << "the expired sessions were never pruned";
 }
 
 // Opens run on several workers at once: the cap check and the place it found are one step, so
@@ -210,9 +214,11 @@ TEST_F(LockServiceSessionCapTest, AFailedOpenGivesItsPlaceBack) {
   EXPECT_FALSE(try_open("b").error) << "the failed open's place was not given back";
 }
 
-// One worker: a hung store call occupies the whole pool.
+// One worker: a hung store call occupies the whole pool. On real time: the point is which
+// thread runs the deadline's timer in dlockd (the io_context's).
 class LockServiceOneWorkerTest : public LockServiceTest {
  protected:
+  bool real_time() const override { return true; }
   core::ServiceOptions options() const override {
     auto options = LockServiceTest::options();
     options.workers = 1;

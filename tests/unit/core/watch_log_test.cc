@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/asio/io_context.hpp>
 #include <optional>
-#include <thread>
+
+#include "support/simulated_time.h"
 
 namespace dlock::core {
 namespace {
@@ -35,12 +35,12 @@ class WatchLogTest : public ::testing::Test {
     return page.value_or(WatchLog::Page{});
   }
 
-  boost::asio::io_context io_;
+  testing::SimulatedTime time_;
   std::uint64_t tokens_ = 0;
 };
 
 TEST_F(WatchLogTest, PagesResumeFromTheirNextWithoutLossOrRepetition) {
-  WatchLog log(io_, 100, "e1");
+  WatchLog log(time_, 100, "e1");
   const WatchFilter prefix{"ns/a", true};
   const auto start = poll_now(log, prefix, "").next;
   EXPECT_EQ(start, "e1.0");
@@ -60,7 +60,7 @@ TEST_F(WatchLogTest, PagesResumeFromTheirNextWithoutLossOrRepetition) {
 }
 
 TEST_F(WatchLogTest, AWatcherThatFellOutOfTheRingIsReset) {
-  WatchLog log(io_, 3, "e1");
+  WatchLog log(time_, 3, "e1");
   const WatchFilter all{"", true};
   const auto start = poll_now(log, all, "").next;
   for (int i = 0; i < 3; ++i) log.record(event("k"));
@@ -75,7 +75,7 @@ TEST_F(WatchLogTest, AWatcherThatFellOutOfTheRingIsReset) {
 }
 
 TEST_F(WatchLogTest, PositionsOfAnotherProcessOrTheFutureAreReset) {
-  WatchLog log(io_, 10, "e2");
+  WatchLog log(time_, 10, "e2");
   log.record(event("k"));
   for (const auto* position : {"e1.1", "e2.7", "e2.", "e2", ".1", "e2.1.1"}) {
     const auto page = poll_now(log, WatchFilter{"k", false}, position);
@@ -85,7 +85,7 @@ TEST_F(WatchLogTest, PositionsOfAnotherProcessOrTheFutureAreReset) {
 }
 
 TEST_F(WatchLogTest, ALongPollWakesOnAMatchingEventOnly) {
-  WatchLog log(io_, 10, "e1");
+  WatchLog log(time_, 10, "e1");
   std::optional<WatchLog::Page> page;
   log.poll(
       WatchFilter{"k", false}, "e1.0", 10, milliseconds(60'000),
@@ -102,12 +102,14 @@ TEST_F(WatchLogTest, ALongPollWakesOnAMatchingEventOnly) {
 }
 
 TEST_F(WatchLogTest, ADeadlineAnswersEmptyACancelLeavesAndShutdownEnds) {
-  WatchLog log(io_, 10, "e1");
+  WatchLog log(time_, 10, "e1");
   std::optional<WatchLog::Page> timed;
   log.poll(
       WatchFilter{"k", false}, "", 10, milliseconds(20), [&](WatchLog::Page got) { timed = got; },
       nullptr);
-  io_.run_for(milliseconds(500));
+  time_.advance(milliseconds(19));
+  EXPECT_FALSE(timed.has_value()) << "answered before its wait";
+  time_.advance(milliseconds(1));
   ASSERT_TRUE(timed.has_value());
   EXPECT_TRUE(timed->events.empty());
   EXPECT_EQ(timed->next, "e1.0");
