@@ -331,7 +331,9 @@ TEST_F(AuthzConfig, PerPrincipalQuotasForSessionsAndWaiters) {
   std::thread waiter([&] {
     call(alice, "POST", "/v1/locks/w/acquire", {{"session_id", first}, {"wait_ms", 3000}});
   });
-  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_TRUE(testing::wait_for([&] { return testing::waiting_acquires(server_->address()) == 1; },
+                                milliseconds(10'000)))
+      << "the first waiting acquire was never queued";
   const auto second =
       call(alice, "POST", "/v1/locks/w/acquire", {{"session_id", first}, {"wait_ms", 3000}});
   EXPECT_EQ(second.status, 429) << second.body;

@@ -604,7 +604,10 @@ TEST_F(CliEndToEnd, ASecondElectWaitsAndLeadsAfterTheFirstWithAGreaterToken) {
   ASSERT_EQ(leader.status, 0) << leader.err;
   EXPECT_EQ(boost::json::parse(leader.out).at("leader").at("value").as_string(), "node-1");
   auto second = elect("node-2", R"(echo "$DLOCK_FENCING_TOKEN $DLOCK_LEADER_VALUE" > "$DIR/2")");
-  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_TRUE(testing::wait_for(
+      [&] { return testing::waiting_acquires(server_->address()) == 1 || second->try_wait(); },
+      milliseconds(20'000)))
+      << "the second elect never campaigned";
   EXPECT_FALSE(std::filesystem::exists(dir / "2")) << "two leaders at once";
   std::ofstream(dir / "go").put('\n');
   EXPECT_EQ(wait_exit(*first, milliseconds(20'000)), 0);

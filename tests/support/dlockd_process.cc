@@ -8,6 +8,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/json/parse.hpp>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -155,6 +156,15 @@ HttpResult http_call(const std::string& address, const std::string& method,
     if (!json_error) result.json = std::move(parsed);
   }
   return result;
+}
+
+long waiting_acquires(const std::string& address) {
+  const auto body = http_call(address, "GET", "/metrics").body;
+  const auto series = body.find("\ndlock_waiters{");
+  if (series == std::string::npos) return -1;
+  const auto value = body.find("} ", series);
+  if (value == std::string::npos) return -1;
+  return std::strtol(body.c_str() + value + 2, nullptr, 10);
 }
 
 }  // namespace dlock::testing

@@ -96,4 +96,8 @@ HttpResult http_call(const std::string& address, const std::string& method,
                      const std::map<std::string, std::string>& headers = {},
                      std::chrono::milliseconds timeout = std::chrono::minutes(5));
 
+// The acquires (and campaigns) waiting on the dlockd at `address`: its dlock_waiters gauge, or
+// -1 when it cannot be read. For a test that must act once a request is queued.
+long waiting_acquires(const std::string& address);
+
 }  // namespace dlock::testing

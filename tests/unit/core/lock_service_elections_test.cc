@@ -178,8 +178,10 @@ TEST_F(LockServiceElectionsTest, AClosedConnectionEndsTheObserver) {
   const auto first = campaign(alice, "a", 0ms)->get();
   ASSERT_TRUE(granted(first));
   auto cancellation = std::make_shared<core::Cancellation>();
+  const auto reads = faults_.calls("read");
   const auto pending = observe(token_of(first), "a", 10s, cancellation);
-  EXPECT_FALSE(pending->answered(100ms));
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == reads + 1; }));
+  EXPECT_FALSE(pending->answered());
   cancellation->cancel();
   EXPECT_EQ(error_code(pending->get(500ms).error), ErrorCode::kUnavailable);
 }
@@ -188,8 +190,10 @@ TEST_F(LockServiceElectionsTest, ShutdownAnswersObservers) {
   const auto alice = open("alice");
   const auto first = campaign(alice, "a", 0ms)->get();
   ASSERT_TRUE(granted(first));
+  const auto reads = faults_.calls("read");
   const auto pending = observe(token_of(first), "a", 10s);
-  EXPECT_FALSE(pending->answered(100ms));
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == reads + 1; }));
+  EXPECT_FALSE(pending->answered());
   service_->shutdown();
   EXPECT_EQ(error_code(pending->get(500ms).error), ErrorCode::kUnavailable);
 }

@@ -26,6 +26,7 @@
 #include "support/fake_store.h"
 #include "support/fault_injecting_store.h"
 #include "support/simulated_time.h"
+#include "support/subprocess.h"
 
 namespace dlock::testing {
 
@@ -34,15 +35,10 @@ using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 using AcquireOutcome = core::Outcome<std::optional<LockHandle>>;
 
-// Tests wait for conditions, never for time.
+// Tests wait for conditions (the workers' effects), never for time (support/subprocess.h).
 template <typename Condition>
 bool wait_until(Condition condition, milliseconds timeout = 2s) {
-  const auto deadline = SteadyClock::now() + timeout;
-  while (!condition()) {
-    if (SteadyClock::now() >= deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
+  return wait_for(condition, timeout, 1ms);
 }
 
 // The answer to one asynchronous service call.
