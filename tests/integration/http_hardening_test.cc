@@ -73,6 +73,7 @@ TEST(HttpHardening, IdleConnectionsAreClosedAfterTheHeaderTimeoutAndServiceGoesO
   std::vector<std::unique_ptr<RawSocket>> idle;
   for (int i = 0; i < 200; ++i) idle.push_back(std::make_unique<RawSocket>(dlockd.address()));
   EXPECT_TRUE(lock_round_trip(dlockd.address(), "idle"));
+  // Real time: past dlockd's 1 s header timeout, which is what closes them.
   std::this_thread::sleep_for(1500ms);
   for (auto& socket : idle) {
     socket->set_receive_timeout(100ms);  // closed by now: EOF at once
@@ -91,6 +92,7 @@ TEST(HttpHardening, AByteASecondSenderIsClosedAtTheHeaderTimeout) {
   while (sent < request.size() && slow.send(request.substr(sent, 1))) {
     ++sent;
     EXPECT_TRUE(lock_round_trip(dlockd.address(), "slow"));  // served meanwhile
+    // Real time: a slow sender's pace is the attack.
     std::this_thread::sleep_for(300ms);
     if (Clock::now() - start > 4s) break;
   }
@@ -118,7 +120,9 @@ TEST(HttpHardening, ConnectionsBeyondTheLimitAre503WhileOpenOnesAndProbesCarryOn
   EXPECT_NE(steady.exchange(get("/healthz")).find("200 OK"), std::string::npos);
   std::vector<std::unique_ptr<RawSocket>> flood;
   for (int i = 0; i < 19; ++i) flood.push_back(std::make_unique<RawSocket>(dlockd.address()));
-  std::this_thread::sleep_for(200ms);  // accepted
+  ASSERT_TRUE(
+      wait_for([&] { return metric(dlockd.address(), "dlock_http_connections_open") >= 20; }, 10s))
+      << "the flood was never accepted";
   // Every slot is taken: a request other than a probe on a new connection is 503 and closed.
   int turned_away = 0;
   for (int i = 0; i < 50; ++i) {
@@ -140,6 +144,7 @@ TEST(HttpHardening, ConnectionsBeyondTheLimitAre503WhileOpenOnesAndProbesCarryOn
   }
   // ...and beyond that reserve a new connection is turned away before it is read.
   for (int i = 0; i < 16; ++i) flood.push_back(std::make_unique<RawSocket>(dlockd.address()));
+  // No probe can see these accepted (the probes' reserve is what they fill): a pause.
   std::this_thread::sleep_for(200ms);
   RawSocket beyond(dlockd.address());
   beyond.set_receive_timeout(1000ms);
@@ -223,6 +228,7 @@ TEST(HttpHardening, UnreadLargeAnswersAreBoundedServerWide) {
   double most_unsent = 0;
   for (int i = 0; i < 10; ++i) {
     most_unsent = std::max(most_unsent, metric(address, "dlock_http_unsent_bytes"));
+    // Real time: samples of the gauge spread over a second.
     std::this_thread::sleep_for(100ms);
   }
   const long rss_stalled = resident_kib(dlockd.pid());
@@ -366,8 +372,10 @@ TEST(HttpHardening, OutOfFileDescriptorsBacksOffAndRecovers) {
   ASSERT_EQ(run_command(limit, 10s), 0);
   std::vector<std::unique_ptr<RawSocket>> flood;  // more than 64 descriptors' worth
   for (int i = 0; i < 120; ++i) flood.push_back(std::make_unique<RawSocket>(dlockd.address()));
+  // No probe can connect while dlockd is out of descriptors: a pause for the flood to land.
   std::this_thread::sleep_for(500ms);
   const long before = cpu_ticks(pid);
+  // Real time: the CPU used over this window is the measurement.
   std::this_thread::sleep_for(2s);
   const long used = cpu_ticks(pid) - before;  // a spinning accept loop uses ~200 ticks
   EXPECT_LT(used, 50) << "ticks of CPU in 2 s while out of descriptors";
@@ -466,6 +474,7 @@ TEST(LoggingNeverBlocks, AStdoutNobodyReadsDoesNotStallLockOperations) {
 TEST(LoggingNeverBlocks, AClosedStdoutDoesNotKillTheServerOnAGrant) {
   PipedDlockd dlockd(true);
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(lock_round_trip(dlockd.address(), "closed")) << i;
+  // Real time: a window in which a grant's log line would kill dlockd if it could.
   std::this_thread::sleep_for(200ms);
   EXPECT_TRUE(dlockd.running());
   EXPECT_GE(metric(dlockd.address(), "dlock_log_dropped_total{reason=\"queue_full\"}"), 1);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/postgres_server.h"
+#include "support/subprocess.h"
 
 namespace dlock::fencing {
 namespace {
@@ -126,7 +127,19 @@ TEST_F(FencingGuard, ConcurrentStaleWriterWaitsAndIsRejected) {
   auto other = connect();
   Admission stale_result = Admission::kAdmitted;
   std::thread stale([&] { stale_result = write(other.get(), 5); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let it block on the row
+  // Once it waits for the row lock (a third connection sees it in pg_stat_activity).
+  auto observer = connect();
+  const auto blocked = [&] {
+    PGresult* result = PQexec(observer.get(),
+                              "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
+                              "'Lock' AND datname = current_database()");
+    const bool waiting =
+        PQresultStatus(result) == PGRES_TUPLES_OK && std::string(PQgetvalue(result, 0, 0)) != "0";
+    PQclear(result);
+    return waiting;
+  };
+  EXPECT_TRUE(dlock::testing::wait_for(blocked, std::chrono::milliseconds(10'000)))
+      << "the stale writer never waited for the row";
   newer.commit();
   stale.join();
   EXPECT_EQ(stale_result, Admission::kStale);
