@@ -262,6 +262,7 @@ TEST_P(LockStoreConformance, HolderSessionBoundReaderDiesWithItsSession) {
   while (SteadyClock::now() < until) {
     store_->heartbeat(alice.session_id);
     EXPECT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)).has_value());
+    // Real time: the heartbeat period under test.
     std::this_thread::sleep_for(milliseconds(250));
   }
   wait_until_expired(key);
@@ -499,10 +500,11 @@ void race(testing::BackendHarness& harness, BackendPtr& store, const TtlLimits& 
             handle = hold(mine, key, session,
                           HoldRequest{mode, mode == HoldMode::kPermit ? permit_limit : 0});
           }
-          if (!handle) std::this_thread::sleep_for(milliseconds(1));
+          if (!handle) std::this_thread::sleep_for(milliseconds(1));  // a retry pause
         }
         if (!handle) continue;
         monitor.enter(*handle);
+        // Real time: a hold of a few ms, so holders overlap.
         std::this_thread::sleep_for(milliseconds(3));
         monitor.leave(*handle);
         if (!release(mine, *handle)) ++failures;

@@ -117,6 +117,7 @@ TEST_P(ClientFailover, LockAndTokenSurviveEachServerRestartingAsANewerBuild) {
 
   // Long enough for several keepalives and extends (every TTL/3) against the survivor.
   const auto hold = [&](DlockdProcess& survivor) {
+    // Real time: the client's own keepalive and extend timers must run against the survivor.
     std::this_thread::sleep_for(ttl * 2);
     EXPECT_TRUE(lock->still_valid()) << lock->lost_reason();
     EXPECT_FALSE(session.lost()) << session.lost_reason();

@@ -243,6 +243,7 @@ class PooledLeaseTest : public EtcdStoreTest {
     ASSERT_TRUE(
         store_->delete_if_owner(first_key, "alice", alice.session_id, first->fencing_token));
 
+    // Real time: the lease's age when the next grant reuses it is the case under test.
     std::this_thread::sleep_for(pause);
     const auto second_key = fresh_key("pooled-b");
     const auto before = SteadyClock::now();

@@ -337,9 +337,11 @@ TEST_P(ServerEndToEnd, ASighupWhileStartingIsAReloadNotADeath) {
     const auto give_up = std::chrono::steady_clock::now() + seconds(10);
     while (!in_dlockd_main(dlockd.pid(), binary) && dlockd.running() &&
            std::chrono::steady_clock::now() < give_up) {
+      // The poll interval of this condition wait (exec into dlockd's main).
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     ASSERT_TRUE(in_dlockd_main(dlockd.pid(), binary)) << read_text(process.log_path);
+    // Real time: the SIGHUP's moment after start is the case under test.
     std::this_thread::sleep_for(delay);
     dlockd.signal(SIGHUP);
     testing::wait_for([&] { return !dlockd.running() || std::filesystem::exists(name + ".ready"); },

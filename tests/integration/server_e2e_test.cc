@@ -149,6 +149,7 @@ TEST_P(ServerEndToEnd, SessionAnswersNoMoreThanTheBackendKeeps) {
         << std::chrono::duration_cast<std::chrono::microseconds>(deadline - returned).count() / 1000
         << " ms before the deadline it was told: " << result.body;
     ++acquires;
+    // Pacing between acquires until the told deadline.
     std::this_thread::sleep_for(milliseconds(20));
   }
   EXPECT_GT(acquires, 0);
@@ -581,6 +582,7 @@ TEST_P(ServerEndToEnd, HeldLocksHoldDurationsAndCaps) {
       << text;
   const auto held_before = metric_value(text, "dlock_lock_hold_seconds_count" + labels);
   EXPECT_EQ(metric_value(text, R"(dlock_limit{limit="server.max.sessions"})"), 100000) << text;
+  // Real time: the hold's length is what dlock_lock_hold_seconds measures.
   std::this_thread::sleep_for(milliseconds(300));
   ASSERT_EQ(release(key, sid, token_of(granted)).status, 204);
   text = call("GET", "/metrics").body;

@@ -285,6 +285,7 @@ TEST_P(ServerEndToEnd, ExtendedHolderDoesNotMakeItsWaitersPoll) {
       metric(call("GET", "/metrics").body, "dlock_backend_acquire_attempts_total");
   // Four extends 500 ms apart: the lock lives about 2.5 s, 1.5 s past its first expiry.
   for (int i = 0; i < 4; ++i) {
+    // Real time: the lock must outlive its first expiry on dlockd's clock.
     std::this_thread::sleep_for(milliseconds(500));
     const auto extended =
         call("POST", "/v1/locks/" + key + "/extend",

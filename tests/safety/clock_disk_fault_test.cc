@@ -152,7 +152,7 @@ void hold_through(const std::string& address, Recorder& recorder, const std::str
                            label + ": " + attempt.body);
       break;
     } else {
-      std::this_thread::sleep_for(milliseconds(100));
+      std::this_thread::sleep_for(milliseconds(100));  // a client's retry pause
     }
   }
   if (!taken && monotonic_ns() >= give_up) {

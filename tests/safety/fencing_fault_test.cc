@@ -331,6 +331,7 @@ TEST_P(FencingFaults, L_RestoreOfTheStoreFromAnEarlierBackup) {
     // it is the documented procedure (docs/fencing.md): a restored store has forgotten the
     // grants made since the backup, whose holders may believe in them until their deadline, so
     // it must not serve before the longest lock TTL has passed since the old dlockd stopped.
+    // Real time: the leases must pass while dlockd is down (the point).
     std::this_thread::sleep_for(milliseconds(2500));
     dlockd_->start();
   };

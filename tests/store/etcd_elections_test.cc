@@ -122,11 +122,13 @@ TEST_F(EtcdElectionsTest, WatchWakesForALeaderNeverForAPlainGrant) {
   auto subscription = store_->watch_releases(key, [&] { ++calls; });
   // The watch wakes once as etcd creates it (nothing was remembered for this key).
   ASSERT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)));
+  // A window for further wake-ups of the watch's creation, which have no other sign.
   std::this_thread::sleep_for(milliseconds(200));
   const int created = calls.load();
   const auto lock = store_->try_insert(key, "alice", alice.session_id, seconds(30));
   ASSERT_TRUE(lock.has_value());
   ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, seconds(30)).has_value());
+  // A window in which a wrong wake-up would arrive (nothing happening has no sign).
   std::this_thread::sleep_for(milliseconds(500));
   EXPECT_EQ(calls.load(), created) << "a plain grant woke the waiters";
   const auto leader = store_->try_insert_leader(key, "alice", alice.session_id, seconds(30), "v");

@@ -89,6 +89,7 @@ class EtcdKeepAliveTest : public ::testing::Test {
       expired_ttl = client_->lease_keep_alive(expired, expired_until);
       expired_at = Clock::now();
     });
+    // The stream shows no order of its requests: a pause puts the first one first.
     std::this_thread::sleep_for(milliseconds(100));
     const std::int64_t live_ttl =
         client_->lease_keep_alive(live, Clock::now() + std::chrono::seconds(50));
@@ -115,6 +116,7 @@ TEST_F(EtcdKeepAliveTest, AnExpiredLeaseHoldsUpItsStreamUntilRevoked) {
   const auto deadline = Clock::now() + std::chrono::seconds(20);
   const auto sent_at = Clock::now();
   auto first = stream.start(expired, deadline);
+  // The stream shows no order of its requests: a pause puts the first one first.
   std::this_thread::sleep_for(milliseconds(100));
   auto second = stream.start(live, deadline);
   EXPECT_EQ(stream.finish(first, deadline), 0) << "the expired lease was renewed";
@@ -340,6 +342,7 @@ TEST_F(EtcdKeepAliveTest, AsyncHeartbeatAnswersAsHeartbeatDoes) {
   ASSERT_TRUE(store->try_heartbeat_async(opened.session_id, done));
   ASSERT_TRUE(result.wait());
   const auto after = std::chrono::system_clock::now();
+  // A window in which a second, wrong answer would arrive.
   std::this_thread::sleep_for(milliseconds(100));
   std::lock_guard lock(result.mutex);
   EXPECT_EQ(result.calls, 1);
@@ -412,6 +415,7 @@ TEST_F(EtcdKeepAliveTest, ZStreamThatBreaksFailsItsAsynchronousCallers) {
   }
   etcd_->kill(0);
   ASSERT_TRUE(answers.wait_for(3, milliseconds(10000))) << "callers left waiting on a dead stream";
+  // A window in which a second, wrong answer would arrive.
   std::this_thread::sleep_for(milliseconds(200));
   EXPECT_EQ(answers.count(), 3u) << "a caller was answered twice";
   std::lock_guard lock(answers.mutex);

@@ -274,6 +274,7 @@ TEST_F(PgBatchTest, HeartbeatOfASessionRowLockedBrieflyIsRenewed) {
   PgConnection holder(url(), kCallTimeout, {});
   holder.run("BEGIN; SELECT 1 FROM lock_session WHERE session_id = '" + blocked + "' FOR UPDATE");
   std::thread release([&] {
+    // Real time: how long the row stays locked is the case under test.
     std::this_thread::sleep_for(kImpatient / 3);
     holder.run("COMMIT");
   });

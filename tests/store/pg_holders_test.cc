@@ -75,7 +75,7 @@ class PgHoldersTest : public ::testing::Test {
           "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
           "AND wait_event_type = 'Lock'");
       if (waiting.int64(0, 0) > 0) return;
-      std::this_thread::sleep_for(milliseconds(5));
+      std::this_thread::sleep_for(milliseconds(5));  // the poll interval
     }
     FAIL() << "the store's call never waited for the rival's lock";
   }
@@ -130,6 +130,7 @@ TEST_F(PgHoldersTest, HeartbeatRaisesTheGroupOfAReaderGrantedWhileItWaited) {
   const auto k = key();
   const auto reader = session(milliseconds(2000)), writer = session();
   ASSERT_GT(rival_grant(k, reader, "shared", 0, 0), 0);
+  // Real time: half the reader's session TTL passes on PostgreSQL's clock.
   std::this_thread::sleep_for(milliseconds(1000));
   auto beat = std::async(std::launch::async, [&] { return store_->heartbeat(reader); });
   wait_until_blocked();
@@ -193,6 +194,7 @@ TEST_F(PgHoldersTest, AReaderShorteningItsLeaseShortensTheGroup) {
       store_->try_insert_holder(extended, "owner", reader, milliseconds(60000), kShared);
   ASSERT_TRUE(held);
   store_->extend(*held, milliseconds(1000));
+  // Real time: past the 1 s TTLs on PostgreSQL's clock.
   std::this_thread::sleep_for(milliseconds(1300));
   EXPECT_TRUE(store_->try_insert(reacquired, "owner", writer, milliseconds(60000)));
   EXPECT_TRUE(store_->try_insert(extended, "owner", writer, milliseconds(60000)));

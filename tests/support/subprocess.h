@@ -76,7 +76,7 @@ bool wait_for(Condition condition, std::chrono::milliseconds timeout,
   while (true) {
     if (condition()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(interval);
+    std::this_thread::sleep_for(interval);  // the poll interval
   }
 }
 

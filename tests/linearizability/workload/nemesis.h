@@ -149,13 +149,16 @@ inline std::vector<Fault> faults_for(const FaultTargets& targets, milliseconds p
 inline std::vector<std::string> run_nemesis(const std::vector<Fault>& faults, milliseconds quiet,
                                             SteadyClock::time_point until) {
   std::vector<std::string> applied;
+  // Real time: the quiet between faults is part of the schedule under test.
   std::this_thread::sleep_for(quiet);
   for (std::size_t i = 0; i < faults.size() || SteadyClock::now() + quiet < until; ++i) {
     const Fault& fault = faults[i % faults.size()];
     fault.apply();
+    // Real time: how long the fault lasts is the fault.
     std::this_thread::sleep_for(fault.held);
     fault.heal();
     applied.push_back(fault.name);
+    // Real time: the quiet between faults is part of the schedule under test.
     std::this_thread::sleep_for(quiet);
   }
   return applied;

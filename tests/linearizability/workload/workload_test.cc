@@ -121,7 +121,7 @@ class Recorder {
 // read or observe is not recorded: it changed nothing and says nothing.
 bool keep_unknown(const json::object& op) {
   thread_local std::mt19937 random(std::random_device{}());
-  std::this_thread::sleep_for(milliseconds(100 + random() % 100));
+  std::this_thread::sleep_for(milliseconds(100 + random() % 100));  // a client's back-off: pacing
   return op.at("op") != "read" && op.at("op") != "observe";
 }
 

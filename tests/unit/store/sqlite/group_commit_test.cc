@@ -84,7 +84,8 @@ TEST_F(GroupCommitTest, ConcurrentWritersShareCommitsAndLoseNothing) {
       for (int i = 0; i < kWritesEach; ++i) {
         writes_->write([&] {
           insert(t * kWritesEach + i);
-          std::this_thread::sleep_for(milliseconds(1));  // others queue up meanwhile
+          // Real time: the load; others queue up meanwhile.
+          std::this_thread::sleep_for(milliseconds(1));
           return true;
         });
       }
@@ -101,7 +102,8 @@ TEST_F(GroupCommitTest, RolledBackWriteTakesNothingOfItsGroupMatesWithIt) {
     writes_->write([&] {
       first_running = true;
       insert(1);
-      std::this_thread::sleep_for(milliseconds(300));  // 2, 3 and 4 queue up as one group
+      // Real time: a long write, so that 2, 3 and 4 queue up as one group.
+      std::this_thread::sleep_for(milliseconds(300));
       return true;
     });
   });
@@ -113,6 +115,7 @@ TEST_F(GroupCommitTest, RolledBackWriteTakesNothingOfItsGroupMatesWithIt) {
       return false;  // asks to be rolled back
     });
   });
+  // The group commit shows no queue position: a pause orders the writes 2, 3, 4.
   std::this_thread::sleep_for(milliseconds(50));
   std::thread third([&] {
     try {
@@ -124,6 +127,7 @@ TEST_F(GroupCommitTest, RolledBackWriteTakesNothingOfItsGroupMatesWithIt) {
       third_threw = true;
     }
   });
+  // The group commit shows no queue position: a pause orders the writes 2, 3, 4.
   std::this_thread::sleep_for(milliseconds(50));
   std::thread fourth([&] {
     writes_->write([&] {

@@ -39,6 +39,7 @@ class SqliteLockDelayTest : public testing::SqliteStoreFixture {
   LockHandle expired_grant(const std::string& key) {
     const auto held = store_->try_insert(key, "alice", alice_.session_id, kTtl);
     EXPECT_TRUE(held.has_value());
+    // Real time: the store's clock; the poll interval of waiting for the TTL to pass.
     while (store_->read(key).has_value()) std::this_thread::sleep_for(milliseconds(20));
     return *held;
   }
