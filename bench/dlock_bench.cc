@@ -261,7 +261,7 @@ void run_backend(const Options& options, const std::string& name, const std::str
     // token); dlockd's attempt counter does, and each attempt is one write transaction.
     extras.writes_per_grant_hot = extras.attempts_per_grant_hot;
     extras.notes["backend_writes_per_grant_hot"] =
-        "dlockd's dlock_backend_acquire_attempts_total delta per grant: each attempt (try_insert "
+        "dlockd's dlock_backend_acquire_attempts_total delta per grant: each attempt (try_grant "
         "or hand-over) is one BEGIN IMMEDIATE write transaction; one that finds the key held "
         "rolls back instead of committing";
   }

@@ -226,7 +226,7 @@ class SqliteRaw {
     sqlite3_close(db_);
   }
 
-  // The store's try_insert: token from the durable counter, then the upsert, one transaction.
+  // The store's try_grant: token from the durable counter, then the upsert, one transaction.
   std::optional<std::int64_t> acquire(const std::string& key, const RawSession& s) {
     std::lock_guard lock(mutex_);
     run(begin_);

@@ -311,7 +311,7 @@ void write_report(const std::string& dir, const RunInfo& info, const std::vector
   md << "\n## Hot key (all clients on one key)\n\n"
      << "raw = every client retries the acquire statement in a loop (no queue); anchor = every "
         "client blocks in pg_advisory_lock / etcd v3lock Lock on one name; spi = the store SPI "
-        "in-process, every client retrying try_insert in a loop (the SPI has no queue); http = "
+        "in-process, every client retrying try_grant in a loop (the SPI has no queue); http = "
         "dlockd with "
         "`wait_ms` (its FIFO queue); http-sb = the same with session-bound locks; http2 = http "
         "with the clients spread over two dlockd sharing the backend. Latency is the wait for a "

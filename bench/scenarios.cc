@@ -118,14 +118,15 @@ Measurement spi_pairs(Backend& backend, const std::string& name,
         return [&backend, s, key](ClientStats& out) {
           try {
             const auto t0 = Clock::now();
-            const auto handle =
-                backend.try_insert(key, s.owner_id, s.session_id, milliseconds(30000));
+            const auto handle = backend.try_grant(key, s.owner_id, s.session_id,
+                                                  GrantRequest::exclusive(milliseconds(30000)));
             const auto t1 = Clock::now();
             if (!handle) {
               ++out.errors;
               return;
             }
-            if (!backend.delete_if_owner(key, s.owner_id, s.session_id, handle->fencing_token)) {
+            if (!backend.delete_if_owner(
+                    GrantRef{key, s.owner_id, s.session_id, handle->fencing_token})) {
               ++out.errors;
             }
             ++out.ops;
@@ -153,12 +154,13 @@ Measurement spi_hot(Backend& backend, const std::string& name,
           if (!*started) *started = Clock::now();
           try {
             ++out.attempts;
-            const auto handle =
-                backend.try_insert(key, s.owner_id, s.session_id, milliseconds(30000));
+            const auto handle = backend.try_grant(key, s.owner_id, s.session_id,
+                                                  GrantRequest::exclusive(milliseconds(30000)));
             if (!handle) return;
             ++out.ops;
             out.op_ms.push_back(ms_between(**started, Clock::now()));
-            if (!backend.delete_if_owner(key, s.owner_id, s.session_id, handle->fencing_token)) {
+            if (!backend.delete_if_owner(
+                    GrantRef{key, s.owner_id, s.session_id, handle->fencing_token})) {
               ++out.errors;
             }
           } catch (const std::exception&) {

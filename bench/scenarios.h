@@ -132,13 +132,13 @@ Measurement spi_pairs(Backend& backend, const std::string& name,
                       const std::vector<RawSession>& sessions, int clients,
                       std::chrono::milliseconds duration);
 
-// The SPI on one hot key: every client retries try_insert in a loop and releases when granted
+// The SPI on one hot key: every client retries try_grant in a loop and releases when granted
 // (the SPI has no queue; waiting is dlockd's). The herd against the store, in process.
 Measurement spi_hot(Backend& backend, const std::string& name,
                     const std::vector<RawSession>& sessions, int clients,
                     std::chrono::milliseconds duration);
 
-// dlockd's dlock_backend_acquire_attempts_total (every try_insert and hand-over it sent).
+// dlockd's dlock_backend_acquire_attempts_total (every try_grant and hand-over it sent).
 std::optional<double> dlockd_attempts(const HttpTarget& target);
 
 // The open phase's bound of the sessions-scale row (Options::scale_open_limit_ms, resolved).

@@ -4,7 +4,7 @@
 // the backend boundary and mapped to HTTP in exactly one place (src/server/error_mapping.cc).
 //
 // Decisions are values, not errors: "the key is held by someone else" is an empty
-// std::optional from LockStore::try_insert. An error means the store could not decide.
+// std::optional from LockStore::try_grant. An error means the store could not decide.
 
 #include <stdexcept>
 #include <string>

@@ -70,13 +70,6 @@ struct ListAfter {
   FencingToken fencing_token = 0;
 };
 
-// What try_insert_holder asks for: a shared holder, or one permit of `limit` (>= 1).
-struct HoldRequest {
-  HoldMode mode = HoldMode::kShared;
-  // kPermit: how many permits the name has; kShared: 0 (no bound).
-  std::uint32_t limit = 0;
-};
-
 class LockStore {
  public:
   LockStore() = default;
@@ -84,65 +77,46 @@ class LockStore {
   LockStore& operator=(const LockStore&) = delete;
   virtual ~LockStore() = default;
 
-  // Atomically grants `key` to (owner_id, session_id) for `lease`, in one backend operation
-  // with no read-then-write window. Returns the grant, or std::nullopt when a live grant of
-  // another session holds the key ("held" is a decision, not an error).
-  // - `lease` is a TTL of the grant's own, or LockLease::session(): the grant then lives exactly
-  //   as long as its session (heartbeats keep it, the session's expiry or close ends it) and the
-  //   handle's deadline and expiry are the session's as of the grant (ADR-0018).
-  // - The token is strictly greater than every token ever issued for `key`, including the
-  //   token of an expired holder being taken over.
-  // - Re-entrant: the same (owner_id, session_id) re-acquiring gets a new, strictly greater
-  //   token and the lease asked for this time.
-  // - An expired holder is taken over without a reaper having run.
-  // Throws InvalidArgumentError ("ttl_ms") for a TTL outside the limits, SessionNotFoundError
-  // when the session does not exist or has expired, Unavailable/Contention on backend failure.
-  virtual std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
-                                               std::string_view session_id, LockLease lease) = 0;
-
-  // Holder sets (docs/adr/0020-more-primitives-design.md): adds (owner_id, session_id) as a
-  // shared holder of `key` (`request.mode` kShared) or as one of its `request.limit` permit
-  // holders (kPermit), in one atomic backend operation (no read-then-write window).
-  // - Granted unless a live holder of another mode holds `key` (an exclusive grant excludes
-  //   every other holder; shared holders and permit holders exclude each other) or, for a permit,
-  //   `limit` permit holders of other sessions are live; std::nullopt ("held") otherwise.
-  // - try_insert (exclusive) of a key with any live shared or permit holder is "held", even for
-  //   a session that holds it shared: there is no upgrade or downgrade.
-  // - The token is strictly greater than every token ever issued for `key`, of any mode: a
-  //   writer's token is greater than every reader's before it.
-  // - A session holds at most one holder of a name: re-acquiring replaces its own holder with a
-  //   new, strictly greater token and the lease asked for this time (it never takes a second
-  //   permit).
+  // Atomically grants `key` to (owner_id, session_id) as `request` asks, in one backend operation
+  // with no read-then-write window. Returns the grant (its mode is the request's), or
+  // std::nullopt when a live grant of another session excludes it ("held" is a decision, not an
+  // error).
+  // - The lease (request.lease()) is a TTL of the grant's own, or LockLease::session(): the grant
+  //   then lives exactly as long as its session (heartbeats keep it, the session's expiry or close
+  //   ends it) and the handle's deadline and expiry are the session's as of the grant (ADR-0018).
+  // - The token is strictly greater than every token ever issued for `key`, of any mode,
+  //   including the token of an expired holder being taken over: a writer's token is greater
+  //   than every reader's before it.
   // - Expired holders (their TTL or, session-bound, their session) are neither counted nor
   //   excluding, without a reaper having run.
-  // - `lease` as for try_insert; the handle's `mode` is the request's.
-  // Throws InvalidArgumentError ("mode" for kExclusive; "limit" for a permit limit of 0 or a
-  // shared request with one; "ttl_ms"), ConflictError ("limit") when live permit holders of
-  // `key` of other sessions agreed on another limit, SessionNotFoundError, Unavailable/Contention.
-  virtual std::optional<LockHandle> try_insert_holder(std::string_view key,
-                                                      std::string_view owner_id,
-                                                      std::string_view session_id, LockLease lease,
-                                                      HoldRequest request) = 0;
+  // - Re-entrant: a session holds at most one grant of a name. The same (owner_id, session_id)
+  //   asking again gets a new, strictly greater token and the lease (and value) asked for this
+  //   time; a permit holder never takes a second permit.
+  // Exclusive: held while a live grant of another session, of any mode, holds `key`.
+  // Shared and permit (holder sets, docs/adr/0020-more-primitives-design.md): held while a live
+  // holder of another mode holds `key` (an exclusive grant excludes every other holder; shared
+  // holders and permit holders exclude each other) or, for a permit, while `limit` permit holders
+  // of other sessions are live. A session that holds `key` shared or as a permit is "held" when
+  // it asks for it exclusive: there is no upgrade or downgrade.
+  // Leader (elections, ADR-0020 "Leader election"): an exclusive grant carrying the leader's
+  // value; every promise of an exclusive grant holds, and read, read_holders and list report the
+  // value. A grant made exclusive or by handover has no value: a plain lock that takes over a
+  // leader's name does not inherit it.
+  // Throws InvalidArgumentError ("ttl_ms" for a TTL outside the limits; "limit" for a permit limit
+  // of 0 or above limits::kMaxSemaphoreLimit; "value" for a leader value that is empty, longer
+  // than limits::kMaxLeaderValueBytes or holding a NUL byte), ConflictError ("limit") when live
+  // permit holders of `key` of other sessions agreed on another limit, SessionNotFoundError when
+  // the session does not exist or has expired, Unavailable/Contention on backend failure.
+  virtual std::optional<LockHandle> try_grant(std::string_view key, std::string_view owner_id,
+                                              std::string_view session_id,
+                                              const GrantRequest& request) = 0;
 
-  // Elections (docs/adr/0020-more-primitives-design.md, "Leader election"): try_insert whose
-  // grant carries `value`, the leader's value. An election is an exclusive grant with a value:
-  // every promise of try_insert holds (one atomic operation, a strictly greater token, held while
-  // another session's live grant of any mode holds `key`, re-entrant with a new token and this
-  // value), and read, read_holders and list report the value. A grant made by try_insert or
-  // handover has no value: a plain lock that takes over a leader's name does not inherit it.
-  // Throws InvalidArgumentError ("value": empty, longer than limits::kMaxLeaderValueBytes or
-  // holding a NUL byte; "ttl_ms"), SessionNotFoundError, Unavailable/Contention.
-  virtual std::optional<LockHandle> try_insert_leader(std::string_view key,
-                                                      std::string_view owner_id,
-                                                      std::string_view session_id, LockLease lease,
-                                                      std::string_view value) = 0;
-
-  // Replaces the value of `handle`'s live exclusive grant (found by key, session and token, as
-  // extend finds it) in one atomic operation, and returns the grant as read reports it: the same
-  // token, the same lease and expiry (a proclaim neither extends nor detaches the grant's lease).
+  // Replaces the value of the live leader grant `grant` names (as extend finds it) in one atomic
+  // operation, and returns the grant as read reports it: the same token, the same lease and
+  // expiry (a proclaim neither extends nor detaches the grant's lease).
   // Throws LockLostError when that grant is not live (released, expired, revoked, taken over, or
   // the token names a shared or permit holder), InvalidArgumentError ("value").
-  virtual LockInfo proclaim(const LockHandle& handle, std::string_view value) = 0;
+  virtual LockInfo proclaim(const GrantRef& grant, std::string_view value) = 0;
 
   // Every live holder of `key`, ordered by token: one exclusive grant, or its shared holders, or
   // its permit holders (each LockInfo carries its mode and, for permits, the limit).
@@ -150,7 +124,7 @@ class LockStore {
 
   // The live grant of `key`, or std::nullopt when nobody holds it (absent or expired).
   // For a key held by shared or permit holders: the one with the greatest token.
-  // A grant whose *session* has expired stays held (for read and try_insert alike) until its
+  // A grant whose *session* has expired stays held (for read and try_grant alike) until its
   // own expiry or until reap_expired removes it: never released early, never granted twice.
   // A session-bound grant is live exactly while its session is; it reports the session's expiry.
   virtual std::optional<LockInfo> read(std::string_view key) = 0;
@@ -177,35 +151,31 @@ class LockStore {
   // watch_releases fires for `key` (waiters try again).
   virtual bool clear_delay(std::string_view key) = 0;
 
-  // Extends `handle`'s grant to expire `ttl` from now (backend clock). Keeps the token.
-  // Returns the updated handle (same token, new client_deadline and server_expiry).
-  // Throws LockLostError when `handle` is no longer the live grant of its key (expired,
-  // released, revoked or taken over), InvalidArgumentError for a bad TTL.
-  // A session-bound handle has no TTL of its own to extend: `ttl` is ignored, nothing is
-  // written, and the answer (same token) carries the session's current expiry after checking
-  // that the grant is still live (LockLostError otherwise). Heartbeats extend it (ADR-0018).
-  // A shared or permit holder is extended the same way, alone: the other holders of its key keep
-  // their own leases. The token names the grant, whatever handle.mode says: a handle the server
-  // rebuilds from (key, owner, session, token) has the default mode, and the answer carries the
-  // grant's real mode.
-  virtual LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) = 0;
+  // Extends the grant `grant` names -- by key, owner, session and token, whatever its mode -- to
+  // expire `ttl` from now (backend clock). Keeps the token. Returns the grant's handle (same token,
+  // its own mode, new client_deadline and server_expiry).
+  // Throws LockLostError when the token names no live grant of its key held by that owner and
+  // session (expired, released, revoked or taken over), InvalidArgumentError for a bad TTL.
+  // A session-bound grant has no TTL of its own to extend: `ttl` is ignored, nothing is written,
+  // and the answer (same token) carries the session's current expiry after checking that the
+  // grant is still live (LockLostError otherwise). Heartbeats extend it (ADR-0018).
+  // A shared or permit holder is extended alone: the other holders of its key keep their own
+  // leases.
+  virtual LockHandle extend(const GrantRef& grant, std::chrono::milliseconds ttl) = 0;
 
-  // Releases the grant identified by (key, owner_id, session_id, fencing_token). Returns true
-  // when that grant was live and is now released; false when it was not the live grant (a
-  // later grant is never touched; an expired row of this grant is removed all the same).
-  // The grant may be an exclusive, shared or permit holder: the token names it.
-  virtual bool delete_if_owner(std::string_view key, std::string_view owner_id,
-                               std::string_view session_id, FencingToken fencing_token) = 0;
+  // Releases the grant `grant` names: an exclusive, shared or permit holder. Returns true when
+  // that grant was live and is now released; false when it was not the live grant (a later grant
+  // is never touched; an expired row of this grant is removed all the same).
+  virtual bool delete_if_owner(const GrantRef& grant) = 0;
 
-  // Hands `from`'s live grant of its key to (next_owner_id, next_session_id) in one backend
-  // operation, minting a new, strictly greater token; the new grant has `lease` (a TTL, or bound
-  // to the next session). Returns the new grant, or std::nullopt
+  // Hands the live exclusive grant `from` names to (next_owner_id, next_session_id) in one backend
+  // operation, minting a new, strictly greater token; the new grant is exclusive, has no value and
+  // has `lease` (a TTL, or bound to the next session). Returns the new grant, or std::nullopt
   // when the next session is no longer alive (then `from`'s grant has simply been released).
-  // Throws LockLostError when `from` is not the live exclusive grant (nothing is changed) — also
-  // when its token names a live shared or permit holder (a handle rebuilt from a token has the
-  // default mode): the caller then releases it with delete_if_owner. A `from` whose mode says
-  // shared or permit throws InvalidArgumentError("mode").
-  virtual std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
+  // Throws LockLostError when `from` names no live exclusive grant (nothing is changed) -- also
+  // when its token names a live shared or permit holder, which the caller then releases with
+  // delete_if_owner.
+  virtual std::optional<LockHandle> handover(const GrantRef& from, std::string_view next_owner_id,
                                              std::string_view next_session_id, LockLease lease) = 0;
 
   // Administrative force-release of every live holder of `key`; the outcome names the one with
@@ -222,10 +192,10 @@ class LockStore {
   // dead, close_session or reap_expired through this store or, for backends with shared storage
   // (pg, etcd), through any store on the same storage; for etcd also lease expiry. Spurious
   // calls are allowed, missed releases are not: a release after watch_releases returns is
-  // always reported. Waiters use it instead of polling; they still retry try_insert, which
+  // always reported. Waiters use it instead of polling; they still retry try_grant, which
   // alone decides.
-  // Elections: it is also called whenever a grant with a value (a leader) is made by
-  // try_insert_leader or its value replaced by proclaim, through any store on the same storage,
+  // Elections: it is also called whenever a leader grant is made by try_grant or its value
+  // replaced by proclaim, through any store on the same storage,
   // so that an election's observers wait on it too (they re-read; read alone decides).
   virtual ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                                 std::function<void()> on_released) = 0;
@@ -248,12 +218,12 @@ class SessionRegistry {
   // (exclusive, shared, permit, leader, or handed over to it) carries `lock_delay`. When such a
   // grant ends WITHOUT a release -- its TTL passed, its session expired, or it was revoked -- no
   // grant of its name, in any mode and to any session (its own included), is made until
-  // `lock_delay` after that end: try_insert, try_insert_holder and try_insert_leader answer
-  // "held". The end is the backend's (a TTL's or the session's expiry by the backend clock, the
-  // revoke's commit); etcd may start the delay later, never earlier. A release, a hand-over
-  // and close_session end a grant cleanly: no delay. Grants that live on are untouched. When a
-  // delay ends, watch_releases fires for the name no later than the first reap_expired after
-  // its end (etcd: when the delay's lease expires). 0 (the default): no delay.
+  // `lock_delay` after that end: try_grant answers "held". The end is the backend's (a TTL's or the
+  // session's expiry by the backend clock, the revoke's commit); etcd may start the delay later,
+  // never earlier. A release, a hand-over and close_session end a grant cleanly: no delay. Grants
+  // that live on are untouched. When a delay ends, watch_releases fires for the name no later than
+  // the first reap_expired after its end (etcd: when the delay's lease expires). 0 (the default):
+  // no delay.
   virtual SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,
                                    std::chrono::milliseconds lock_delay) = 0;
   // open_session(owner_id, ttl, 0): no lock-delay. (A backend re-exports it with

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace dlock {
 
@@ -61,7 +63,73 @@ constexpr const char* to_string(HoldMode mode) noexcept {
   return "exclusive";
 }
 
-// One successful acquisition of a key by (owner_id, session_id).
+// What a grant asks for: exactly one of an exclusive grant, a shared holder, one permit of
+// `limit`, or an election's leader with its value (docs/adr/0020-more-primitives-design.md), and
+// how long it lives. Built only by the named constructors, so no other combination (a shared
+// leader, a limit on an exclusive grant) can be represented. Values (a permit limit of 0, an
+// empty leader value) are checked by the store that receives it (lock_store.h).
+class GrantRequest {
+ public:
+  enum class Kind : std::uint8_t { kExclusive, kShared, kPermit, kLeader };
+
+  static GrantRequest exclusive(LockLease lease) { return {Kind::kExclusive, lease, 0, {}}; }
+  static GrantRequest shared(LockLease lease) { return {Kind::kShared, lease, 0, {}}; }
+  static GrantRequest permit(std::uint32_t limit, LockLease lease) {
+    return {Kind::kPermit, lease, limit, {}};
+  }
+  static GrantRequest leader(std::string value, LockLease lease) {
+    return {Kind::kLeader, lease, 0, std::move(value)};
+  }
+
+  Kind kind() const { return kind_; }
+  // The mode of the grant it makes: a leader's is exclusive.
+  HoldMode mode() const {
+    switch (kind_) {
+      case Kind::kShared:
+        return HoldMode::kShared;
+      case Kind::kPermit:
+        return HoldMode::kPermit;
+      case Kind::kExclusive:
+      case Kind::kLeader:
+        break;
+    }
+    return HoldMode::kExclusive;
+  }
+  // Shared or permit: one holder of a holder set (ADR-0020).
+  bool holder() const { return kind_ == Kind::kShared || kind_ == Kind::kPermit; }
+  const LockLease& lease() const { return lease_; }
+  // A permit's number of permits of its name; 0 for every other kind.
+  std::uint32_t limit() const { return limit_; }
+  // A leader's value; std::nullopt for every other kind.
+  std::optional<std::string_view> leader_value() const {
+    if (kind_ != Kind::kLeader) return std::nullopt;
+    return value_;
+  }
+
+  friend bool operator==(const GrantRequest&, const GrantRequest&) = default;
+
+ private:
+  GrantRequest(Kind kind, LockLease lease, std::uint32_t limit, std::string value)
+      : kind_(kind), lease_(lease), limit_(limit), value_(std::move(value)) {}
+
+  Kind kind_;
+  LockLease lease_;
+  std::uint32_t limit_;
+  std::string value_;
+};
+
+// An existing grant, for every operation that acts on one (LockStore::extend, delete_if_owner,
+// handover, proclaim): its key, owner, session and token. It carries no mode: the token names
+// exactly one grant of its key, whatever its mode, and the store knows which.
+struct GrantRef {
+  // Namespace-qualified key, "<namespace>/<key>".
+  std::string key;
+  std::string owner_id;
+  std::string session_id;
+  FencingToken fencing_token = 0;
+};
+
+// One successful acquisition of a key by (owner_id, session_id): the result of a grant.
 struct LockHandle {
   // Namespace-qualified key, "<namespace>/<key>".
   std::string key;
@@ -81,6 +149,9 @@ struct LockHandle {
   bool session_bound = false;
   // Exclusive for a lock; shared or permit for one holder among several of its key.
   HoldMode mode = HoldMode::kExclusive;
+
+  // The reference extend, release, handover and proclaim take.
+  GrantRef ref() const { return {key, owner_id, session_id, fencing_token}; }
 };
 
 // What LockStore::read and LockStore::list report about a live grant.
@@ -96,7 +167,7 @@ struct LockInfo {
   HoldMode mode = HoldMode::kExclusive;
   // For a permit: the number of permits of its name (the live holders' agreed limit); else 0.
   std::uint32_t limit = 0;
-  // An election's leader (LockStore::try_insert_leader) carries its value; a plain lock, a
+  // An election's leader (LockStore::try_grant of a leader) carries its value; a plain lock, a
   // shared or a permit holder has none.
   std::optional<std::string> value{};
 };

@@ -215,19 +215,17 @@ void LockService::close_session(std::string session_id, Callback<std::vector<Loc
 
 void LockService::extend(std::string key, std::string session_id, FencingToken token,
                          milliseconds ttl, Callback<LockHandle> done) {
-  run<LockHandle>(std::move(done),
-                  [this, key = std::move(key), session_id = std::move(session_id), token, ttl] {
-                    LockHandle handle{key, owner_of(session_id), session_id, token, {}, {}};
-                    return backend_.extend(handle, ttl);
-                  });
+  run<LockHandle>(std::move(done), [this, key = std::move(key), session_id = std::move(session_id),
+                                    token, ttl] {
+    return backend_.extend(GrantRef{key, owner_of(session_id), session_id, token}, ttl);
+  });
 }
 
 void LockService::proclaim(std::string key, std::string session_id, FencingToken token,
                            std::string value, Callback<LockInfo> done) {
   run<LockInfo>(std::move(done), [this, key = std::move(key), session_id = std::move(session_id),
                                   token, value = std::move(value)] {
-    const LockHandle handle{key, owner_of(session_id), session_id, token, {}, {}};
-    return backend_.proclaim(handle, value);
+    return backend_.proclaim(GrantRef{key, owner_of(session_id), session_id, token}, value);
   });
 }
 
@@ -283,7 +281,7 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
                           Callback<bool> done) {
   run<bool>(std::move(done), [this, key = std::move(key), session_id = std::move(session_id),
                               token] {
-    const LockHandle from{key, owner_of(session_id), session_id, token, {}, {}};
+    const GrantRef from{key, owner_of(session_id), session_id, token};
     KeyStatePtr state;
     WaiterPtr head;
     {
@@ -295,7 +293,7 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
       }
     }
     const auto plain_release = [&] {
-      if (!backend_.delete_if_owner(key, from.owner_id, session_id, token)) {
+      if (!backend_.delete_if_owner(from)) {
         throw LockLostError("lock " + key + " token " + std::to_string(token) +
                             " is not held by this session");
       }
@@ -307,11 +305,11 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
     std::optional<LockHandle> next;
     try {
       observer_.on_backend_attempt();
-      next = backend_.handover(from, head->owner_id, head->session_id, head->lease);
+      next = backend_.handover(from, head->owner_id, head->session_id, head->request.lease());
     } catch (const LockLostError&) {
-      // Not the live exclusive grant: a shared holder or a permit (the token names it; the
-      // handle rebuilt here cannot say), or a grant already gone. The head keeps its place and
-      // the release notification pumps its queue.
+      // Not the live exclusive grant: a shared holder or a permit (handover hands over only an
+      // exclusive grant; the token names which), or a grant already gone. The head keeps its
+      // place and the release notification pumps its queue.
       {
         std::lock_guard lock(mutex_);
         state->queue.end_attempt(head, Attempt::kUndecided, nullptr);

@@ -65,7 +65,7 @@ class ServiceObserver {
   virtual void on_backend_error(const Error& error) = 0;
   virtual void on_waiters(std::int64_t delta) = 0;
   virtual void on_sessions(std::int64_t delta) = 0;
-  // One backend write that may grant a lock (try_insert or handover).
+  // One backend write that may grant a lock (try_grant or handover).
   virtual void on_backend_attempt() = 0;
 };
 
@@ -115,27 +115,25 @@ class LockService {
   // The keys `session_id` waits for on this dlockd, with its place in each queue (1 = head).
   struct SessionWait {
     std::string key;
-    HoldRequest request;
+    GrantRequest request;
     std::size_t position = 0;
     std::chrono::milliseconds waiting{0};
   };
   std::vector<SessionWait> waits_of(const std::string& session_id);
 
-  // Grants `key` to the session, waiting at most `wait` behind earlier waiters. An empty
-  // optional value (with no error) means "held". `lease`: a TTL, or LockLease::session() for a
-  // grant that lives as long as the session (ADR-0018).
+  // Grants `key` to the session as `request` asks, waiting at most `wait` behind earlier waiters.
+  // An empty optional value (with no error) means "held". The request's lease: a TTL, or
+  // LockLease::session() for a grant that lives as long as the session (ADR-0018).
   // `cancellation` (may be null) ties the request to its client's connection (ADR-0007 "A wait
   // belongs to its connection"): cancelled while waiting, the waiter leaves its queue at once
   // and is answered as at its deadline ("held"); cancelled after a grant (the answer could not
   // be delivered), the grant is given back and the key's next waiter attempted.
-  // `request`: exclusive (the default), or a shared holder or one permit of N (ADR-0020); the
-  // queue is one per key, first come first served across modes.
-  void acquire(std::string key, std::string session_id, LockLease lease,
+  // `request`: exclusive, a shared holder, one permit of N, or a leader (ADR-0020); the queue is
+  // one per key, first come first served across modes.
+  void acquire(std::string key, std::string session_id, GrantRequest request,
                std::chrono::milliseconds wait, Callback<std::optional<LockHandle>> done,
-               CancellationPtr cancellation = nullptr,
-               HoldRequest request = HoldRequest{HoldMode::kExclusive, 0},
-               std::optional<std::string> leader_value = std::nullopt);
-  // Elections (ADR-0020): a campaign is acquire(exclusive, session-bound) with `leader_value`;
+               CancellationPtr cancellation = nullptr);
+  // Elections (ADR-0020): a campaign is acquire of a session-bound leader request;
   // proclaim replaces the leading grant's value (same token); resign is release.
   void proclaim(std::string key, std::string session_id, FencingToken token, std::string value,
                 Callback<LockInfo> done);
@@ -162,7 +160,7 @@ class LockService {
   struct QueuedWaiter {
     std::string session_id;
     std::string owner_id;
-    HoldRequest request;
+    GrantRequest request;
     std::chrono::milliseconds waiting{0};
   };
   std::vector<QueuedWaiter> waiters(const std::string& key);
@@ -220,12 +218,9 @@ class LockService {
   template <typename T, typename Work>
   void run(Callback<T> done, Work work);
 
-  // One backend write that may grant `key`: try_insert, or try_insert_holder for a shared hold
-  // or a permit.
+  // One backend write that may grant `key`: the store's try_grant.
   std::optional<LockHandle> try_grant(const std::string& key, const std::string& owner_id,
-                                      const std::string& session_id, LockLease lease,
-                                      const HoldRequest& request,
-                                      const std::optional<std::string>& value);
+                                      const std::string& session_id, const GrantRequest& request);
 
   std::string owner_of(const std::string& session_id);
   void forget_session(const std::string& session_id);
@@ -242,7 +237,7 @@ class LockService {
   void pump(const std::string& key);
   void pump(const KeyStatePtr& state);
   void attempt(const KeyStatePtr& state, const WaiterPtr& head);
-  // Acts on a decided attempt (try_insert or handover) for `head`: answers it when `delivered`
+  // Acts on a decided attempt (try_grant or handover) for `head`: answers it when `delivered`
   // (granted, or refused with `refused`), gives an orphan grant back, and moves the queue on.
   // `session_ended`: the refusal was the head's session ending, so its other waits end too.
   void deliver(const KeyStatePtr& state, const WaiterPtr& head, bool delivered,

@@ -26,21 +26,15 @@ const char* outcome_label(const AcquireOutcome& outcome) {
 
 std::optional<LockHandle> LockService::try_grant(const std::string& key,
                                                  const std::string& owner_id,
-                                                 const std::string& session_id, LockLease lease,
-                                                 const HoldRequest& request,
-                                                 const std::optional<std::string>& value) {
+                                                 const std::string& session_id,
+                                                 const GrantRequest& request) {
   observer_.on_backend_attempt();
-  if (value) return backend_.try_insert_leader(key, owner_id, session_id, lease, *value);
-  if (request.mode == HoldMode::kExclusive) {
-    return backend_.try_insert(key, owner_id, session_id, lease);
-  }
-  return backend_.try_insert_holder(key, owner_id, session_id, lease, request);
+  return backend_.try_grant(key, owner_id, session_id, request);
 }
 
-void LockService::acquire(std::string key, std::string session_id, LockLease lease,
+void LockService::acquire(std::string key, std::string session_id, GrantRequest request,
                           milliseconds wait, Callback<std::optional<LockHandle>> done,
-                          CancellationPtr cancellation, HoldRequest request,
-                          std::optional<std::string> leader_value) {
+                          CancellationPtr cancellation) {
   const auto started = time_.steady_now();
   auto measured = [this, started, cancellation,
                    done = std::move(done)](Outcome<std::optional<LockHandle>> outcome) {
@@ -58,8 +52,8 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
     }
     done(std::move(outcome));
   };
-  asio::post(workers_, [this, key = std::move(key), session_id = std::move(session_id), lease, wait,
-                        cancellation, request, leader_value = std::move(leader_value),
+  asio::post(workers_, [this, key = std::move(key), session_id = std::move(session_id),
+                        request = std::move(request), wait, cancellation,
                         measured = std::move(measured)]() mutable {
     try {
       if (wait > options_.max_wait) {
@@ -79,7 +73,7 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
         const auto holders = backend_.read_holders(key);
         if (std::any_of(holders.begin(), holders.end(),
                         [&](const LockInfo& holder) { return holder.session_id == session_id; })) {
-          measured({try_grant(key, owner_id, session_id, lease, request, leader_value), nullptr});
+          measured({try_grant(key, owner_id, session_id, request), nullptr});
           return;
         }
         if (wait.count() <= 0) {
@@ -87,21 +81,19 @@ void LockService::acquire(std::string key, std::string session_id, LockLease lea
           return;
         }
       } else if (wait.count() <= 0) {
-        measured({try_grant(key, owner_id, session_id, lease, request, leader_value), nullptr});
+        measured({try_grant(key, owner_id, session_id, request), nullptr});
         return;
       }
       auto waiter = std::make_shared<Waiter>();
       waiter->queued_at = time_.steady_now();
       waiter->session_id = session_id;
       waiter->owner_id = owner_id;
-      waiter->lease = lease;
       waiter->request = request;
-      waiter->value = std::move(leader_value);
       // A copy: if queueing refuses, `measured` still answers below. A queued waiter's answer
       // is its leaving the queue (C3 "Watch").
-      waiter->done = [this, key, session_id, owner_id, request,
+      waiter->done = [this, key, session_id, owner_id, mode = request.mode(),
                       measured](Outcome<std::optional<LockHandle>> outcome) {
-        note(WatchKind::kWaiterLeft, key, 0, owner_id, session_id, request.mode,
+        note(WatchKind::kWaiterLeft, key, 0, owner_id, session_id, mode,
              outcome.error                     ? "error"
              : outcome.value && *outcome.value ? "granted"
                                                : "gave_up");
@@ -169,7 +161,7 @@ void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter,
     if (is_head) head = state->queue.begin_attempt();
     // Under mutex_: recorded before its deadline or an attempt can answer it (waiter_left).
     note(WatchKind::kWaiterJoined, key, 0, waiter->owner_id, waiter->session_id,
-         waiter->request.mode);
+         waiter->request.mode());
     break;
   }
   // A waiter whose client has gone leaves at once: its place under max_waiters (and its
@@ -237,8 +229,7 @@ void LockService::attempt(const KeyStatePtr& state, const WaiterPtr& head) {
   Attempt result = Attempt::kHeld;
   bool session_ended = false;
   try {
-    granted = try_grant(state->key, head->owner_id, head->session_id, head->lease, head->request,
-                        head->value);
+    granted = try_grant(state->key, head->owner_id, head->session_id, head->request);
     if (granted) result = Attempt::kGranted;
   } catch (const SessionNotFoundError&) {
     failure = std::current_exception();
@@ -373,7 +364,7 @@ void LockService::drop_locked(KeyState& state, Dropped& dropped) {
 
 void LockService::give_back(const LockHandle& orphan) {
   try {
-    backend_.delete_if_owner(orphan.key, orphan.owner_id, orphan.session_id, orphan.fencing_token);
+    backend_.delete_if_owner(orphan.ref());
     note_release(orphan.key, orphan.fencing_token, orphan.owner_id, orphan.session_id);
   } catch (...) {
     // The grant then simply expires with its TTL; nobody holds a handle to it.

@@ -25,8 +25,8 @@ WaiterPtr WaiterQueue::begin_attempt() {
 }
 
 WaiterPtr WaiterQueue::begin_handover() {
-  if (busy_ || waiters_.empty() || waiters_.front()->request.mode != HoldMode::kExclusive ||
-      waiters_.front()->value) {
+  if (busy_ || waiters_.empty() ||
+      waiters_.front()->request.kind() != GrantRequest::Kind::kExclusive) {
     return nullptr;
   }
   busy_ = true;

@@ -32,13 +32,11 @@ using AcquireOutcome = Outcome<std::optional<LockHandle>>;
 struct Waiter {
   std::string session_id;
   std::string owner_id;
-  LockLease lease{std::chrono::milliseconds(0)};  // a TTL, or session-bound (ADR-0018)
-  // Exclusive, or a shared holder / a permit of N (ADR-0020). Waiting is first come, first served
-  // across modes: a shared waiter behind a queued exclusive one waits (writers do not starve).
-  HoldRequest request{HoldMode::kExclusive, 0};
-  // A campaign (ADR-0020 "Leader election"): the exclusive grant carries this value. Never
-  // handed over (a handover's grant has no value): its own try_insert_leader grants it.
-  std::optional<std::string> value;
+  // Exclusive, a shared holder, a permit of N or a leader (ADR-0020), with its lease: a TTL, or
+  // session-bound (ADR-0018). Waiting is first come, first served across modes: a shared waiter
+  // behind a queued exclusive one waits (writers do not starve). A leader is never handed over (a
+  // handover's grant has no value): its own try_grant grants it.
+  GrantRequest request = GrantRequest::exclusive(std::chrono::milliseconds(0));
   std::function<void(AcquireOutcome)> done;
   // When it joined the queue (GET /v1/locks/{key} reports how long it has waited).
   SteadyClock::time_point queued_at{};  // by the service's TimeSource
@@ -52,7 +50,7 @@ struct Waiter {
 };
 using WaiterPtr = std::shared_ptr<Waiter>;
 
-// How a backend attempt for the head waiter (try_insert, or a release's handover) ended.
+// How a backend attempt for the head waiter (try_grant, or a release's handover) ended.
 enum class Attempt {
   kGranted,    // the head was granted the key
   kRefused,    // the head's session is gone: it is answered, never granted

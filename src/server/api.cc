@@ -424,10 +424,10 @@ void Api::read_session(const RequestContext& context, const Reply& reply) {
                           const auto parts = store_key::split(wait.key);
                           json::object entry{{"ns", parts ? std::string(parts->ns) : std::string()},
                                              {"key", api_key(wait.key)},
-                                             {"mode", to_string(wait.request.mode)},
+                                             {"mode", to_string(wait.request.mode())},
                                              {"position", wait.position},
                                              {"waiting_ms", wait.waiting.count()}};
-                          if (wait.request.limit != 0) entry["limit"] = wait.request.limit;
+                          if (wait.request.limit() != 0) entry["limit"] = wait.request.limit();
                           waits.push_back(std::move(entry));
                         }
                         body["holds"] = std::move(holds);
@@ -625,9 +625,9 @@ void Api::read_holders(const RequestContext& context, const Reply& reply,
       for (const auto& waiter : service_.waiters(key)) {
         json::object entry{{"position", ++position},
                            {"owner", shown_owner(waiter.owner_id, auth)},
-                           {"mode", to_string(waiter.request.mode)},
+                           {"mode", to_string(waiter.request.mode())},
                            {"waiting_ms", waiter.waiting.count()}};
-        if (waiter.request.limit != 0) entry["limit"] = waiter.request.limit;
+        if (waiter.request.limit() != 0) entry["limit"] = waiter.request.limit();
         if (may_see_session(caller.get(), waiter.owner_id, ns)) {
           entry["session_id"] = waiter.session_id;
         }
@@ -670,27 +670,32 @@ void Api::release(const RequestContext& context, const Reply& reply) {
 
 void Api::acquire(const RequestContext& context, const Reply& reply) {
   const BodyReader reader(context.body, {"session_id", "ttl_ms", "wait_ms", "ns", "lease", "mode"});
-  grant(context, reply, reader, checked_lock_mode(reader.string("mode")));
+  const auto mode = checked_lock_mode(reader.string("mode"));
+  grant(context, reply, reader, [mode](const LockLease& lease) {
+    return mode == HoldMode::kShared ? GrantRequest::shared(lease) : GrantRequest::exclusive(lease);
+  });
 }
 
 void Api::acquire_permit(const RequestContext& context, const Reply& reply) {
   const BodyReader reader(context.body,
                           {"session_id", "limit", "ttl_ms", "wait_ms", "ns", "lease"});
-  grant(context, reply, reader, checked_permits(reader.integer("limit")));
+  const auto limit = checked_permits(reader.integer("limit"));
+  grant(context, reply, reader,
+        [limit](const LockLease& lease) { return GrantRequest::permit(limit, lease); });
 }
 
 void Api::grant(const RequestContext& context, const Reply& reply, const BodyReader& reader,
-                HoldRequest request, std::optional<std::string> leader_value) {
+                const RequestFor& request_for) {
   const auto name = checked_key(context.params[0]);
   const auto ns = body_namespace(reader, context);
   const auto key = store_key::join(ns, name);
   const auto session_id = checked_session_id(required(reader.string("session_id"), "session_id"));
-  // A leader lives as long as its session (C3 "Elections"): a campaign's body has no lease.
-  const auto lease = leader_value ? LockLease::session()
-                                  : checked_lease(reader.string("lease"), reader.integer("ttl_ms"),
-                                                  config_.default_lock_ttl, config_.store.limits);
+  const GrantRequest request =
+      request_for(checked_lease(reader.string("lease"), reader.integer("ttl_ms"),
+                                config_.default_lock_ttl, config_.store.limits));
+  const bool campaign = request.kind() == GrantRequest::Kind::kLeader;
   // What the answer's ttl_ms is clamped to; a session-bound grant answers its session's.
-  const auto ttl = lease.session_bound() ? milliseconds::max() : lease.ttl();
+  const auto ttl = request.lease().session_bound() ? milliseconds::max() : request.lease().ttl();
   const auto wait = checked_wait(reader.integer("wait_ms"), config_.max_wait);
   if (auto denied = auth_.authorize(context, auth::Role::kLock, ns)) return reply(*denied);
   const auto received = context.received;
@@ -702,18 +707,18 @@ void Api::grant(const RequestContext& context, const Reply& reply, const BodyRea
     auto render = [=, this](std::optional<LockHandle> handle) {
       if (!handle) {
         return error_response(409, "held",
-                              leader_value ? "election " + api_key(key) + " has another leader"
-                              : request.mode == HoldMode::kPermit
+                              campaign ? "election " + api_key(key) + " has another leader"
+                              : request.mode() == HoldMode::kPermit
                                   ? "every permit of " + api_key(key) + " is taken"
                                   : "lock " + api_key(key) + " is held by another session");
       }
-      audit(leader_value ? "campaign" : "grant", who.principal, ns, name, handle->fencing_token,
+      audit(campaign ? "campaign" : "grant", who.principal, ns, name, handle->fencing_token,
             who.remote, {}, log_enabled("info") ? grant_fields(*handle) : json::object{});
-      if (leader_value) {
+      if (campaign) {
         telemetry_.on_leader(handle->key, handle->fencing_token);
-        return ok(200, leader_json(*handle, *leader_value, received, auth));
+        return ok(200, leader_json(*handle, std::string(*request.leader_value()), received, auth));
       }
-      return ok(200, handle_json(*handle, ttl, received, auth, request.limit));
+      return ok(200, handle_json(*handle, ttl, received, auth, request.limit()));
     };
     // "held" because of a lock-delay says so, and until when (C3 "Lock-delay"): one more read,
     // on this answer only. If that read fails, the answer is the plain "held".
@@ -737,8 +742,7 @@ void Api::grant(const RequestContext& context, const Reply& reply, const BodyRea
     if (wait.count() > 0) done = count_waiter(waiter, std::move(done));
     // A wait ends when its client's connection closes; a grant its client never receives is
     // given back (ADR-0007 "A wait belongs to its connection").
-    service_.acquire(key, session_id, lease, wait, std::move(done), cancellation, request,
-                     leader_value);
+    service_.acquire(key, session_id, request, wait, std::move(done), cancellation);
   });
 }
 

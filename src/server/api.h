@@ -104,10 +104,12 @@ class Api {
   using RenderHolders = std::function<Response(
       const std::string& key, const std::vector<LockInfo>& holders, HoldersView view)>;
   void read_holders(const RequestContext& context, const Reply& reply, const RenderHolders& render);
-  // The acquire of a lock (exclusive or shared) or of a permit, from its checked body; with
-  // `leader_value`, a campaign (session-bound, answered as an election).
+  // The acquire of a lock (exclusive or shared), of a permit or a campaign (answered as an
+  // election), from its checked body: `request_for` makes the request from the body's checked
+  // lease.
+  using RequestFor = std::function<GrantRequest(const LockLease& lease)>;
   void grant(const RequestContext& context, const Reply& reply, const BodyReader& reader,
-             HoldRequest request, std::optional<std::string> leader_value = std::nullopt);
+             const RequestFor& request_for);
 
   core::LockService& service_;
   Telemetry& telemetry_;

@@ -30,7 +30,10 @@ Response no_leader(const std::string& key) {
 void Api::campaign(const RequestContext& context, const Reply& reply) {
   const BodyReader reader(context.body, {"session_id", "value", "wait_ms", "ns"});
   auto value = checked_leader_value(reader.string("value"));
-  grant(context, reply, reader, HoldRequest{HoldMode::kExclusive, 0}, std::move(value));
+  // A leader lives as long as its session (C3 "Elections"): a campaign's body has no lease.
+  grant(context, reply, reader, [&value](const LockLease&) {
+    return GrantRequest::leader(std::move(value), LockLease::session());
+  });
 }
 
 void Api::proclaim(const RequestContext& context, const Reply& reply) {

@@ -152,19 +152,19 @@ LockLease checked_lease(const std::optional<std::string>& lease, std::optional<s
   return LockLease::session();
 }
 
-HoldRequest checked_lock_mode(const std::optional<std::string>& mode) {
-  if (!mode || *mode == "exclusive") return HoldRequest{HoldMode::kExclusive, 0};
-  if (*mode == "shared") return HoldRequest{HoldMode::kShared, 0};
+HoldMode checked_lock_mode(const std::optional<std::string>& mode) {
+  if (!mode || *mode == "exclusive") return HoldMode::kExclusive;
+  if (*mode == "shared") return HoldMode::kShared;
   throw InvalidArgumentError("mode", "mode must be \"exclusive\" or \"shared\"");
 }
 
-HoldRequest checked_permits(std::optional<std::int64_t> limit) {
+std::uint32_t checked_permits(std::optional<std::int64_t> limit) {
   if (!limit) throw InvalidArgumentError("limit", "limit is required");
   if (*limit < 1 || *limit > static_cast<std::int64_t>(limits::kMaxSemaphoreLimit)) {
     throw InvalidArgumentError(
         "limit", "limit must be between 1 and " + std::to_string(limits::kMaxSemaphoreLimit));
   }
-  return HoldRequest{HoldMode::kPermit, static_cast<std::uint32_t>(*limit)};
+  return static_cast<std::uint32_t>(*limit);
 }
 
 milliseconds checked_wait(std::optional<std::int64_t> wait_ms, milliseconds max_wait) {

@@ -49,9 +49,9 @@ LockLease checked_lease(const std::optional<std::string>& lease, std::optional<s
                         std::chrono::milliseconds fallback, const TtlLimits& limits);
 // The mode of a lock acquire (ADR-0020): absent or "exclusive" -> exclusive, "shared" -> a
 // shared holder; anything else is field "mode".
-HoldRequest checked_lock_mode(const std::optional<std::string>& mode);
+HoldMode checked_lock_mode(const std::optional<std::string>& mode);
 // A semaphore acquire's permits: required, 1..limits::kMaxSemaphoreLimit (field "limit").
-HoldRequest checked_permits(std::optional<std::int64_t> limit);
+std::uint32_t checked_permits(std::optional<std::int64_t> limit);
 // The wait asked (0 when none was), from 0 to `max_wait` (field "wait_ms").
 std::chrono::milliseconds checked_wait(std::optional<std::int64_t> wait_ms,
                                        std::chrono::milliseconds max_wait);

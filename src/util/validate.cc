@@ -51,31 +51,21 @@ void check_owner(std::string_view owner_id) { check_field(owner_id, "owner"); }
 void check_session_id(std::string_view session_id) { check_field(session_id, "session_id"); }
 
 void check_holder_inputs(std::string_view key, std::string_view owner_id,
-                         std::string_view session_id, const LockLease& lease,
-                         const TtlLimits& limits, const HoldRequest& request) {
+                         std::string_view session_id, const TtlLimits& limits,
+                         const GrantRequest& request) {
   check_key(key);
   check_owner(owner_id);
   check_session_id(session_id);
-  check_lease(lease, limits);
+  check_lease(request.lease(), limits);
   check_hold_request(request);
 }
 
-void check_hold_request(const HoldRequest& request) {
-  switch (request.mode) {
-    case HoldMode::kExclusive:
-      throw InvalidArgumentError("mode", "an exclusive grant is not a holder request");
-    case HoldMode::kShared:
-      if (request.limit != 0) {
-        throw InvalidArgumentError("limit", "a shared holder has no limit");
-      }
-      return;
-    case HoldMode::kPermit:
-      if (request.limit < 1 || request.limit > limits::kMaxSemaphoreLimit) {
-        throw InvalidArgumentError("limit", "limit must be between 1 and " +
-                                                std::to_string(limits::kMaxSemaphoreLimit) +
-                                                ", got " + std::to_string(request.limit));
-      }
-      return;
+void check_hold_request(const GrantRequest& request) {
+  if (request.kind() != GrantRequest::Kind::kPermit) return;
+  if (request.limit() < 1 || request.limit() > limits::kMaxSemaphoreLimit) {
+    throw InvalidArgumentError("limit", "limit must be between 1 and " +
+                                            std::to_string(limits::kMaxSemaphoreLimit) + ", got " +
+                                            std::to_string(request.limit()));
   }
 }
 

@@ -11,16 +11,15 @@ namespace dlock::util {
 void check_key(std::string_view key);
 void check_owner(std::string_view owner_id);
 void check_session_id(std::string_view session_id);
-// A shared request has limit 0; a permit request 1..limits::kMaxSemaphoreLimit ("limit"); an
-// exclusive one is not a holder request ("mode").
-void check_hold_request(const HoldRequest& request);
-// Every input of LockStore::try_insert_holder, in one place for every store: key, owner,
-// session_id, the lease's TTL within `limits` ("ttl_ms"), and the request.
+// A permit request has a limit of 1..limits::kMaxSemaphoreLimit ("limit").
+void check_hold_request(const GrantRequest& request);
+// Every input of LockStore::try_grant for a shared or permit holder, in one place for every
+// store: key, owner, session_id, the lease's TTL within `limits` ("ttl_ms"), and the request.
 void check_holder_inputs(std::string_view key, std::string_view owner_id,
-                         std::string_view session_id, const LockLease& lease,
-                         const TtlLimits& limits, const HoldRequest& request);
+                         std::string_view session_id, const TtlLimits& limits,
+                         const GrantRequest& request);
 
-// A leader's value (LockStore::try_insert_leader, proclaim): 1..limits::kMaxLeaderValueBytes
+// A leader's value (LockStore::try_grant of a leader, proclaim): 1..limits::kMaxLeaderValueBytes
 // bytes, no NUL ("value").
 void check_leader_value(std::string_view value);
 

@@ -45,7 +45,8 @@ class LockStoreConformance : public ::testing::TestWithParam<std::string> {
 
   LockHandle acquire(const std::string& key, const SessionInfo& session,
                      milliseconds ttl = seconds(30)) {
-    auto handle = store_->try_insert(key, session.owner_id, session.session_id, ttl);
+    auto handle =
+        store_->try_grant(key, session.owner_id, session.session_id, GrantRequest::exclusive(ttl));
     EXPECT_TRUE(handle.has_value()) << "expected a grant of " << key;
     return handle.value_or(LockHandle{});
   }

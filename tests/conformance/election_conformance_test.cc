@@ -1,6 +1,6 @@
 // The conformance matrix for elections (docs/adr/0020-more-primitives-design.md, "Leader
-// election"): an election's leader is an exclusive grant with a value (try_insert_leader), whose
-// value proclaim replaces under the same token. The same fixture and backends as
+// election"): an election's leader is an exclusive grant with a value (a leader GrantRequest),
+// whose value proclaim replaces under the same token. The same fixture and backends as
 // lock_store_conformance_test.cc, which instantiates the suite.
 //
 // The subtle points each have a case: a proclaim keeps the token *and the lease* (etcd: a Put
@@ -32,12 +32,12 @@ using std::chrono::seconds;
 std::optional<LockHandle> campaign(LockStore& store, const std::string& key,
                                    const SessionInfo& session, const std::string& value,
                                    LockLease lease = seconds(30)) {
-  return store.try_insert_leader(key, session.owner_id, session.session_id, lease, value);
+  return store.try_grant(key, session.owner_id, session.session_id,
+                         GrantRequest::leader(value, lease));
 }
 
 bool resign(LockStore& store, const LockHandle& handle) {
-  return store.delete_if_owner(handle.key, handle.owner_id, handle.session_id,
-                               handle.fencing_token);
+  return store.delete_if_owner(handle.ref());
 }
 
 TEST_P(LockStoreConformance, ElectionLeaderCarriesItsValue) {
@@ -82,11 +82,10 @@ TEST_P(LockStoreConformance, ElectionOneLeaderAtATimeAndLocksShareTheName) {
   const auto leader = campaign(*store_, key, alice, "a");
   ASSERT_TRUE(leader.has_value());
   EXPECT_FALSE(campaign(*store_, key, bob, "b").has_value()) << "two leaders at once";
-  EXPECT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)).has_value());
-  EXPECT_FALSE(store_
-                   ->try_insert_holder(key, "bob", bob.session_id, seconds(30),
-                                       HoldRequest{HoldMode::kShared, 0})
+  EXPECT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)))
                    .has_value());
+  EXPECT_FALSE(
+      store_->try_grant(key, "bob", bob.session_id, GrantRequest::shared(seconds(30))).has_value());
   EXPECT_EQ(store_->read(key)->value, std::optional<std::string>("a"));
 
   // The other way round: a plain lock (and a shared holder) keeps a campaigner out.
@@ -94,10 +93,9 @@ TEST_P(LockStoreConformance, ElectionOneLeaderAtATimeAndLocksShareTheName) {
   acquire(locked, bob);
   EXPECT_FALSE(campaign(*store_, locked, alice, "a").has_value());
   const auto read_locked = fresh_key("shared");
-  ASSERT_TRUE(store_
-                  ->try_insert_holder(read_locked, "bob", bob.session_id, seconds(30),
-                                      HoldRequest{HoldMode::kShared, 0})
-                  .has_value());
+  ASSERT_TRUE(
+      store_->try_grant(read_locked, "bob", bob.session_id, GrantRequest::shared(seconds(30)))
+          .has_value());
   EXPECT_FALSE(campaign(*store_, read_locked, alice, "a").has_value());
 }
 
@@ -109,7 +107,7 @@ TEST_P(LockStoreConformance, ElectionProclaimKeepsTheTokenAndChangesTheValue) {
   const auto before = store_->read(key);
   ASSERT_TRUE(before.has_value());
 
-  const auto proclaimed = store_->proclaim(*leader, "second");
+  const auto proclaimed = store_->proclaim(leader->ref(), "second");
   EXPECT_EQ(proclaimed.fencing_token, leader->fencing_token);
   EXPECT_EQ(proclaimed.value, std::optional<std::string>("second"));
   EXPECT_EQ(proclaimed.owner_id, "alice");
@@ -121,10 +119,10 @@ TEST_P(LockStoreConformance, ElectionProclaimKeepsTheTokenAndChangesTheValue) {
   // The lease is the grant's, not a new one: the expiry has not moved forward by a new TTL.
   EXPECT_LE(after->expires_at, before->expires_at + seconds(2));
 
-  store_->proclaim(*leader, "third");
+  store_->proclaim(leader->ref(), "third");
   EXPECT_EQ(store_->read(key)->value, std::optional<std::string>("third"));
   // Extending a leader keeps its value.
-  store_->extend(*leader, seconds(40));
+  store_->extend(leader->ref(), seconds(40));
   EXPECT_EQ(store_->read(key)->value, std::optional<std::string>("third"));
   // The next grant of the name (after the resignation) is greater than the proclaimed one's.
   ASSERT_TRUE(resign(*store_, *leader));
@@ -141,14 +139,14 @@ TEST_P(LockStoreConformance, ElectionProclaimedLeaderStillExpires) {
   const auto alice = open("alice");
   const auto leader = campaign(*store_, key, alice, "first", kMinTtl);
   ASSERT_TRUE(leader.has_value());
-  store_->proclaim(*leader, "second");
+  store_->proclaim(leader->ref(), "second");
   wait_until_expired(key);
   const auto bob = open("bob");
   const auto next = campaign(*store_, key, bob, "bob");
   ASSERT_TRUE(next.has_value()) << "the proclaimed leader outlived its TTL";
   EXPECT_GT(next->fencing_token, leader->fencing_token);
   EXPECT_EQ(store_->read(key)->value, std::optional<std::string>("bob"));
-  EXPECT_THROW(store_->proclaim(*leader, "stale"), LockLostError);
+  EXPECT_THROW(store_->proclaim(leader->ref(), "stale"), LockLostError);
   EXPECT_EQ(store_->read(key)->value, std::optional<std::string>("bob"));
 }
 
@@ -158,7 +156,7 @@ TEST_P(LockStoreConformance, ElectionSessionBoundLeaderProclaimsAndEndsWithItsSe
   const auto leader = campaign(*store_, key, alice, "first", LockLease::session());
   ASSERT_TRUE(leader.has_value());
   EXPECT_TRUE(leader->session_bound);
-  const auto proclaimed = store_->proclaim(*leader, "second");
+  const auto proclaimed = store_->proclaim(leader->ref(), "second");
   EXPECT_TRUE(proclaimed.session_bound);
   EXPECT_EQ(proclaimed.fencing_token, leader->fencing_token);
   store_->heartbeat(alice.session_id);
@@ -181,14 +179,14 @@ TEST_P(LockStoreConformance, ElectionResignedLeaderIsDoneAndTheNextHasAGreaterTo
   ASSERT_TRUE(first.has_value());
   ASSERT_TRUE(resign(*store_, *first));
   EXPECT_FALSE(store_->read(key).has_value()) << "a resigned leader still leads";
-  EXPECT_THROW(store_->proclaim(*first, "again"), LockLostError);
+  EXPECT_THROW(store_->proclaim(first->ref(), "again"), LockLostError);
   EXPECT_FALSE(store_->read(key).has_value()) << "a resigned leader's proclaim revived it";
   EXPECT_FALSE(resign(*store_, *first));
 
   const auto second = campaign(*store_, key, bob, "bob");
   ASSERT_TRUE(second.has_value());
   EXPECT_GT(second->fencing_token, first->fencing_token);
-  EXPECT_THROW(store_->proclaim(*first, "stale"), LockLostError);
+  EXPECT_THROW(store_->proclaim(first->ref(), "stale"), LockLostError);
   EXPECT_FALSE(resign(*store_, *first));
   const auto info = store_->read(key);
   ASSERT_TRUE(info.has_value());
@@ -205,7 +203,7 @@ TEST_P(LockStoreConformance, ElectionRecampaignBySameSessionMintsAGreaterTokenAn
   ASSERT_TRUE(again.has_value());
   EXPECT_GT(again->fencing_token, first->fencing_token);
   EXPECT_EQ(store_->read(key)->value, std::optional<std::string>("two"));
-  EXPECT_THROW(store_->proclaim(*first, "stale"), LockLostError);
+  EXPECT_THROW(store_->proclaim(first->ref(), "stale"), LockLostError);
   EXPECT_EQ(store_->read(key)->value, std::optional<std::string>("two"));
 }
 
@@ -229,7 +227,7 @@ TEST_P(LockStoreConformance, ElectionPlainGrantsDropTheValue) {
   const auto handed = fresh_key("handed");
   const auto leader = campaign(*store_, handed, alice, "leader");
   ASSERT_TRUE(leader.has_value());
-  const auto next = store_->handover(*leader, "bob", bob.session_id, seconds(30));
+  const auto next = store_->handover(leader->ref(), "bob", bob.session_id, seconds(30));
   ASSERT_TRUE(next.has_value());
   EXPECT_GT(next->fencing_token, leader->fencing_token);
   const auto info = store_->read(handed);
@@ -243,12 +241,10 @@ TEST_P(LockStoreConformance, ElectionProclaimNeedsTheLiveExclusiveGrant) {
   const auto alice = open("alice");
   const auto bob = open("bob");
   const auto shared_key = fresh_key("shared");
-  const auto reader = store_->try_insert_holder(shared_key, "alice", alice.session_id, seconds(30),
-                                                HoldRequest{HoldMode::kShared, 0});
+  const auto reader =
+      store_->try_grant(shared_key, "alice", alice.session_id, GrantRequest::shared(seconds(30)));
   ASSERT_TRUE(reader.has_value());
-  auto rebuilt = *reader;
-  rebuilt.mode = HoldMode::kExclusive;  // as the server rebuilds a handle from a token
-  EXPECT_THROW(store_->proclaim(rebuilt, "x"), LockLostError);
+  EXPECT_THROW(store_->proclaim(reader->ref(), "x"), LockLostError);  // a shared holder's token
   EXPECT_FALSE(store_->read_holders(shared_key)[0].value.has_value());
 
   const auto key = fresh_key();
@@ -257,16 +253,16 @@ TEST_P(LockStoreConformance, ElectionProclaimNeedsTheLiveExclusiveGrant) {
   auto forged = *leader;
   forged.session_id = bob.session_id;
   forged.owner_id = "bob";
-  EXPECT_THROW(store_->proclaim(forged, "bob"), LockLostError);
+  EXPECT_THROW(store_->proclaim(forged.ref(), "bob"), LockLostError);
   auto wrong_token = *leader;
   wrong_token.fencing_token += 1000;
-  EXPECT_THROW(store_->proclaim(wrong_token, "bob"), LockLostError);
+  EXPECT_THROW(store_->proclaim(wrong_token.ref(), "bob"), LockLostError);
   EXPECT_EQ(store_->read(key)->value, std::optional<std::string>("alice"));
 
   // A proclaim on a plain lock gives it a value (an election is a lock with a value).
   const auto plain = fresh_key("plain");
   const auto lock = acquire(plain, alice);
-  EXPECT_EQ(store_->proclaim(lock, "now a leader").fencing_token, lock.fencing_token);
+  EXPECT_EQ(store_->proclaim(lock.ref(), "now a leader").fencing_token, lock.fencing_token);
   EXPECT_EQ(store_->read(plain)->value, std::optional<std::string>("now a leader"));
 }
 
@@ -308,10 +304,10 @@ TEST_P(LockStoreConformance, ElectionInvalidValuesNameTheField) {
   const auto leader = campaign(*store_, key, alice, longest);
   ASSERT_TRUE(leader.has_value());
   EXPECT_EQ(store_->read(key)->value, std::optional<std::string>(longest));
-  EXPECT_THROW(store_->proclaim(*leader, ""), InvalidArgumentError);
+  EXPECT_THROW(store_->proclaim(leader->ref(), ""), InvalidArgumentError);
   // Text of any kind survives the round trip (JSON-ish, quotes, UTF-8).
   const std::string text = "{\"addr\":\"10.0.0.1\",\"zone\":\"\xc3\xa9t\xc3\xa9\"}\n\t";
-  store_->proclaim(*leader, text);
+  store_->proclaim(leader->ref(), text);
   EXPECT_EQ(store_->read(key)->value, std::optional<std::string>(text));
 }
 
@@ -325,7 +321,7 @@ TEST_P(LockStoreConformance, ElectionWatchReportsANewLeaderAndANewValue) {
   ASSERT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)))
       << "a new leader was not reported";
   const int seen = calls.load();
-  store_->proclaim(*leader, "second");
+  store_->proclaim(leader->ref(), "second");
   EXPECT_TRUE(testing::wait_for([&] { return calls.load() > seen; }, seconds(10)))
       << "a new value was not reported";
 }
@@ -339,12 +335,13 @@ TEST_P(LockStoreConformance, ElectionWatchSeesALeaderMadeThroughAnotherStore) {
   const auto alice = other->open_session("alice", seconds(60));
   std::atomic<int> calls{0};
   auto subscription = store_->watch_releases(key, [&] { ++calls; });
-  const auto leader = other->try_insert_leader(key, "alice", alice.session_id, seconds(30), "a");
+  const auto leader =
+      other->try_grant(key, "alice", alice.session_id, GrantRequest::leader("a", seconds(30)));
   ASSERT_TRUE(leader.has_value());
   ASSERT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)))
       << "a leader elected through another store was not reported";
   const int seen = calls.load();
-  other->proclaim(*leader, "b");
+  other->proclaim(leader->ref(), "b");
   EXPECT_TRUE(testing::wait_for([&] { return calls.load() > seen; }, seconds(10)))
       << "a proclaim through another store was not reported";
   EXPECT_EQ(store_->read(key)->value, std::optional<std::string>("b"));

@@ -19,7 +19,11 @@
 
 #include "conformance/conformance_fixture.h"
 #include "dlock/lock_store.h"
+#include "support/grant_asks.h"
 #include "support/subprocess.h"
+
+using dlock::testing::Ask;
+using dlock::testing::permit_ask;
 
 namespace dlock {
 namespace {
@@ -79,23 +83,26 @@ TEST_P(LockStoreConformance, LockDelayExpiredGrantKeepsItsNameFromEveryoneForThe
   const auto key = fresh_key();
   const auto alice = store_->open_session("alice", seconds(60), kDelay);
   const auto bob = open("bob");
-  const auto held = store_->try_insert(key, "alice", alice.session_id, kMinTtl);
+  const auto held =
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(kMinTtl));
   ASSERT_TRUE(held.has_value());
   wait_until_expired(key);
 
-  EXPECT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)))
+  EXPECT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))))
       << "granted during the lock-delay of an expired grant";
-  EXPECT_FALSE(store_->try_insert(key, "alice", alice.session_id, seconds(30)))
+  EXPECT_FALSE(
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30))))
       << "the expired grant's own session was granted during its lock-delay";
-  EXPECT_FALSE(store_->try_insert_holder(key, "bob", bob.session_id, seconds(30), HoldRequest{}))
+  EXPECT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::shared(seconds(30))))
       << "a reader was granted during the lock-delay";
-  EXPECT_FALSE(store_->try_insert_leader(key, "bob", bob.session_id, seconds(30), "v"))
+  EXPECT_FALSE(
+      store_->try_grant(key, "bob", bob.session_id, GrantRequest::leader("v", seconds(30))))
       << "a leader was granted during the lock-delay";
   EXPECT_FALSE(store_->read(key).has_value()) << "the delay is reported as a grant";
 
   std::optional<LockHandle> next;
   const auto at = granted_at([&] {
-    next = store_->try_insert(key, "bob", bob.session_id, seconds(30));
+    next = store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)));
     return next.has_value();
   });
   ASSERT_TRUE(at.has_value()) << "the name was never granted again after the delay";
@@ -108,13 +115,15 @@ TEST_P(LockStoreConformance, LockDelaySessionExpiryKeepsItsSessionBoundNameForTh
   const auto key = fresh_key();
   const auto alice = store_->open_session("alice", kMinTtl, kDelay);
   const auto bob = open("bob");
-  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, LockLease::session()));
+  ASSERT_TRUE(store_->try_grant(key, "alice", alice.session_id,
+                                GrantRequest::exclusive(LockLease::session())));
   wait_until_expired(key);
   EXPECT_FALSE(store_->get_session(alice.session_id).has_value());
-  EXPECT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)))
+  EXPECT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))))
       << "granted during the lock-delay of a grant whose session expired";
-  const auto at =
-      granted_at([&] { return store_->try_insert(key, "bob", bob.session_id, seconds(30)); });
+  const auto at = granted_at([&] {
+    return store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)));
+  });
   ASSERT_TRUE(at.has_value()) << "the name was never granted again after the delay";
   EXPECT_GE(*at, alice.expires_at + kDelay - kSlack) << "granted before the lock-delay ended";
 }
@@ -124,15 +133,18 @@ TEST_P(LockStoreConformance, LockDelayRevokeKeepsTheNameForTheDelay) {
   const auto key = fresh_key();
   const auto alice = store_->open_session("alice", seconds(60), kDelay);
   const auto bob = open("bob");
-  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, seconds(30)));
+  ASSERT_TRUE(
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30))));
   const auto revoked_at = WallClock::now();
   ASSERT_TRUE(store_->revoke(key).revoked);
-  EXPECT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)))
+  EXPECT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))))
       << "granted during the lock-delay of a revoked grant";
-  EXPECT_FALSE(store_->try_insert(key, "alice", alice.session_id, seconds(30)))
+  EXPECT_FALSE(
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30))))
       << "the revoked grant's own session was granted during its lock-delay";
-  const auto at =
-      granted_at([&] { return store_->try_insert(key, "bob", bob.session_id, seconds(30)); });
+  const auto at = granted_at([&] {
+    return store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)));
+  });
   ASSERT_TRUE(at.has_value()) << "the name was never granted again after the delay";
   EXPECT_GE(*at, revoked_at + kDelay - kSlack) << "granted before the lock-delay ended";
 }
@@ -145,20 +157,24 @@ TEST_P(LockStoreConformance, LockDelayCleanEndsHaveNone) {
   const auto bob = open("bob"), carol = open("carol");
 
   const auto first = acquire(released, alice);
-  ASSERT_TRUE(store_->delete_if_owner(released, "alice", alice.session_id, first.fencing_token));
-  EXPECT_TRUE(store_->try_insert(released, "bob", bob.session_id, seconds(30)))
+  ASSERT_TRUE(
+      store_->delete_if_owner(GrantRef{released, "alice", alice.session_id, first.fencing_token}));
+  EXPECT_TRUE(
+      store_->try_grant(released, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))))
       << "a released name was delayed";
 
   const auto from = acquire(handed, alice);
-  const auto to = store_->handover(from, "bob", bob.session_id, seconds(30));
+  const auto to = store_->handover(from.ref(), "bob", bob.session_id, seconds(30));
   ASSERT_TRUE(to.has_value());
-  ASSERT_TRUE(store_->delete_if_owner(handed, "bob", bob.session_id, to->fencing_token));
-  EXPECT_TRUE(store_->try_insert(handed, "carol", carol.session_id, seconds(30)))
+  ASSERT_TRUE(store_->delete_if_owner(GrantRef{handed, "bob", bob.session_id, to->fencing_token}));
+  EXPECT_TRUE(
+      store_->try_grant(handed, "carol", carol.session_id, GrantRequest::exclusive(seconds(30))))
       << "a name handed over and released was delayed";
 
   acquire(closed, alice);
   store_->close_session(alice.session_id);
-  EXPECT_TRUE(store_->try_insert(closed, "bob", bob.session_id, seconds(30)))
+  EXPECT_TRUE(
+      store_->try_grant(closed, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))))
       << "a name released by close_session was delayed";
 }
 
@@ -170,27 +186,33 @@ TEST_P(LockStoreConformance, LockDelayLateReleaseOrCloseKeepsTheDelay) {
              closed = fresh_key("closed");
   const auto alice = store_->open_session("alice", seconds(60), kDelay);
   const auto bob = open("bob");
-  const HoldRequest two{HoldMode::kPermit, 2};
-  const auto held = store_->try_insert(exclusive, "alice", alice.session_id, kMinTtl);
-  const auto permit = store_->try_insert_holder(permits, "alice", alice.session_id, kMinTtl, two);
-  ASSERT_TRUE(store_->try_insert(closed, "alice", alice.session_id, kMinTtl));
+  const Ask two = permit_ask(2);
+  const auto held =
+      store_->try_grant(exclusive, "alice", alice.session_id, GrantRequest::exclusive(kMinTtl));
+  const auto permit = store_->try_grant(permits, "alice", alice.session_id, two(kMinTtl));
+  ASSERT_TRUE(
+      store_->try_grant(closed, "alice", alice.session_id, GrantRequest::exclusive(kMinTtl)));
   ASSERT_TRUE(held.has_value());
   ASSERT_TRUE(permit.has_value());
   wait_until_expired(exclusive);
   wait_until_expired(permits);
   wait_until_expired(closed);
 
-  EXPECT_FALSE(store_->delete_if_owner(exclusive, "alice", alice.session_id, held->fencing_token));
-  EXPECT_FALSE(store_->delete_if_owner(permits, "alice", alice.session_id, permit->fencing_token));
+  EXPECT_FALSE(
+      store_->delete_if_owner(GrantRef{exclusive, "alice", alice.session_id, held->fencing_token}));
+  EXPECT_FALSE(
+      store_->delete_if_owner(GrantRef{permits, "alice", alice.session_id, permit->fencing_token}));
   store_->close_session(alice.session_id);
-  EXPECT_FALSE(store_->try_insert(exclusive, "bob", bob.session_id, seconds(30)))
+  EXPECT_FALSE(
+      store_->try_grant(exclusive, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))))
       << "a late release ended the lock-delay of an exclusive grant";
-  EXPECT_FALSE(store_->try_insert_holder(permits, "bob", bob.session_id, seconds(30), two))
+  EXPECT_FALSE(store_->try_grant(permits, "bob", bob.session_id, two(seconds(30))))
       << "a late release ended the lock-delay of a permit";
-  EXPECT_FALSE(store_->try_insert(closed, "bob", bob.session_id, seconds(30)))
+  EXPECT_FALSE(
+      store_->try_grant(closed, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))))
       << "close_session ended the lock-delay of a grant that had expired";
   EXPECT_TRUE(granted_at([&] {
-    return store_->try_insert_holder(permits, "bob", bob.session_id, seconds(30), two).has_value();
+    return store_->try_grant(permits, "bob", bob.session_id, two(seconds(30))).has_value();
   })) << "the permit was never granted again after the delay";
 }
 
@@ -200,13 +222,15 @@ TEST_P(LockStoreConformance, LockDelayCloseOfAnExpiredSessionKeepsTheDelay) {
   const auto key = fresh_key();
   const auto alice = store_->open_session("alice", kMinTtl, kDelay);
   const auto bob = open("bob");
-  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, LockLease::session()));
+  ASSERT_TRUE(store_->try_grant(key, "alice", alice.session_id,
+                                GrantRequest::exclusive(LockLease::session())));
   wait_until_expired(key);
   EXPECT_THROW(store_->close_session(alice.session_id), SessionNotFoundError);
-  EXPECT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)))
+  EXPECT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))))
       << "closing the expired session ended the lock-delay of its grant";
   EXPECT_TRUE(granted_at([&] {
-    return store_->try_insert(key, "bob", bob.session_id, seconds(30)).has_value();
+    return store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)))
+        .has_value();
   })) << "the name was never granted again after the delay";
 }
 
@@ -216,10 +240,11 @@ TEST_P(LockStoreConformance, LockDelayOfAHandedOverGrantIsItsNewSessions) {
   const auto alice = open("alice");
   const auto bob = store_->open_session("bob", seconds(60), kDelay);
   const auto carol = open("carol");
-  const auto to = store_->handover(acquire(key, alice), "bob", bob.session_id, seconds(30));
+  const auto to = store_->handover(acquire(key, alice).ref(), "bob", bob.session_id, seconds(30));
   ASSERT_TRUE(to.has_value());
   ASSERT_TRUE(store_->revoke(key).revoked);
-  EXPECT_FALSE(store_->try_insert(key, "carol", carol.session_id, seconds(30)))
+  EXPECT_FALSE(
+      store_->try_grant(key, "carol", carol.session_id, GrantRequest::exclusive(seconds(30))))
       << "the new holder's lock-delay was not kept";
 }
 
@@ -229,30 +254,31 @@ TEST_P(LockStoreConformance, LockDelayOfAnExpiredHolderKeepsTheNameFromNewGrants
   const auto shared = fresh_key("shared"), permits = fresh_key("permits");
   const auto alice = store_->open_session("alice", seconds(60), kDelay);
   const auto bob = open("bob"), carol = open("carol");
-  const HoldRequest two{HoldMode::kPermit, 2};
-  ASSERT_TRUE(store_->try_insert_holder(shared, "alice", alice.session_id, kMinTtl, HoldRequest{}));
-  ASSERT_TRUE(store_->try_insert_holder(permits, "alice", alice.session_id, kMinTtl, two));
-  const auto kept = store_->try_insert_holder(permits, "bob", bob.session_id, seconds(30), two);
+  const Ask two = permit_ask(2);
+  ASSERT_TRUE(store_->try_grant(shared, "alice", alice.session_id, GrantRequest::shared(kMinTtl)));
+  ASSERT_TRUE(store_->try_grant(permits, "alice", alice.session_id, two(kMinTtl)));
+  const auto kept = store_->try_grant(permits, "bob", bob.session_id, two(seconds(30)));
   ASSERT_TRUE(kept.has_value());
   wait_until_expired(shared);
   ASSERT_TRUE(
       testing::wait_for([&] { return store_->read_holders(permits).size() == 1; }, seconds(10)));
 
-  EXPECT_FALSE(store_->try_insert(shared, "bob", bob.session_id, seconds(30)))
+  EXPECT_FALSE(
+      store_->try_grant(shared, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))))
       << "a writer was granted during an expired reader's lock-delay";
-  EXPECT_FALSE(store_->try_insert_holder(shared, "bob", bob.session_id, seconds(30), HoldRequest{}))
+  EXPECT_FALSE(store_->try_grant(shared, "bob", bob.session_id, GrantRequest::shared(seconds(30))))
       << "a reader was granted during an expired reader's lock-delay";
-  EXPECT_FALSE(store_->try_insert_holder(permits, "carol", carol.session_id, seconds(30), two))
+  EXPECT_FALSE(store_->try_grant(permits, "carol", carol.session_id, two(seconds(30))))
       << "a permit was granted during an expired permit holder's lock-delay";
   EXPECT_EQ(store_->read_holders(permits).size(), 1u) << "a live permit holder was dropped";
-  EXPECT_NO_THROW(store_->extend(*kept, seconds(30))) << "a live holder lost its permit";
+  EXPECT_NO_THROW(store_->extend(kept->ref(), seconds(30))) << "a live holder lost its permit";
 
   EXPECT_TRUE(granted_at([&] {
-    return store_->try_insert(shared, "bob", bob.session_id, seconds(30)).has_value();
+    return store_->try_grant(shared, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)))
+        .has_value();
   })) << "the shared name was never granted again after the delay";
   EXPECT_TRUE(granted_at([&] {
-    return store_->try_insert_holder(permits, "carol", carol.session_id, seconds(30), two)
-        .has_value();
+    return store_->try_grant(permits, "carol", carol.session_id, two(seconds(30))).has_value();
   })) << "the permit was never granted again after the delay";
 }
 
@@ -261,7 +287,8 @@ TEST_P(LockStoreConformance, LockDelayOfAnExpiredHolderKeepsTheNameFromNewGrants
 TEST_P(LockStoreConformance, LockDelayEndIsAnnouncedToWatchers) {
   const auto key = fresh_key();
   const auto alice = store_->open_session("alice", seconds(60), kDelay);
-  const auto held = store_->try_insert(key, "alice", alice.session_id, kMinTtl);
+  const auto held =
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(kMinTtl));
   ASSERT_TRUE(held.has_value());
   std::mutex mutex;
   std::vector<WallClock::time_point> fired;
@@ -280,7 +307,10 @@ TEST_P(LockStoreConformance, LockDelayEndIsAnnouncedToWatchers) {
       << "the end of the lock-delay was never announced";
   const auto bob = open("bob");
   EXPECT_TRUE(testing::wait_for(
-      [&] { return store_->try_insert(key, "bob", bob.session_id, seconds(30)).has_value(); },
+      [&] {
+        return store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)))
+            .has_value();
+      },
       seconds(5)))
       << "announced, but not grantable";
 }
@@ -293,16 +323,20 @@ TEST_P(LockStoreConformance, LockDelayIsListedWithItsEndUntilItEnds) {
              live = base + "/d";
   const auto alice = store_->open_session("alice", seconds(60), kDelay);
   const auto granted_at_steady = SteadyClock::now();
-  const auto revoked_grant = store_->try_insert(revoked, "alice", alice.session_id, seconds(30));
+  const auto revoked_grant =
+      store_->try_grant(revoked, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(revoked_grant.has_value());
   // The backend's clock when it granted it (the sqlite store clock may lag the wall clock,
   // ADR-0013): the delay's end is reported by that clock, as expiries are.
   const auto backend_granted_at = revoked_grant->server_expiry - seconds(30);
-  const auto short_grant = store_->try_insert(expired, "alice", alice.session_id, kMinTtl);
+  const auto short_grant =
+      store_->try_grant(expired, "alice", alice.session_id, GrantRequest::exclusive(kMinTtl));
   ASSERT_TRUE(short_grant.has_value());
   const auto clean = acquire(released, alice);
-  ASSERT_TRUE(store_->try_insert(live, "alice", alice.session_id, seconds(30)));
-  ASSERT_TRUE(store_->delete_if_owner(released, "alice", alice.session_id, clean.fencing_token));
+  ASSERT_TRUE(
+      store_->try_grant(live, "alice", alice.session_id, GrantRequest::exclusive(seconds(30))));
+  ASSERT_TRUE(
+      store_->delete_if_owner(GrantRef{released, "alice", alice.session_id, clean.fencing_token}));
   ASSERT_TRUE(store_->revoke(revoked).revoked);
   wait_until_expired(expired);
 
@@ -335,16 +369,18 @@ TEST_P(LockStoreConformance, LockDelayClearedByAnAdministratorFreesTheNameAtOnce
   const auto key = fresh_key("cleared"), kept = fresh_key("kept"), shared = fresh_key("shared");
   const auto alice = store_->open_session("alice", seconds(60), seconds(60));
   const auto bob = open("bob");
-  const auto held = store_->try_insert(key, "alice", alice.session_id, seconds(30));
+  const auto held =
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(held.has_value());
   ASSERT_TRUE(store_->revoke(key).revoked);
-  ASSERT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)));
+  ASSERT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))));
   std::atomic<int> fired{0};
   auto subscription = store_->watch_releases(key, [&] { ++fired; });
 
   EXPECT_TRUE(store_->clear_delay(key)) << "a running delay was not reported cleared";
   EXPECT_TRUE(store_->list_delays(key, "", 10).empty()) << "a cleared delay is still listed";
-  const auto next = store_->try_insert(key, "bob", bob.session_id, seconds(30));
+  const auto next =
+      store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(next.has_value()) << "the name stayed delayed after the delay was cleared";
   EXPECT_GT(next->fencing_token, held->fencing_token);
   EXPECT_TRUE(testing::wait_for([&] { return fired.load() > 0; }, seconds(10)))
@@ -352,39 +388,44 @@ TEST_P(LockStoreConformance, LockDelayClearedByAnAdministratorFreesTheNameAtOnce
   EXPECT_FALSE(store_->clear_delay(key)) << "a name without a delay was reported cleared";
 
   // A live grant keeps its name, and its own delay still follows its end.
-  const auto live = store_->try_insert(kept, "alice", alice.session_id, seconds(30));
+  const auto live =
+      store_->try_grant(kept, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(live.has_value());
   EXPECT_FALSE(store_->clear_delay(kept));
-  EXPECT_NO_THROW(store_->extend(*live, seconds(30))) << "clearing a delay ended a live grant";
+  EXPECT_NO_THROW(store_->extend(live->ref(), seconds(30)))
+      << "clearing a delay ended a live grant";
   ASSERT_TRUE(store_->revoke(kept).revoked);
-  EXPECT_FALSE(store_->try_insert(kept, "bob", bob.session_id, seconds(30)))
+  EXPECT_FALSE(store_->try_grant(kept, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))))
       << "clearing a delay before the grant ended cancelled the delay of its end";
 
   // A holder set: an expired reader's delay, cleared, lets a writer in.
   const auto carol = store_->open_session("carol", seconds(60), seconds(60));
-  ASSERT_TRUE(store_->try_insert_holder(shared, "carol", carol.session_id, kMinTtl, HoldRequest{}));
+  ASSERT_TRUE(store_->try_grant(shared, "carol", carol.session_id, GrantRequest::shared(kMinTtl)));
   wait_until_expired(shared);
-  ASSERT_FALSE(store_->try_insert(shared, "bob", bob.session_id, seconds(30)));
+  ASSERT_FALSE(
+      store_->try_grant(shared, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))));
   EXPECT_TRUE(store_->clear_delay(shared));
-  EXPECT_TRUE(store_->try_insert(shared, "bob", bob.session_id, seconds(30)).has_value())
+  EXPECT_TRUE(store_->try_grant(shared, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)))
+                  .has_value())
       << "the writer stayed delayed after the reader's delay was cleared";
 
   // Permits: the expired holder's delay goes; the live holder keeps its permit and its delay.
   const auto permits = fresh_key("permits");
-  const HoldRequest two{HoldMode::kPermit, 2};
+  const Ask two = permit_ask(2);
   const auto dave = store_->open_session("dave", seconds(60), seconds(60));
-  ASSERT_TRUE(store_->try_insert_holder(permits, "carol", carol.session_id, kMinTtl, two));
-  const auto lives = store_->try_insert_holder(permits, "dave", dave.session_id, seconds(30), two);
+  ASSERT_TRUE(store_->try_grant(permits, "carol", carol.session_id, two(kMinTtl)));
+  const auto lives = store_->try_grant(permits, "dave", dave.session_id, two(seconds(30)));
   ASSERT_TRUE(lives.has_value());
   ASSERT_TRUE(
       testing::wait_for([&] { return store_->read_holders(permits).size() == 1; }, seconds(10)));
-  ASSERT_FALSE(store_->try_insert_holder(permits, "bob", bob.session_id, seconds(30), two));
+  ASSERT_FALSE(store_->try_grant(permits, "bob", bob.session_id, two(seconds(30))));
   EXPECT_TRUE(store_->clear_delay(permits));
-  EXPECT_NO_THROW(store_->extend(*lives, seconds(30))) << "clearing a delay ended a live permit";
-  EXPECT_TRUE(store_->try_insert_holder(permits, "bob", bob.session_id, seconds(30), two))
+  EXPECT_NO_THROW(store_->extend(lives->ref(), seconds(30)))
+      << "clearing a delay ended a live permit";
+  EXPECT_TRUE(store_->try_grant(permits, "bob", bob.session_id, two(seconds(30))))
       << "the permit stayed delayed after the expired holder's delay was cleared";
   ASSERT_TRUE(store_->revoke(permits).revoked);
-  EXPECT_FALSE(store_->try_insert_holder(permits, "bob", bob.session_id, seconds(30), two))
+  EXPECT_FALSE(store_->try_grant(permits, "bob", bob.session_id, two(seconds(30))))
       << "clearing a delay cancelled the delay of a permit holder that was still live";
 }
 
@@ -398,12 +439,15 @@ TEST_P(LockStoreConformance, LockDelayIsKeptByAnotherStoreOnTheSameStorage) {
   auto other = harness_->make_backend(limits_);
   const auto alice = store_->open_session("alice", seconds(60), kDelay);
   const auto bob = other->open_session("bob", seconds(60));
-  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, seconds(30)));
+  ASSERT_TRUE(
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30))));
   ASSERT_TRUE(store_->revoke(key).revoked);
-  EXPECT_FALSE(other->try_insert(key, "bob", bob.session_id, seconds(30)))
+  EXPECT_FALSE(other->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))))
       << "another store granted during the lock-delay";
-  EXPECT_TRUE(granted_at(
-      [&] { return other->try_insert(key, "bob", bob.session_id, seconds(30)).has_value(); }));
+  EXPECT_TRUE(granted_at([&] {
+    return other->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)))
+        .has_value();
+  }));
 }
 
 }  // namespace

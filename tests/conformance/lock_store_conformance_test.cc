@@ -56,7 +56,9 @@ TEST_P(LockStoreConformance, ContendedKeyIsHeldAndStoredTokenUnchanged) {
   const auto alice = open("alice");
   const auto bob = open("bob");
   const auto handle = acquire(key, alice);
-  EXPECT_FALSE(store_->try_insert(key, bob.owner_id, bob.session_id, seconds(30)).has_value());
+  EXPECT_FALSE(
+      store_->try_grant(key, bob.owner_id, bob.session_id, GrantRequest::exclusive(seconds(30)))
+          .has_value());
   const auto info = store_->read(key);
   ASSERT_TRUE(info.has_value());
   EXPECT_EQ(info->fencing_token, handle.fencing_token);
@@ -82,7 +84,8 @@ TEST_P(LockStoreConformance, TakeoverOfExpiredLeaseMintsStrictlyGreaterToken) {
   const auto dead = acquire(key, alice, kMinTtl);
   wait_until_expired(key);
   // No reaper ran: the acquire itself takes the expired lease over.
-  const auto taken = store_->try_insert(key, bob.owner_id, bob.session_id, seconds(30));
+  const auto taken =
+      store_->try_grant(key, bob.owner_id, bob.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(taken.has_value());
   EXPECT_GT(taken->fencing_token, dead.fencing_token)
       << "a takeover re-issued the expired holder's token (C1 Warning 1)";
@@ -101,8 +104,8 @@ TEST_P(LockStoreConformance, TokensStrictlyIncreaseAcrossAllGrants) {
     tokens.push_back(acquire(key, session).fencing_token);  // re-entrant
     const auto again = store_->read(key);
     ASSERT_TRUE(again.has_value());
-    ASSERT_TRUE(
-        store_->delete_if_owner(key, session.owner_id, session.session_id, again->fencing_token));
+    ASSERT_TRUE(store_->delete_if_owner(
+        GrantRef{key, session.owner_id, session.session_id, again->fencing_token}));
     tokens.push_back(acquire(key, round % 2 == 0 ? bob : alice).fencing_token);
   }
   for (std::size_t i = 1; i < tokens.size(); ++i) {
@@ -125,8 +128,8 @@ TEST_P(LockStoreConformance, RacingThreadsOnFreeKeyYieldExactlyOneGrant) {
     for (int i = 0; i < kThreads; ++i) {
       threads.emplace_back([&, i] {
         start.arrive_and_wait();
-        const auto handle =
-            store_->try_insert(key, sessions[i].owner_id, sessions[i].session_id, seconds(30));
+        const auto handle = store_->try_grant(key, sessions[i].owner_id, sessions[i].session_id,
+                                              GrantRequest::exclusive(seconds(30)));
         if (handle) {
           ++grants;
           tokens[i] = handle->fencing_token;
@@ -160,7 +163,7 @@ TEST_P(LockStoreConformance, ExpiryIsComputedByTheBackendClock) {
 TEST_P(LockStoreConformance, ExtendKeepsTokenAndMovesExpiry) {
   const auto key = fresh_key();
   const auto handle = acquire(key, open("alice"), seconds(5));
-  const auto extended = store_->extend(handle, seconds(60));
+  const auto extended = store_->extend(handle.ref(), seconds(60));
   EXPECT_EQ(extended.fencing_token, handle.fencing_token);
   EXPECT_GT(extended.server_expiry, handle.server_expiry);
   EXPECT_GT(extended.client_deadline, handle.client_deadline);
@@ -176,7 +179,7 @@ TEST_P(LockStoreConformance, ExtendAnswersNoMoreThanTheBackendKeeps) {
   const auto bob = open("bob");
   const auto handle = acquire(key, open("alice"), kMinTtl);
   const auto sent_at = SteadyClock::now();
-  const auto extended = store_->extend(handle, seconds(4));
+  const auto extended = store_->extend(handle.ref(), seconds(4));
   EXPECT_LE(extended.client_deadline, SteadyClock::now() + seconds(4));
   EXPECT_GE(extended.client_deadline, sent_at + kMinTtl)
       << "an extend keeps at least the grant's first TTL";
@@ -184,7 +187,8 @@ TEST_P(LockStoreConformance, ExtendAnswersNoMoreThanTheBackendKeeps) {
   SteadyClock::time_point taken_by{};
   ASSERT_TRUE(testing::wait_for(
       [&] {
-        taken = store_->try_insert(key, bob.owner_id, bob.session_id, seconds(30));
+        taken = store_->try_grant(key, bob.owner_id, bob.session_id,
+                                  GrantRequest::exclusive(seconds(30)));
         taken_by = SteadyClock::now();  // the grant happened before this instant
         return taken.has_value();
       },
@@ -203,14 +207,15 @@ TEST_P(LockStoreConformance, ExtendByStaleGrantIsLockLost) {
   const auto bob = open("bob");
   const auto stale = acquire(key, alice, kMinTtl);
   wait_until_expired(key);
-  EXPECT_THROW(store_->extend(stale, seconds(30)), LockLostError) << "extended an expired grant";
+  EXPECT_THROW(store_->extend(stale.ref(), seconds(30)), LockLostError)
+      << "extended an expired grant";
   const auto current = acquire(key, bob);
-  EXPECT_THROW(store_->extend(stale, seconds(30)), LockLostError);
+  EXPECT_THROW(store_->extend(stale.ref(), seconds(30)), LockLostError);
   EXPECT_EQ(store_->read(key)->fencing_token, current.fencing_token);
   // A re-entrant re-acquire supersedes the earlier grant of the same session, too.
   const auto newer = acquire(key, bob);
-  EXPECT_THROW(store_->extend(current, seconds(30)), LockLostError);
-  EXPECT_NO_THROW(store_->extend(newer, seconds(30)));
+  EXPECT_THROW(store_->extend(current.ref(), seconds(30)), LockLostError);
+  EXPECT_NO_THROW(store_->extend(newer.ref(), seconds(30)));
 }
 
 TEST_P(LockStoreConformance, ReleaseOnlyByCurrentGrant) {
@@ -218,14 +223,19 @@ TEST_P(LockStoreConformance, ReleaseOnlyByCurrentGrant) {
   const auto alice = open("alice");
   const auto bob = open("bob");
   const auto handle = acquire(key, alice);
-  EXPECT_FALSE(store_->delete_if_owner(key, "alice", alice.session_id, handle.fencing_token + 1));
-  EXPECT_FALSE(store_->delete_if_owner(key, "bob", bob.session_id, handle.fencing_token));
-  EXPECT_FALSE(store_->delete_if_owner(key, "alice", bob.session_id, handle.fencing_token));
-  EXPECT_FALSE(store_->delete_if_owner(key, "bob", alice.session_id, handle.fencing_token));
+  EXPECT_FALSE(
+      store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, handle.fencing_token + 1}));
+  EXPECT_FALSE(store_->delete_if_owner(GrantRef{key, "bob", bob.session_id, handle.fencing_token}));
+  EXPECT_FALSE(
+      store_->delete_if_owner(GrantRef{key, "alice", bob.session_id, handle.fencing_token}));
+  EXPECT_FALSE(
+      store_->delete_if_owner(GrantRef{key, "bob", alice.session_id, handle.fencing_token}));
   ASSERT_TRUE(store_->read(key).has_value()) << "a wrong release touched the holder";
-  EXPECT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, handle.fencing_token));
+  EXPECT_TRUE(
+      store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, handle.fencing_token}));
   EXPECT_FALSE(store_->read(key).has_value());
-  EXPECT_FALSE(store_->delete_if_owner(key, "alice", alice.session_id, handle.fencing_token));
+  EXPECT_FALSE(
+      store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, handle.fencing_token}));
 }
 
 TEST_P(LockStoreConformance, LateReleaseByExpiredHolderLeavesNewHolderAlone) {
@@ -235,7 +245,8 @@ TEST_P(LockStoreConformance, LateReleaseByExpiredHolderLeavesNewHolderAlone) {
   const auto stale = acquire(key, alice, kMinTtl);
   wait_until_expired(key);
   const auto current = acquire(key, bob);
-  EXPECT_FALSE(store_->delete_if_owner(key, "alice", alice.session_id, stale.fencing_token));
+  EXPECT_FALSE(
+      store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, stale.fencing_token}));
   const auto info = store_->read(key);
   ASSERT_TRUE(info.has_value());
   EXPECT_EQ(info->fencing_token, current.fencing_token);
@@ -248,7 +259,7 @@ TEST_P(LockStoreConformance, HandoverMintsGreaterTokenForNextSession) {
   const auto alice = open("alice");
   const auto bob = open("bob");
   const auto from = acquire(key, alice);
-  const auto next = store_->handover(from, "bob", bob.session_id, seconds(30));
+  const auto next = store_->handover(from.ref(), "bob", bob.session_id, seconds(30));
   ASSERT_TRUE(next.has_value());
   EXPECT_GT(next->fencing_token, from.fencing_token);
   EXPECT_EQ(next->session_id, bob.session_id);
@@ -256,7 +267,7 @@ TEST_P(LockStoreConformance, HandoverMintsGreaterTokenForNextSession) {
   ASSERT_TRUE(info.has_value());
   EXPECT_EQ(info->fencing_token, next->fencing_token);
   EXPECT_EQ(info->owner_id, "bob");
-  EXPECT_THROW(store_->extend(from, seconds(30)), LockLostError);
+  EXPECT_THROW(store_->extend(from.ref(), seconds(30)), LockLostError);
 }
 
 TEST_P(LockStoreConformance, HandoverByStaleGrantIsLockLostAndChangesNothing) {
@@ -267,7 +278,8 @@ TEST_P(LockStoreConformance, HandoverByStaleGrantIsLockLostAndChangesNothing) {
   const auto stale = acquire(key, alice, kMinTtl);
   wait_until_expired(key);
   const auto current = acquire(key, bob);
-  EXPECT_THROW(store_->handover(stale, "carol", carol.session_id, seconds(30)), LockLostError);
+  EXPECT_THROW(store_->handover(stale.ref(), "carol", carol.session_id, seconds(30)),
+               LockLostError);
   EXPECT_EQ(store_->read(key)->fencing_token, current.fencing_token);
 }
 
@@ -277,7 +289,7 @@ TEST_P(LockStoreConformance, HandoverToClosedSessionReleasesTheLock) {
   const auto bob = open("bob");
   const auto from = acquire(key, alice);
   store_->close_session(bob.session_id);
-  EXPECT_FALSE(store_->handover(from, "bob", bob.session_id, seconds(30)).has_value());
+  EXPECT_FALSE(store_->handover(from.ref(), "bob", bob.session_id, seconds(30)).has_value());
   EXPECT_FALSE(store_->read(key).has_value());
 }
 
@@ -290,7 +302,7 @@ TEST_P(LockStoreConformance, RevokeRemovesLiveGrantAndReportsIt) {
   EXPECT_EQ(outcome.fencing_token, handle.fencing_token);
   EXPECT_EQ(outcome.owner_id, "alice");
   EXPECT_FALSE(store_->read(key).has_value());
-  EXPECT_THROW(store_->extend(handle, seconds(30)), LockLostError);
+  EXPECT_THROW(store_->extend(handle.ref(), seconds(30)), LockLostError);
   const auto nothing = store_->revoke(key);
   EXPECT_FALSE(nothing.revoked);
   EXPECT_FALSE(nothing.fencing_token.has_value());
@@ -340,7 +352,8 @@ TEST_P(LockStoreConformance, SessionExpiryReleasesItsLocks) {
   // The server runs reap_expired periodically; backends whose leases expire by themselves
   // (etcd) have released the lock already.
   store_->reap_expired();
-  const auto taken = store_->try_insert(key, bob.owner_id, bob.session_id, seconds(30));
+  const auto taken =
+      store_->try_grant(key, bob.owner_id, bob.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(taken.has_value()) << "the expired session's lock was not released";
   EXPECT_GT(taken->fencing_token, dead.fencing_token);
 }
@@ -355,13 +368,15 @@ TEST_P(LockStoreConformance, HeartbeatKeepsSessionAliveAndExpiredSessionIsNotRev
   ASSERT_TRUE(
       testing::wait_for([&] { return !store_->get_session(alice.session_id); }, seconds(10)));
   EXPECT_THROW(store_->heartbeat(alice.session_id), SessionNotFoundError);
-  EXPECT_THROW(store_->try_insert(fresh_key(), "alice", alice.session_id, seconds(30)),
+  EXPECT_THROW(store_->try_grant(fresh_key(), "alice", alice.session_id,
+                                 GrantRequest::exclusive(seconds(30))),
                SessionNotFoundError)
       << "an expired session must never be granted";
 }
 
 TEST_P(LockStoreConformance, AcquireWithUnknownSessionIsSessionNotFound) {
-  EXPECT_THROW(store_->try_insert(fresh_key(), "alice", "no-such-session-0000", seconds(30)),
+  EXPECT_THROW(store_->try_grant(fresh_key(), "alice", "no-such-session-0000",
+                                 GrantRequest::exclusive(seconds(30))),
                SessionNotFoundError);
   EXPECT_THROW(store_->heartbeat("no-such-session-0000"), SessionNotFoundError);
   EXPECT_FALSE(store_->get_session("no-such-session-0000").has_value());
@@ -374,7 +389,7 @@ TEST_P(LockStoreConformance, InvalidTtlIsRejectedNamingTheField) {
   for (const auto ttl :
        {milliseconds(0), milliseconds(-5), milliseconds(999), limits_.max_ttl + milliseconds(1)}) {
     try {
-      store_->try_insert(fresh_key(), "alice", alice.session_id, ttl);
+      store_->try_grant(fresh_key(), "alice", alice.session_id, GrantRequest::exclusive(ttl));
       ADD_FAILURE() << "ttl " << ttl.count() << "ms was accepted";
     } catch (const InvalidArgumentError& error) {
       EXPECT_EQ(error.field(), "ttl_ms");
@@ -382,8 +397,9 @@ TEST_P(LockStoreConformance, InvalidTtlIsRejectedNamingTheField) {
   }
   EXPECT_THROW(store_->open_session("alice", milliseconds(10)), InvalidArgumentError);
   EXPECT_THROW(store_->open_session("", seconds(10)), InvalidArgumentError);
-  EXPECT_THROW(store_->try_insert("", "alice", alice.session_id, seconds(10)),
-               InvalidArgumentError);
+  EXPECT_THROW(
+      store_->try_grant("", "alice", alice.session_id, GrantRequest::exclusive(seconds(10))),
+      InvalidArgumentError);
 }
 
 TEST_P(LockStoreConformance, BackendOutageIsUnavailableNeverHeld) {
@@ -395,13 +411,14 @@ TEST_P(LockStoreConformance, BackendOutageIsUnavailableNeverHeld) {
   // Both a free and a held key: the answer is an error, never "held" (std::nullopt).
   for (const auto& target : {key, fresh_key("free")}) {
     try {
-      const auto result = store_->try_insert(target, "bob", bob.session_id, seconds(30));
-      ADD_FAILURE() << "try_insert during an outage returned " << (result ? "a grant" : "\"held\"")
+      const auto result =
+          store_->try_grant(target, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)));
+      ADD_FAILURE() << "try_grant during an outage returned " << (result ? "a grant" : "\"held\"")
                     << " for " << target;
     } catch (const UnavailableError&) {
     }
   }
-  EXPECT_THROW(store_->extend(handle, seconds(30)), UnavailableError);
+  EXPECT_THROW(store_->extend(handle.ref(), seconds(30)), UnavailableError);
   harness_->end_outage();
   // The store recovers by itself once the backend is back.
   ASSERT_TRUE(testing::wait_for(
@@ -420,7 +437,8 @@ TEST_P(LockStoreConformance, TokensKeepGrowingAcrossStoreRestart) {
   const auto key = fresh_key();
   const auto alice = open("alice");
   const auto before = acquire(key, alice);
-  ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, before.fencing_token));
+  ASSERT_TRUE(
+      store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, before.fencing_token}));
   store_.reset();
   store_ = harness_->make_backend(limits_);
   const auto bob = open("bob");
@@ -434,7 +452,8 @@ TEST_P(LockStoreConformance, ReadAndListReportLiveGrantsOnly) {
   acquire(prefix + "a", alice);
   acquire(prefix + "c", alice, kMinTtl);
   const auto gone = acquire(prefix + "d", alice);
-  ASSERT_TRUE(store_->delete_if_owner(prefix + "d", "alice", alice.session_id, gone.fencing_token));
+  ASSERT_TRUE(store_->delete_if_owner(
+      GrantRef{prefix + "d", "alice", alice.session_id, gone.fencing_token}));
   wait_until_expired(prefix + "c");
   const auto locks = store_->list(prefix, {}, 10);
   ASSERT_EQ(locks.size(), 2u);
@@ -453,15 +472,15 @@ TEST_P(LockStoreConformance, ListPagesByKeyAndTokenWithoutRepeatsOrGaps) {
   // "B" sorts before "a" as bytes (not in most locales); "b" is a prefix of "b0"; "é" is UTF-8.
   for (const auto* name : {"a", "B", "b0", "\xc3\xa9"}) acquire(prefix + name, alice);
   for (const auto* session : {&alice, &bob, &carol}) {
-    ASSERT_TRUE(store_->try_insert_holder(prefix + "b", session->owner_id, session->session_id,
-                                          seconds(30), HoldRequest{HoldMode::kShared, 0}));
+    ASSERT_TRUE(store_->try_grant(prefix + "b", session->owner_id, session->session_id,
+                                  GrantRequest::shared(seconds(30))));
   }
   for (const auto* session : {&alice, &bob}) {
-    ASSERT_TRUE(store_->try_insert_holder(prefix + "c", session->owner_id, session->session_id,
-                                          seconds(30), HoldRequest{HoldMode::kPermit, 2}));
+    ASSERT_TRUE(store_->try_grant(prefix + "c", session->owner_id, session->session_id,
+                                  GrantRequest::permit(2, seconds(30))));
   }
-  ASSERT_TRUE(store_->try_insert_leader(prefix + "d", "carol", carol.session_id,
-                                        LockLease::session(), "leader"));
+  ASSERT_TRUE(store_->try_grant(prefix + "d", "carol", carol.session_id,
+                                GrantRequest::leader("leader", LockLease::session())));
   const auto everything = store_->list(prefix, {}, 100);
   ASSERT_EQ(everything.size(), 10u);
   const auto order = [](const LockInfo& a, const LockInfo& b) {
@@ -525,7 +544,8 @@ TEST_P(LockStoreConformance, WatchReleasesReportsReleaseAndRevoke) {
   std::atomic<int> calls{0};
   auto subscription = store_->watch_releases(key, [&] { ++calls; });
   const auto handle = acquire(key, alice);
-  ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, handle.fencing_token));
+  ASSERT_TRUE(
+      store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, handle.fencing_token}));
   ASSERT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)))
       << "release not reported";
   const int after_release = calls.load();
@@ -536,7 +556,7 @@ TEST_P(LockStoreConformance, WatchReleasesReportsReleaseAndRevoke) {
   subscription.reset();
   const int after_cancel = calls.load();
   const auto again = acquire(key, alice);
-  store_->delete_if_owner(key, "alice", alice.session_id, again.fencing_token);
+  store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, again.fencing_token});
   // Cancellation is synchronous: nothing may arrive after the subscription is gone. Give a
   // late notification the chance to show up by doing one more full round trip.
   store_->read(key);
@@ -552,9 +572,11 @@ TEST_P(LockStoreConformance, WatchReleasesSeesReleaseThroughAnotherStore) {
   const auto alice = other->open_session("alice", seconds(60));
   std::atomic<int> calls{0};
   auto subscription = store_->watch_releases(key, [&] { ++calls; });
-  const auto handle = other->try_insert(key, "alice", alice.session_id, seconds(30));
+  const auto handle =
+      other->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(handle.has_value());
-  ASSERT_TRUE(other->delete_if_owner(key, "alice", alice.session_id, handle->fencing_token));
+  ASSERT_TRUE(
+      other->delete_if_owner(GrantRef{key, "alice", alice.session_id, handle->fencing_token}));
   EXPECT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)))
       << "a release through another store on the same storage was not reported";
 }
@@ -622,14 +644,19 @@ TEST_P(LockStoreConformance, SessionGrantsAreItsLiveGrantsOfEveryMode) {
   const auto exclusive = fresh_key("a"), shared = fresh_key("b"), permit = fresh_key("c"),
              bound = fresh_key("d"), others = fresh_key("e"), released = fresh_key("f");
   const auto alice = open("alice"), bob = open("bob");
-  ASSERT_TRUE(store_->try_insert(exclusive, "alice", alice.session_id, seconds(30)));
-  ASSERT_TRUE(store_->try_insert_holder(shared, "alice", alice.session_id, seconds(30), {}));
-  ASSERT_TRUE(store_->try_insert_holder(permit, "alice", alice.session_id, seconds(30),
-                                        HoldRequest{HoldMode::kPermit, 3}));
-  ASSERT_TRUE(store_->try_insert(bound, "alice", alice.session_id, LockLease::session()));
-  ASSERT_TRUE(store_->try_insert(others, "bob", bob.session_id, seconds(30)));
+  ASSERT_TRUE(store_->try_grant(exclusive, "alice", alice.session_id,
+                                GrantRequest::exclusive(seconds(30))));
+  ASSERT_TRUE(
+      store_->try_grant(shared, "alice", alice.session_id, GrantRequest::shared(seconds(30))));
+  ASSERT_TRUE(
+      store_->try_grant(permit, "alice", alice.session_id, GrantRequest::permit(3, seconds(30))));
+  ASSERT_TRUE(store_->try_grant(bound, "alice", alice.session_id,
+                                GrantRequest::exclusive(LockLease::session())));
+  ASSERT_TRUE(
+      store_->try_grant(others, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))));
   const auto gone = acquire(released, alice);
-  ASSERT_TRUE(store_->delete_if_owner(released, "alice", alice.session_id, gone.fencing_token));
+  ASSERT_TRUE(
+      store_->delete_if_owner(GrantRef{released, "alice", alice.session_id, gone.fencing_token}));
 
   const auto grants = store_->session_grants(alice.session_id);
   std::vector<std::string> keys;

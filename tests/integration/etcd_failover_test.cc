@@ -65,8 +65,9 @@ TEST(EtcdFailoverTest, LeaderKillDuringAcquiresNeverRepeatsOrLowersATokenAndReco
         seen.key = key;
         seen.started = Clock::now();
         try {
-          const auto handle = store->try_insert(key, sessions[index].owner_id,
-                                                sessions[index].session_id, seconds(30));
+          const auto handle =
+              store->try_grant(key, sessions[index].owner_id, sessions[index].session_id,
+                               GrantRequest::exclusive(seconds(30)));
           if (!handle) {
             seen.error = "held";  // impossible for a fresh key or its own grant; asserted below
           } else {
@@ -201,8 +202,9 @@ TEST(EtcdFailoverTest, LeaderKillDuringAcquiresNeverRepeatsOrLowersATokenAndReco
   // The survivors keep serving sessions and releases, and a restarted member rejoins.
   EXPECT_NO_THROW(store->heartbeat(sessions[0].session_id));
   cluster.start(*first_leader);
-  const auto rejoined = store->try_insert("failover/after-rejoin", sessions[0].owner_id,
-                                          sessions[0].session_id, seconds(30));
+  const auto rejoined =
+      store->try_grant("failover/after-rejoin", sessions[0].owner_id, sessions[0].session_id,
+                       GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(rejoined.has_value());
   EXPECT_GT(rejoined->fencing_token, max_before);
 }

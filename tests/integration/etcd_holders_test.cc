@@ -16,7 +16,12 @@
 #include "store/etcd/etcd_store.h"
 #include "support/etcd_server.h"
 #include "support/etcd_store_fixture.h"
+#include "support/grant_asks.h"
 #include "support/subprocess.h"
+
+using dlock::testing::Ask;
+using dlock::testing::permit_ask;
+using dlock::testing::shared_ask;
 
 namespace dlock {
 namespace {
@@ -24,15 +29,15 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr HoldRequest kShared{HoldMode::kShared, 0};
+const Ask kShared = shared_ask();
 
 class EtcdHoldersTest : public testing::EtcdStoreFixture {
  protected:
   EtcdHoldersTest() : EtcdStoreFixture("etcd-holders") {}
 
   std::optional<LockHandle> hold(const std::string& key, const SessionInfo& session,
-                                 HoldRequest request, LockLease lease = seconds(30)) {
-    return store_->try_insert_holder(key, session.owner_id, session.session_id, lease, request);
+                                 const Ask& request, LockLease lease = seconds(30)) {
+    return store_->try_grant(key, session.owner_id, session.session_id, request(lease));
   }
 };
 
@@ -44,10 +49,14 @@ TEST_F(EtcdHoldersTest, SessionBoundExclusiveIsHeldWhileASharedHolderLives) {
   const auto bob = store_->open_session("bob", seconds(30));
   const auto reader = hold(key, alice, kShared);
   ASSERT_TRUE(reader.has_value());
-  EXPECT_FALSE(store_->try_insert(key, "bob", bob.session_id, LockLease::session()).has_value());
+  EXPECT_FALSE(
+      store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(LockLease::session()))
+          .has_value());
   ASSERT_EQ(store_->read_holders(key).size(), 1u);
-  ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, reader->fencing_token));
-  const auto writer = store_->try_insert(key, "bob", bob.session_id, LockLease::session());
+  ASSERT_TRUE(
+      store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, reader->fencing_token}));
+  const auto writer =
+      store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(LockLease::session()));
   ASSERT_TRUE(writer.has_value());
   EXPECT_GT(writer->fencing_token, reader->fencing_token);
 }
@@ -72,11 +81,14 @@ TEST_F(EtcdHoldersTest, HolderKeysCollideWithNoOtherName) {
     ASSERT_EQ(store_->read_holders(other).size(), 1u);
     EXPECT_EQ(store_->read_holders(other)[0].key, other);
     // A permit of 2 under the held name stays held (shared holders live), whatever else exists.
-    EXPECT_FALSE(hold(key, bob, HoldRequest{HoldMode::kPermit, 2}).has_value());
-    ASSERT_TRUE(store_->delete_if_owner(other, "bob", bob.session_id, shared->fencing_token));
-    const auto lock = store_->try_insert(other, "bob", bob.session_id, seconds(30));
+    EXPECT_FALSE(hold(key, bob, permit_ask(2)).has_value());
+    ASSERT_TRUE(
+        store_->delete_if_owner(GrantRef{other, "bob", bob.session_id, shared->fencing_token}));
+    const auto lock =
+        store_->try_grant(other, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)));
     ASSERT_TRUE(lock.has_value());
-    ASSERT_TRUE(store_->delete_if_owner(other, "bob", bob.session_id, lock->fencing_token));
+    ASSERT_TRUE(
+        store_->delete_if_owner(GrantRef{other, "bob", bob.session_id, lock->fencing_token}));
   }
   const auto holders = store_->read_holders(key);
   ASSERT_EQ(holders.size(), 1u);
@@ -96,7 +108,7 @@ TEST_F(EtcdHoldersTest, ConcurrentPermitRequestsOfOneSessionTakeOneSlot) {
       threads.emplace_back([&] {
         start.arrive_and_wait();
         try {
-          hold(key, alice, HoldRequest{HoldMode::kPermit, 8});
+          hold(key, alice, permit_ask(8));
         } catch (const ContentionError&) {
           // Lost every race to the session's own other requests: allowed.
         }
@@ -111,7 +123,7 @@ TEST_F(EtcdHoldersTest, ConcurrentPermitRequestsOfOneSessionTakeOneSlot) {
 TEST_F(EtcdHoldersTest, WatchReleasesReportsAHolderExpiring) {
   const auto key = fresh_key("expiry");
   const auto alice = store_->open_session("alice", seconds(30));
-  const auto permit = hold(key, alice, HoldRequest{HoldMode::kPermit, 3}, seconds(1));
+  const auto permit = hold(key, alice, permit_ask(3), seconds(1));
   ASSERT_TRUE(permit.has_value());
   std::atomic<int> calls{0};
   auto subscription = store_->watch_releases(key, [&] { ++calls; });

@@ -52,8 +52,8 @@ TEST_F(EtcdStoreTest, ConcurrentAcquiresOfOneKeyYieldExactlyOneGrant) {
     for (int i = 0; i < kThreads; ++i) {
       threads.emplace_back([&, i] {
         start.arrive_and_wait();
-        const auto handle =
-            store_->try_insert(key, sessions[i].owner_id, sessions[i].session_id, seconds(30));
+        const auto handle = store_->try_grant(key, sessions[i].owner_id, sessions[i].session_id,
+                                              GrantRequest::exclusive(seconds(30)));
         if (handle) {
           ++grants;
           won[i] = handle->fencing_token;
@@ -81,7 +81,8 @@ TEST_F(EtcdStoreTest, TokenEqualsGrantingTxnHeaderRevisionAndIsNonZero) {
   const auto session = store->open_session("alice", seconds(60));
   const auto key = fresh_key("token");
   const std::int64_t before = etcd_->raw().current_revision();
-  const auto handle = store->try_insert(key, "alice", session.session_id, seconds(30));
+  const auto handle =
+      store->try_grant(key, "alice", session.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(handle.has_value());
   EXPECT_GT(handle->fencing_token, 0u);
   EXPECT_GT(static_cast<std::int64_t>(handle->fencing_token), before);
@@ -99,7 +100,8 @@ TEST_F(EtcdStoreTest, AcquireRawDeleteCyclesGiveStrictlyIncreasingTokens) {
   const auto key = fresh_key("cycles");
   std::vector<FencingToken> tokens;
   for (int cycle = 0; cycle < 8; ++cycle) {
-    const auto handle = store_->try_insert(key, "alice", session.session_id, seconds(30));
+    const auto handle =
+        store_->try_grant(key, "alice", session.session_id, GrantRequest::exclusive(seconds(30)));
     ASSERT_TRUE(handle.has_value()) << "cycle " << cycle;
     tokens.push_back(handle->fencing_token);
     etcd_->raw().remove(format_lock_key(key));  // bypasses the store entirely
@@ -111,7 +113,7 @@ TEST_F(EtcdStoreTest, AcquireRawDeleteCyclesGiveStrictlyIncreasingTokens) {
 
 // Token = revision of the granting Txn, not the current one (ADR-0006): unrelated writes move the
 // cluster revision; the handle's token must not move with them. The first write lands between the
-// granting Txn's answer and try_insert's return, where a re-read of the token would see it.
+// granting Txn's answer and try_grant's return, where a re-read of the token would see it.
 TEST_F(EtcdStoreTest, UnrelatedWriteAfterGrantDoesNotChangeTheToken) {
   const std::string unrelated = "/unrelated/" + fresh_key("noise");
   std::int64_t noise_revision = 0;
@@ -119,7 +121,8 @@ TEST_F(EtcdStoreTest, UnrelatedWriteAfterGrantDoesNotChangeTheToken) {
       make_store([&](std::string_view) { noise_revision = etcd_->raw().put(unrelated, "noise"); });
   const auto session = store->open_session("alice", seconds(60));
   const auto key = fresh_key("no-refresh");
-  const auto handle = store->try_insert(key, "alice", session.session_id, seconds(30));
+  const auto handle =
+      store->try_grant(key, "alice", session.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(handle.has_value());
   const FencingToken granted = handle->fencing_token;
   EXPECT_LT(static_cast<std::int64_t>(granted), noise_revision)
@@ -129,14 +132,14 @@ TEST_F(EtcdStoreTest, UnrelatedWriteAfterGrantDoesNotChangeTheToken) {
   EXPECT_EQ(etcd_->raw().get(format_lock_key(key))->mod_revision,
             static_cast<std::int64_t>(granted));
   EXPECT_EQ(store->read(key)->fencing_token, granted);
-  EXPECT_EQ(store->extend(*handle, seconds(30)).fencing_token, granted);
-  EXPECT_TRUE(store->delete_if_owner(key, "alice", session.session_id, granted));
+  EXPECT_EQ(store->extend(handle->ref(), seconds(30)).fencing_token, granted);
+  EXPECT_TRUE(store->delete_if_owner(GrantRef{key, "alice", session.session_id, granted}));
 }
 
 TEST_F(EtcdStoreTest, LockKeyLayoutAndValue) {
   const auto session = store_->open_session("alice", seconds(60));
-  const auto handle =
-      store_->try_insert("payments/batch/17", "alice", session.session_id, seconds(30));
+  const auto handle = store_->try_grant("payments/batch/17", "alice", session.session_id,
+                                        GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(handle.has_value());
   const auto raw = etcd_->raw().get("/dlock/payments/lock/batch/17");
   ASSERT_TRUE(raw.has_value());
@@ -144,7 +147,8 @@ TEST_F(EtcdStoreTest, LockKeyLayoutAndValue) {
   EXPECT_NE(raw->value.find("alice"), std::string::npos);
   EXPECT_NE(raw->value.find(session.session_id), std::string::npos);
   EXPECT_EQ(store::etcd::parse_lock_key("/dlock/payments/lock/batch/17"), "payments/batch/17");
-  EXPECT_THROW(store_->try_insert("no-namespace", "alice", session.session_id, seconds(30)),
+  EXPECT_THROW(store_->try_grant("no-namespace", "alice", session.session_id,
+                                 GrantRequest::exclusive(seconds(30))),
                InvalidArgumentError);
 }
 
@@ -173,7 +177,8 @@ TEST_F(EtcdStoreTest, SessionOpenedThroughOneStoreWorksThroughAnother) {
   EXPECT_EQ(other->heartbeat(session.session_id).owner_id, "alice");
   ASSERT_TRUE(other->get_session(session.session_id).has_value());
   const auto key = fresh_key("other-store");
-  const auto handle = other->try_insert(key, "alice", session.session_id, seconds(30));
+  const auto handle =
+      other->try_grant(key, "alice", session.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(handle.has_value());
   const auto released = other->close_session(session.session_id);
   ASSERT_EQ(released.size(), 1u);
@@ -181,7 +186,8 @@ TEST_F(EtcdStoreTest, SessionOpenedThroughOneStoreWorksThroughAnother) {
   EXPECT_THROW(store_->heartbeat(session.session_id), SessionNotFoundError);
   EXPECT_FALSE(store_->get_session(session.session_id).has_value());
   EXPECT_THROW(store_->close_session(session.session_id), SessionNotFoundError);
-  EXPECT_THROW(store_->try_insert(fresh_key("closed"), "alice", session.session_id, seconds(30)),
+  EXPECT_THROW(store_->try_grant(fresh_key("closed"), "alice", session.session_id,
+                                 GrantRequest::exclusive(seconds(30))),
                SessionNotFoundError);
 }
 
@@ -191,23 +197,29 @@ TEST_F(EtcdStoreTest, WatchStartsAfterTheRevisionSeenHeld) {
   const auto alice = store_->open_session("alice", seconds(60));
   const auto bob = store_->open_session("bob", seconds(60));
   const auto key = fresh_key("watch");
-  const auto held = store_->try_insert(key, "alice", alice.session_id, seconds(30));
+  const auto held =
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(held.has_value());
-  ASSERT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)).has_value());
+  ASSERT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)))
+                   .has_value());
   std::atomic<int> calls{0};
   auto subscription = store_->watch_releases(key, [&] { ++calls; });
   // A full round trip through etcd, then: no event, no call.
   etcd_->raw().put("/unrelated/" + key, "x");
   store_->read(key);
   EXPECT_EQ(calls.load(), 0) << "spurious wake-up from a watch that knew its start revision";
-  ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, held->fencing_token));
+  ASSERT_TRUE(
+      store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, held->fencing_token}));
   EXPECT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)));
 
   // Released before the subscription existed: replayed from the remembered revision.
-  const auto again = store_->try_insert(key, "alice", alice.session_id, seconds(30));
+  const auto again =
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(again.has_value());
-  ASSERT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)).has_value());
-  ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, again->fencing_token));
+  ASSERT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)))
+                   .has_value());
+  ASSERT_TRUE(
+      store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, again->fencing_token}));
   std::atomic<int> late_calls{0};
   auto late = store_->watch_releases(key, [&] { ++late_calls; });
   EXPECT_TRUE(testing::wait_for([&] { return late_calls.load() >= 1; }, seconds(10)))
@@ -218,9 +230,11 @@ TEST_F(EtcdStoreTest, LeaseExpiryOfAGrantIsReportedAsARelease) {
   const auto alice = store_->open_session("alice", seconds(60));
   const auto bob = store_->open_session("bob", seconds(60));
   const auto key = fresh_key("lease-expiry");
-  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, seconds(1)).has_value());
+  ASSERT_TRUE(store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(1)))
+                  .has_value());
   // A failed acquire first, so the watch starts at a known revision and cannot fire spuriously.
-  ASSERT_FALSE(store_->try_insert(key, "bob", bob.session_id, seconds(30)).has_value());
+  ASSERT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)))
+                   .has_value());
   std::atomic<int> calls{0};
   auto subscription = store_->watch_releases(key, [&] { ++calls; });
   EXPECT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)));
@@ -236,18 +250,20 @@ class PooledLeaseTest : public EtcdStoreTest {
   void expect_reused_and_renewed(std::chrono::seconds ttl, milliseconds pause) {
     const auto alice = store_->open_session("alice", seconds(60));
     const auto first_key = fresh_key("pooled-a");
-    const auto first = store_->try_insert(first_key, "alice", alice.session_id, ttl);
+    const auto first =
+        store_->try_grant(first_key, "alice", alice.session_id, GrantRequest::exclusive(ttl));
     ASSERT_TRUE(first.has_value());
     const auto first_raw = etcd_->raw().get(format_lock_key(first_key));
     ASSERT_TRUE(first_raw.has_value());
-    ASSERT_TRUE(
-        store_->delete_if_owner(first_key, "alice", alice.session_id, first->fencing_token));
+    ASSERT_TRUE(store_->delete_if_owner(
+        GrantRef{first_key, "alice", alice.session_id, first->fencing_token}));
 
     // Real time: the lease's age when the next grant reuses it is the case under test.
     std::this_thread::sleep_for(pause);
     const auto second_key = fresh_key("pooled-b");
     const auto before = SteadyClock::now();
-    const auto second = store_->try_insert(second_key, "alice", alice.session_id, ttl);
+    const auto second =
+        store_->try_grant(second_key, "alice", alice.session_id, GrantRequest::exclusive(ttl));
     ASSERT_TRUE(second.has_value());
     EXPECT_GE(second->client_deadline, before + ttl) << "the grant was promised less than its TTL";
     const auto second_raw = etcd_->raw().get(format_lock_key(second_key));
@@ -281,12 +297,17 @@ TEST_F(PooledLeaseTest, ReusedGrantLeaseIsRenewedAlongsideTheTxn) {
 TEST_F(EtcdStoreTest, RevokedGrantLeaseIsNotReused) {
   const auto alice = store_->open_session("alice", seconds(60));
   const auto revoked_key = fresh_key("revoked");
-  ASSERT_TRUE(store_->try_insert(revoked_key, "alice", alice.session_id, seconds(30)).has_value());
+  ASSERT_TRUE(
+      store_
+          ->try_grant(revoked_key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)))
+          .has_value());
   const auto revoked_raw = etcd_->raw().get(format_lock_key(revoked_key));
   ASSERT_TRUE(revoked_raw.has_value());
   ASSERT_TRUE(store_->revoke(revoked_key).revoked);
   const auto next_key = fresh_key("after-revoke");
-  ASSERT_TRUE(store_->try_insert(next_key, "alice", alice.session_id, seconds(30)).has_value());
+  ASSERT_TRUE(
+      store_->try_grant(next_key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)))
+          .has_value());
   const auto next_raw = etcd_->raw().get(format_lock_key(next_key));
   ASSERT_TRUE(next_raw.has_value());
   EXPECT_NE(next_raw->lease, revoked_raw->lease);
@@ -298,7 +319,8 @@ TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {
   const auto alice = store_->open_session("alice", seconds(60));
   const auto bob = store_->open_session("bob", seconds(60));
   const auto key = fresh_key("outage");
-  const auto handle = store_->try_insert(key, "alice", alice.session_id, seconds(30));
+  const auto handle =
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(handle.has_value());
   // A pooled grant lease and an open keep-alive stream, so the outage hits both: an acquire then
   // begins with a keep-alive on that stream.
@@ -306,11 +328,15 @@ TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {
     // Held at once, so they are two leases; released, both go to the pool.
     const auto first_key = fresh_key("outage-pooled");
     const auto second_key = fresh_key("outage-pooled");
-    const auto first = store_->try_insert(first_key, "bob", bob.session_id, seconds(30));
-    const auto second = store_->try_insert(second_key, "bob", bob.session_id, seconds(30));
+    const auto first =
+        store_->try_grant(first_key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)));
+    const auto second =
+        store_->try_grant(second_key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)));
     ASSERT_TRUE(first.has_value() && second.has_value());
-    ASSERT_TRUE(store_->delete_if_owner(first_key, "bob", bob.session_id, first->fencing_token));
-    ASSERT_TRUE(store_->delete_if_owner(second_key, "bob", bob.session_id, second->fencing_token));
+    ASSERT_TRUE(
+        store_->delete_if_owner(GrantRef{first_key, "bob", bob.session_id, first->fencing_token}));
+    ASSERT_TRUE(store_->delete_if_owner(
+        GrantRef{second_key, "bob", bob.session_id, second->fencing_token}));
   }
   store_->heartbeat(alice.session_id);
   std::atomic<int> calls{0};
@@ -321,17 +347,18 @@ TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {
   for (const auto& target : {key, fresh_key("outage-free"), fresh_key("outage-free")}) {
     const auto started = SteadyClock::now();
     try {
-      const auto result = store_->try_insert(target, "bob", bob.session_id, seconds(30));
-      ADD_FAILURE() << "try_insert during an outage returned " << (result ? "a grant" : "held");
+      const auto result =
+          store_->try_grant(target, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)));
+      ADD_FAILURE() << "try_grant during an outage returned " << (result ? "a grant" : "held");
     } catch (const UnavailableError& error) {
-      std::cout << "outage: try_insert(" << target << ") -> " << to_string(error.code()) << ": "
+      std::cout << "outage: try_grant(" << target << ") -> " << to_string(error.code()) << ": "
                 << error.what() << "\n";
     }
     // The calls have a 2 s timeout; a call may chain two of them (keep-alive, then Txn).
     EXPECT_LE(SteadyClock::now() - started, milliseconds(4500)) << "not bounded by its timeout";
   }
   EXPECT_THROW(store_->read(key), UnavailableError);
-  EXPECT_THROW(store_->extend(*handle, seconds(30)), UnavailableError);
+  EXPECT_THROW(store_->extend(handle->ref(), seconds(30)), UnavailableError);
   EXPECT_THROW(store_->heartbeat(alice.session_id), UnavailableError);
   EXPECT_THROW(store_->open_session("carol", seconds(60)), UnavailableError);
   etcd_->start(0);
@@ -349,9 +376,11 @@ TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {
   EXPECT_GT(store_->heartbeat(alice.session_id).expires_at, WallClock::now());
   // The watch stream reconnected and resumed: a release now is reported.
   const int before_release = calls.load();
-  ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, handle->fencing_token));
+  ASSERT_TRUE(
+      store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, handle->fencing_token}));
   EXPECT_TRUE(testing::wait_for([&] { return calls.load() > before_release; }, seconds(15)));
-  const auto next = store_->try_insert(key, "bob", bob.session_id, seconds(30));
+  const auto next =
+      store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(next.has_value());
   EXPECT_GT(next->fencing_token, handle->fencing_token);
 }
@@ -387,7 +416,8 @@ TEST_F(EtcdTlsTest, StoreWorksOverTls) {
   ASSERT_EQ(etcd_->endpoints().rfind("https://", 0), 0u);
   const auto store = make_store(etcd_->tls().ca);
   const auto session = store->open_session("alice", seconds(60));
-  const auto handle = store->try_insert("tls/key", "alice", session.session_id, seconds(30));
+  const auto handle = store->try_grant("tls/key", "alice", session.session_id,
+                                       GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(handle.has_value());
   EXPECT_EQ(store->read("tls/key")->fencing_token, handle->fencing_token);
   const auto raw = etcd_->raw().get(format_lock_key("tls/key"));

@@ -41,11 +41,13 @@ FencingToken issue_tokens(Backend& store, int count) {
   FencingToken highest = 0;
   for (int i = 0; i < count; ++i) {
     const std::string key = "restore/key-" + std::to_string(i);
-    const auto handle = store.try_insert(key, session.owner_id, session.session_id, seconds(30));
+    const auto handle = store.try_grant(key, session.owner_id, session.session_id,
+                                        GrantRequest::exclusive(seconds(30)));
     if (!handle) throw std::runtime_error("key " + key + " unexpectedly held");
     EXPECT_GT(handle->fencing_token, highest) << "tokens must increase";
     highest = handle->fencing_token;
-    store.delete_if_owner(key, session.owner_id, session.session_id, handle->fencing_token);
+    store.delete_if_owner(
+        GrantRef{key, session.owner_id, session.session_id, handle->fencing_token});
   }
   store.close_session(session.session_id);
   return highest;
@@ -53,10 +55,10 @@ FencingToken issue_tokens(Backend& store, int count) {
 
 FencingToken one_grant(Backend& store) {
   const auto session = store.open_session("restore-test-after", seconds(60));
-  const auto handle =
-      store.try_insert("restore/after", session.owner_id, session.session_id, seconds(30));
+  const auto handle = store.try_grant("restore/after", session.owner_id, session.session_id,
+                                      GrantRequest::exclusive(seconds(30)));
   if (!handle) throw std::runtime_error("restore/after unexpectedly held");
-  store.delete_if_owner(handle->key, handle->owner_id, handle->session_id, handle->fencing_token);
+  store.delete_if_owner(handle->ref());
   return handle->fencing_token;
 }
 

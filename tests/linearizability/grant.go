@@ -1,7 +1,7 @@
 package lincheck
 
 // Grants: who may hold a key at once (C3 "Read-write locks and semaphores", the SPI's
-// try_insert / try_insert_holder / try_insert_leader), and the election's own calls.
+// try_grant of each kind of GrantRequest), and the election's own calls.
 //
 //   - exclusive (a lock, a leader): alone. The session holding the key exclusive re-acquires
 //     it (re-entrant) with a new, greater token; a session holding it shared does not upgrade.

@@ -35,12 +35,13 @@ class EtcdElectionsTest : public testing::EtcdStoreFixture {
 TEST_F(EtcdElectionsTest, ProclaimKeepsTheLeaseAndTheTokenAndMovesTheRevision) {
   const auto key = fresh_key("lease");
   const auto alice = store_->open_session("alice", seconds(30));
-  const auto leader = store_->try_insert_leader(key, "alice", alice.session_id, seconds(30), "a");
+  const auto leader =
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::leader("a", seconds(30)));
   ASSERT_TRUE(leader.has_value());
   const auto before = etcd_->raw().get(store::etcd::format_lock_key(key));
   ASSERT_TRUE(before.has_value());
   EXPECT_EQ(before->mod_revision, static_cast<std::int64_t>(leader->fencing_token));
-  const auto proclaimed = store_->proclaim(*leader, "b");
+  const auto proclaimed = store_->proclaim(leader->ref(), "b");
   const auto after = etcd_->raw().get(store::etcd::format_lock_key(key));
   ASSERT_TRUE(after.has_value());
   EXPECT_NE(after->lease, 0) << "the proclaim detached the key from its lease";
@@ -57,20 +58,22 @@ TEST_F(EtcdElectionsTest, ProclaimedLeaderIsHandedOverAndRevokedByItsToken) {
   const auto key = fresh_key("handover");
   const auto alice = store_->open_session("alice", seconds(30));
   const auto bob = store_->open_session("bob", seconds(30));
-  const auto leader = store_->try_insert_leader(key, "alice", alice.session_id, seconds(30), "a");
+  const auto leader =
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::leader("a", seconds(30)));
   ASSERT_TRUE(leader.has_value());
-  store_->proclaim(*leader, "b");
-  store_->proclaim(*leader, "c");
-  const auto next = store_->handover(*leader, "bob", bob.session_id, seconds(30));
+  store_->proclaim(leader->ref(), "b");
+  store_->proclaim(leader->ref(), "c");
+  const auto next = store_->handover(leader->ref(), "bob", bob.session_id, seconds(30));
   ASSERT_TRUE(next.has_value());
   EXPECT_GT(next->fencing_token, leader->fencing_token);
   EXPECT_FALSE(store_->read(key)->value.has_value());
-  EXPECT_THROW(store_->proclaim(*leader, "stale"), LockLostError);
+  EXPECT_THROW(store_->proclaim(leader->ref(), "stale"), LockLostError);
 
-  ASSERT_TRUE(store_->delete_if_owner(key, "bob", bob.session_id, next->fencing_token));
-  const auto second = store_->try_insert_leader(key, "bob", bob.session_id, seconds(30), "x");
+  ASSERT_TRUE(store_->delete_if_owner(GrantRef{key, "bob", bob.session_id, next->fencing_token}));
+  const auto second =
+      store_->try_grant(key, "bob", bob.session_id, GrantRequest::leader("x", seconds(30)));
   ASSERT_TRUE(second.has_value());
-  store_->proclaim(*second, "y");
+  store_->proclaim(second->ref(), "y");
   const auto revoked = store_->revoke(key);
   EXPECT_TRUE(revoked.revoked);
   EXPECT_EQ(revoked.fencing_token, second->fencing_token);
@@ -84,28 +87,28 @@ TEST_F(EtcdElectionsTest, ProclaimedSessionBoundLeaderExtendsHandsOverAndCloses)
   const auto key = fresh_key("bound");
   const auto alice = store_->open_session("alice", seconds(30));
   const auto bob = store_->open_session("bob", seconds(30));
-  const auto leader =
-      store_->try_insert_leader(key, "alice", alice.session_id, LockLease::session(), "a");
+  const auto leader = store_->try_grant(key, "alice", alice.session_id,
+                                        GrantRequest::leader("a", LockLease::session()));
   ASSERT_TRUE(leader.has_value());
-  const auto proclaimed = store_->proclaim(*leader, "b");
+  const auto proclaimed = store_->proclaim(leader->ref(), "b");
   EXPECT_TRUE(proclaimed.session_bound);
   const auto raw = etcd_->raw().get(store::etcd::format_lock_key(key));
   ASSERT_TRUE(raw.has_value());
   EXPECT_NE(raw->lease, 0);
-  const auto extended = store_->extend(*leader, seconds(10));
+  const auto extended = store_->extend(leader->ref(), seconds(10));
   EXPECT_EQ(extended.fencing_token, leader->fencing_token);
   EXPECT_EQ(store_->read(key)->value, std::optional<std::string>("b"));
-  const auto next = store_->handover(*leader, "bob", bob.session_id, LockLease::session());
+  const auto next = store_->handover(leader->ref(), "bob", bob.session_id, LockLease::session());
   ASSERT_TRUE(next.has_value());
   EXPECT_GT(next->fencing_token, leader->fencing_token);
   EXPECT_FALSE(store_->read(key)->value.has_value());
 
   const auto other = fresh_key("bound-closed");
   const auto carol = store_->open_session("carol", seconds(30));
-  const auto second =
-      store_->try_insert_leader(other, "carol", carol.session_id, LockLease::session(), "c");
+  const auto second = store_->try_grant(other, "carol", carol.session_id,
+                                        GrantRequest::leader("c", LockLease::session()));
   ASSERT_TRUE(second.has_value());
-  store_->proclaim(*second, "d");
+  store_->proclaim(second->ref(), "d");
   const auto released = store_->close_session(carol.session_id);
   ASSERT_EQ(released.size(), 1u);
   EXPECT_EQ(released[0].fencing_token, second->fencing_token);
@@ -125,13 +128,17 @@ TEST_F(EtcdElectionsTest, WatchWakesForALeaderNeverForAPlainGrant) {
   // A window for further wake-ups of the watch's creation, which have no other sign.
   std::this_thread::sleep_for(milliseconds(200));
   const int created = calls.load();
-  const auto lock = store_->try_insert(key, "alice", alice.session_id, seconds(30));
+  const auto lock =
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(lock.has_value());
-  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, seconds(30)).has_value());
+  ASSERT_TRUE(
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)))
+          .has_value());
   // A window in which a wrong wake-up would arrive (nothing happening has no sign).
   std::this_thread::sleep_for(milliseconds(500));
   EXPECT_EQ(calls.load(), created) << "a plain grant woke the waiters";
-  const auto leader = store_->try_insert_leader(key, "alice", alice.session_id, seconds(30), "v");
+  const auto leader =
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::leader("v", seconds(30)));
   ASSERT_TRUE(leader.has_value());
   EXPECT_TRUE(testing::wait_for([&] { return calls.load() > created; }, seconds(10)))
       << "a leader's grant was not reported";

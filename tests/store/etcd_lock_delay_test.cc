@@ -38,10 +38,11 @@ class EtcdLockDelayTest : public testing::EtcdStoreFixture {
 TEST_F(EtcdLockDelayTest, NoLockDelayWritesNoMarker) {
   const auto key = fresh_key("none"), shared = fresh_key("shared");
   const auto alice = store_->open_session("alice", seconds(30));
-  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, seconds(30)));
+  ASSERT_TRUE(
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30))));
   EXPECT_FALSE(marked(key));
   ASSERT_TRUE(
-      store_->try_insert_holder(shared, "alice", alice.session_id, seconds(30), HoldRequest{}));
+      store_->try_grant(shared, "alice", alice.session_id, GrantRequest::shared(seconds(30))));
   const auto holder = store::etcd::shared_holder_key(shared, alice.session_id);
   EXPECT_FALSE(etcd_->raw().get(store::etcd::marker_key(shared, holder)).has_value());
 }
@@ -52,26 +53,33 @@ TEST_F(EtcdLockDelayTest, ReleaseHandoverAndCloseLeaveNoMarker) {
   const auto alice = store_->open_session("alice", seconds(30), seconds(5));
   const auto bob = store_->open_session("bob", seconds(30));
 
-  const auto first = store_->try_insert(released, "alice", alice.session_id, seconds(30));
+  const auto first =
+      store_->try_grant(released, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(first.has_value());
   EXPECT_TRUE(marked(released)) << "a grant of a session with a lock-delay has no marker";
-  ASSERT_TRUE(store_->delete_if_owner(released, "alice", alice.session_id, first->fencing_token));
+  ASSERT_TRUE(
+      store_->delete_if_owner(GrantRef{released, "alice", alice.session_id, first->fencing_token}));
   EXPECT_FALSE(marked(released)) << "a release left its marker";
 
-  const auto from = store_->try_insert(handed, "alice", alice.session_id, seconds(30));
+  const auto from =
+      store_->try_grant(handed, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(from.has_value());
-  ASSERT_TRUE(store_->handover(*from, "bob", bob.session_id, seconds(30)));
+  ASSERT_TRUE(store_->handover(from->ref(), "bob", bob.session_id, seconds(30)));
   EXPECT_FALSE(marked(handed)) << "a hand-over to a session without a lock-delay kept the marker";
 
-  ASSERT_TRUE(store_->try_insert(closed, "alice", alice.session_id, seconds(30)));
-  ASSERT_TRUE(store_->try_insert(bound, "alice", alice.session_id, LockLease::session()));
+  ASSERT_TRUE(
+      store_->try_grant(closed, "alice", alice.session_id, GrantRequest::exclusive(seconds(30))));
+  ASSERT_TRUE(store_->try_grant(bound, "alice", alice.session_id,
+                                GrantRequest::exclusive(LockLease::session())));
   EXPECT_TRUE(marked(closed) && marked(bound));
   store_->close_session(alice.session_id);
   EXPECT_FALSE(marked(closed)) << "close_session left the marker of a TTL grant";
   EXPECT_FALSE(marked(bound)) << "close_session left the marker of a session-bound grant";
   store_->reap_expired();  // nothing for the reaper to turn into a delay
-  EXPECT_TRUE(store_->try_insert(closed, "bob", bob.session_id, seconds(30)));
-  EXPECT_TRUE(store_->try_insert(bound, "bob", bob.session_id, seconds(30)));
+  EXPECT_TRUE(
+      store_->try_grant(closed, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))));
+  EXPECT_TRUE(
+      store_->try_grant(bound, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))));
 }
 
 // The plain (no lock-delay) acquire + release pair, one client, printed: the figure the
@@ -82,9 +90,11 @@ TEST_F(EtcdLockDelayTest, PlainAcquireReleasePairCost) {
   constexpr int kPairs = 400;
   const auto started = SteadyClock::now();
   for (int i = 0; i < kPairs; ++i) {
-    const auto held = store_->try_insert(key, "alice", alice.session_id, seconds(30));
+    const auto held =
+        store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
     ASSERT_TRUE(held.has_value());
-    ASSERT_TRUE(store_->delete_if_owner(key, "alice", alice.session_id, held->fencing_token));
+    ASSERT_TRUE(
+        store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, held->fencing_token}));
   }
   const auto took =
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started);

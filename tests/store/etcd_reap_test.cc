@@ -53,7 +53,8 @@ TEST_F(EtcdReapPastFirstPageTest, DeadSessionsGrantPastTheFirstPageIsReleased) {
   fill_prefix(kFill);
   const auto key = fresh_key("dead");
   const auto alice = store_->open_session("alice", seconds(30));
-  ASSERT_TRUE(store_->try_insert(key, "alice", alice.session_id, seconds(60)));
+  ASSERT_TRUE(
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(60))));
   // The session's end as the reaper sees it: its record is gone, its grant's entry is not.
   etcd_->raw().remove(store::etcd::session_record_key(alice.session_id));
 
@@ -77,7 +78,8 @@ TEST_F(EtcdReapSplitSessionTest, LiveSessionSplitAcrossPagesKeepsItsGrant) {
   fill_prefix(static_cast<int>(store::etcd::kReapPageKeys) - 1);
   const auto key = fresh_key("split");
   const auto bob = store_->open_session("bob", seconds(30));
-  const auto grant = store_->try_insert(key, "bob", bob.session_id, seconds(60));
+  const auto grant =
+      store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(60)));
   ASSERT_TRUE(grant.has_value());
   for (int pass = 0; pass < 3; ++pass) {
     const auto report = store_->reap_expired();

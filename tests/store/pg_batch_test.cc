@@ -14,8 +14,12 @@
 #include "store/pg/pg_batch.h"
 #include "store/pg/pg_statements.h"
 #include "store/pg/pg_store.h"
+#include "support/grant_asks.h"
 #include "support/postgres_server.h"
 #include "util/ids.h"
+
+using dlock::testing::Ask;
+using dlock::testing::shared_ask;
 
 namespace dlock::store::pg {
 namespace {
@@ -228,9 +232,9 @@ TEST_F(PgBatchTest, HeartbeatsOfOneBatchRaiseTheirSharedGrantToTheLatestExpiry) 
   const auto shorter = store_->open_session("owner", milliseconds(30000)).session_id;
   const auto longer = store_->open_session("owner", milliseconds(90000)).session_id;
   const auto k = key("shared");
-  const HoldRequest shared{HoldMode::kShared, 0};
-  ASSERT_TRUE(store_->try_insert_holder(k, "owner", longer, LockLease::session(), shared));
-  ASSERT_TRUE(store_->try_insert_holder(k, "owner", shorter, LockLease::session(), shared));
+  const Ask shared = shared_ask();
+  ASSERT_TRUE(store_->try_grant(k, "owner", longer, shared(LockLease::session())));
+  ASSERT_TRUE(store_->try_grant(k, "owner", shorter, shared(LockLease::session())));
   PgWrite first = heartbeat(longer), second = heartbeat(shorter);
   run_batch(*connection_, {&first, &second});
   ASSERT_FALSE(first.error);
@@ -297,8 +301,7 @@ TEST_F(PgBatchTest, HeartbeatOfASessionRowLockedBrieflyIsRenewed) {
 TEST_F(PgBatchTest, FailedMergedHeartbeatIsEachHeartbeatsOwnOutcome) {
   const auto blocked = live_session(), free = live_session();
   const auto k = key("raised");
-  ASSERT_TRUE(store_->try_insert_holder(k, "owner", blocked, LockLease::session(),
-                                        HoldRequest{HoldMode::kShared, 0}));
+  ASSERT_TRUE(store_->try_grant(k, "owner", blocked, GrantRequest::shared(LockLease::session())));
   PgConnection holder(url(), kCallTimeout, {});
   holder.run("BEGIN; SELECT 1 FROM locks WHERE key = '" + k + "' FOR UPDATE");
   PgConnection impatient(url(), kImpatient, prepared_statements());
@@ -364,7 +367,8 @@ class RowHolder {
 TEST_F(PgBatchTest, WritesSharingABatchWithABlockedOneAreGrantedFirst) {
   const auto owner = live_session(), mine = live_session();
   const auto busy = key("busy");
-  ASSERT_TRUE(store_->try_insert(busy, "owner", owner, LockLease::session()));
+  ASSERT_TRUE(
+      store_->try_grant(busy, "owner", owner, GrantRequest::exclusive(LockLease::session())));
   const auto token = store_->read(busy)->fencing_token;
   const auto k1 = key("1"), k2 = key("2");
   PgWrite blocked = acquire(busy, mine), first = acquire(k1, mine), second = acquire(k2, mine);
@@ -398,7 +402,8 @@ TEST_F(PgBatchTest, ABatchOfBlockedWritesIsAnsweredWithinTwoCallTimeouts) {
   std::vector<std::string> busy;
   for (int i = 0; i < 5; ++i) {
     busy.push_back(key("busy" + std::to_string(i)));
-    ASSERT_TRUE(store_->try_insert(busy.back(), "owner", owner, LockLease::session()));
+    ASSERT_TRUE(store_->try_grant(busy.back(), "owner", owner,
+                                  GrantRequest::exclusive(LockLease::session())));
   }
   std::vector<PgWrite> writes;
   for (const auto& k : busy) writes.push_back(acquire(k, mine));

@@ -51,8 +51,8 @@ class PgElectionsTest : public ::testing::Test {
     const auto marker = key();
     std::atomic<int> calls{0};
     auto subscription = store_->watch_releases(marker, [&] { ++calls; });
-    ASSERT_TRUE(store_->try_insert_leader(marker, session.owner_id, session.session_id, seconds(30),
-                                          "marker"));
+    ASSERT_TRUE(store_->try_grant(marker, session.owner_id, session.session_id,
+                                  GrantRequest::leader("marker", seconds(30))));
     ASSERT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)))
         << "a leader grant was not announced";
   }
@@ -71,15 +71,18 @@ TEST_F(PgElectionsTest, GrantsWithoutAValueNotifyNobody) {
   auto subscription = store_->watch_releases(plain, [&] { ++calls; });
 
   // A fresh grant, a re-entrant one (the upsert's DO UPDATE), an extend and a handover.
-  ASSERT_TRUE(store_->try_insert(plain, "alice", alice.session_id, seconds(30)));
-  const auto again = store_->try_insert(plain, "alice", alice.session_id, seconds(30));
+  ASSERT_TRUE(
+      store_->try_grant(plain, "alice", alice.session_id, GrantRequest::exclusive(seconds(30))));
+  const auto again =
+      store_->try_grant(plain, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(again);
-  const auto extended = store_->extend(*again, seconds(40));
-  ASSERT_TRUE(store_->handover(extended, "bob", bob.session_id, seconds(30)));
+  const auto extended = store_->extend(again->ref(), seconds(40));
+  ASSERT_TRUE(store_->handover(extended.ref(), "bob", bob.session_id, seconds(30)));
   // A held attempt and a shared holder of another name write nothing with a value either.
-  EXPECT_FALSE(store_->try_insert(plain, "alice", alice.session_id, seconds(30)));
-  ASSERT_TRUE(store_->try_insert_holder(key(), "alice", alice.session_id, seconds(30),
-                                        HoldRequest{HoldMode::kShared, 0}));
+  EXPECT_FALSE(
+      store_->try_grant(plain, "alice", alice.session_id, GrantRequest::exclusive(seconds(30))));
+  ASSERT_TRUE(
+      store_->try_grant(key(), "alice", alice.session_id, GrantRequest::shared(seconds(30))));
 
   drain_notifications(alice);
   EXPECT_EQ(calls.load(), 0) << "a grant without a value notified the key's waiters";
@@ -88,13 +91,14 @@ TEST_F(PgElectionsTest, GrantsWithoutAValueNotifyNobody) {
 TEST_F(PgElectionsTest, ExtendingALeaderNotifiesNobody) {
   const auto alice = store_->open_session("alice", seconds(60));
   const auto name = key();
-  const auto leader = store_->try_insert_leader(name, "alice", alice.session_id, seconds(30), "a");
+  const auto leader =
+      store_->try_grant(name, "alice", alice.session_id, GrantRequest::leader("a", seconds(30)));
   ASSERT_TRUE(leader);
   drain_notifications(alice);  // the leader's own announcement is delivered before this returns
 
   std::atomic<int> calls{0};
   auto subscription = store_->watch_releases(name, [&] { ++calls; });
-  store_->extend(*leader, seconds(40));
+  store_->extend(leader->ref(), seconds(40));
   drain_notifications(alice);
   EXPECT_EQ(calls.load(), 0) << "an extend (no new leader, no new value) notified";
   EXPECT_EQ(store_->read(name)->value, std::optional<std::string>("a"));
@@ -105,12 +109,13 @@ TEST_F(PgElectionsTest, ExtendingALeaderNotifiesNobody) {
 TEST_F(PgElectionsTest, ProclaimNeedsTheLeadersSessionLive) {
   const auto alice = store_->open_session("alice", seconds(1));
   const auto name = key();
-  const auto leader = store_->try_insert_leader(name, "alice", alice.session_id, seconds(60), "a");
+  const auto leader =
+      store_->try_grant(name, "alice", alice.session_id, GrantRequest::leader("a", seconds(60)));
   ASSERT_TRUE(leader);
   ASSERT_TRUE(
       testing::wait_for([&] { return !store_->get_session(alice.session_id); }, seconds(10)));
-  EXPECT_THROW(store_->proclaim(*leader, "b"), LockLostError);
-  EXPECT_THROW(store_->extend(*leader, seconds(30)), LockLostError);
+  EXPECT_THROW(store_->proclaim(leader->ref(), "b"), LockLostError);
+  EXPECT_THROW(store_->extend(leader->ref(), seconds(30)), LockLostError);
 }
 
 }  // namespace

@@ -19,8 +19,12 @@
 #include "store/pg/pg_connection.h"
 #include "store/pg/pg_statements.h"
 #include "store/pg/pg_store.h"
+#include "support/grant_asks.h"
 #include "support/postgres_server.h"
 #include "util/ids.h"
+
+using dlock::testing::Ask;
+using dlock::testing::shared_ask;
 
 namespace dlock::store::pg {
 namespace {
@@ -28,7 +32,7 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr milliseconds kCallTimeout{5000};
-const HoldRequest kShared{HoldMode::kShared, 0};
+const Ask kShared = shared_ask();
 
 class PgHoldersTest : public ::testing::Test {
  protected:
@@ -95,8 +99,7 @@ TEST_F(PgHoldersTest, PermitCountSeesAPermitCommittedWhileTheGrantWaited) {
   const auto rival_session = session(), mine = session();
   ASSERT_GT(rival_grant(k, rival_session, "permit", 1), 0);
   auto granted = std::async(std::launch::async, [&] {
-    return store_->try_insert_holder(k, "owner", mine, milliseconds(60000),
-                                     HoldRequest{HoldMode::kPermit, 1});
+    return store_->try_grant(k, "owner", mine, GrantRequest::permit(1, milliseconds(60000)));
   });
   wait_until_blocked();
   commit_rival();
@@ -109,17 +112,17 @@ TEST_F(PgHoldersTest, PermitCountSeesAPermitCommittedWhileTheGrantWaited) {
 TEST_F(PgHoldersTest, ReleaseSeesAReaderCommittedWhileItWaited) {
   const auto k = key();
   const auto reader = session(), rival_session = session(), writer = session();
-  const auto first = store_->try_insert_holder(k, "owner", reader, milliseconds(60000), kShared);
+  const auto first = store_->try_grant(k, "owner", reader, kShared(milliseconds(60000)));
   ASSERT_TRUE(first);
   ASSERT_GT(rival_grant(k, rival_session, "shared", 0), 0);
   auto released = std::async(std::launch::async, [&] {
-    return store_->delete_if_owner(k, "owner", reader, first->fencing_token);
+    return store_->delete_if_owner(GrantRef{k, "owner", reader, first->fencing_token});
   });
   wait_until_blocked();
   commit_rival();
   EXPECT_TRUE(released.get());
   ASSERT_EQ(store_->read_holders(k).size(), 1u);
-  EXPECT_FALSE(store_->try_insert(k, "owner", writer, milliseconds(60000)))
+  EXPECT_FALSE(store_->try_grant(k, "owner", writer, GrantRequest::exclusive(milliseconds(60000))))
       << "a writer was granted while a reader lives";
 }
 
@@ -139,7 +142,7 @@ TEST_F(PgHoldersTest, HeartbeatRaisesTheGroupOfAReaderGrantedWhileItWaited) {
   std::this_thread::sleep_for(milliseconds(1300));  // past the first expiry, before the renewed
   ASSERT_TRUE(store_->get_session(reader));
   EXPECT_EQ(store_->read_holders(k).size(), 1u);
-  EXPECT_FALSE(store_->try_insert(k, "owner", writer, milliseconds(60000)))
+  EXPECT_FALSE(store_->try_grant(k, "owner", writer, GrantRequest::exclusive(milliseconds(60000))))
       << "a writer was granted while a session-bound reader lives";
 }
 
@@ -148,7 +151,7 @@ TEST_F(PgHoldersTest, HeartbeatRaisesTheGroupOfAReaderGrantedWhileItWaited) {
 TEST_F(PgHoldersTest, RevokeRemovesAReaderCommittedWhileItWaited) {
   const auto k = key();
   const auto reader = session(), rival_session = session(), writer = session();
-  ASSERT_TRUE(store_->try_insert_holder(k, "owner", reader, milliseconds(60000), kShared));
+  ASSERT_TRUE(store_->try_grant(k, "owner", reader, kShared(milliseconds(60000))));
   const auto rival_token = rival_grant(k, rival_session, "shared", 0);
   ASSERT_GT(rival_token, 0);
   auto revoked = std::async(std::launch::async, [&] { return store_->revoke(k); });
@@ -158,7 +161,7 @@ TEST_F(PgHoldersTest, RevokeRemovesAReaderCommittedWhileItWaited) {
   EXPECT_TRUE(outcome.revoked);
   EXPECT_EQ(outcome.fencing_token, static_cast<FencingToken>(rival_token));
   EXPECT_TRUE(store_->read_holders(k).empty()) << "a reader outlived the revoke";
-  EXPECT_TRUE(store_->try_insert(k, "owner", writer, milliseconds(60000)));
+  EXPECT_TRUE(store_->try_grant(k, "owner", writer, GrantRequest::exclusive(milliseconds(60000))));
 }
 
 // A group row is no grant of its own: it never answers as one, its owner and session match no
@@ -166,7 +169,7 @@ TEST_F(PgHoldersTest, RevokeRemovesAReaderCommittedWhileItWaited) {
 TEST_F(PgHoldersTest, GroupRowIsNeverReportedOrReapedWhileItsHoldersLive) {
   const auto k = key();
   const auto reader = session(), other = session();
-  const auto held = store_->try_insert_holder(k, "owner", reader, milliseconds(60000), kShared);
+  const auto held = store_->try_grant(k, "owner", reader, kShared(milliseconds(60000)));
   ASSERT_TRUE(held);
   store_->reap_expired();
   const auto listed = store_->list("holders/", {}, 1000);
@@ -177,10 +180,10 @@ TEST_F(PgHoldersTest, GroupRowIsNeverReportedOrReapedWhileItsHoldersLive) {
     }
   }
   ASSERT_EQ(store_->read_holders(k).size(), 1u);
-  EXPECT_FALSE(store_->delete_if_owner(k, "", "", held->fencing_token));
-  EXPECT_FALSE(store_->try_insert(k, "owner", other, milliseconds(60000)));
-  EXPECT_TRUE(store_->delete_if_owner(k, "owner", reader, held->fencing_token));
-  EXPECT_TRUE(store_->try_insert(k, "owner", other, milliseconds(60000)));
+  EXPECT_FALSE(store_->delete_if_owner(GrantRef{k, "", "", held->fencing_token}));
+  EXPECT_FALSE(store_->try_grant(k, "owner", other, GrantRequest::exclusive(milliseconds(60000))));
+  EXPECT_TRUE(store_->delete_if_owner(GrantRef{k, "owner", reader, held->fencing_token}));
+  EXPECT_TRUE(store_->try_grant(k, "owner", other, GrantRequest::exclusive(milliseconds(60000))));
 }
 
 // A reader that shortens its own lease (re-acquire, extend) shortens the group row with it: once
@@ -188,16 +191,17 @@ TEST_F(PgHoldersTest, GroupRowIsNeverReportedOrReapedWhileItsHoldersLive) {
 TEST_F(PgHoldersTest, AReaderShorteningItsLeaseShortensTheGroup) {
   const auto reacquired = key(), extended = key();
   const auto reader = session(), writer = session();
-  ASSERT_TRUE(store_->try_insert_holder(reacquired, "owner", reader, milliseconds(60000), kShared));
-  ASSERT_TRUE(store_->try_insert_holder(reacquired, "owner", reader, milliseconds(1000), kShared));
-  const auto held =
-      store_->try_insert_holder(extended, "owner", reader, milliseconds(60000), kShared);
+  ASSERT_TRUE(store_->try_grant(reacquired, "owner", reader, kShared(milliseconds(60000))));
+  ASSERT_TRUE(store_->try_grant(reacquired, "owner", reader, kShared(milliseconds(1000))));
+  const auto held = store_->try_grant(extended, "owner", reader, kShared(milliseconds(60000)));
   ASSERT_TRUE(held);
-  store_->extend(*held, milliseconds(1000));
+  store_->extend(held->ref(), milliseconds(1000));
   // Real time: past the 1 s TTLs on PostgreSQL's clock.
   std::this_thread::sleep_for(milliseconds(1300));
-  EXPECT_TRUE(store_->try_insert(reacquired, "owner", writer, milliseconds(60000)));
-  EXPECT_TRUE(store_->try_insert(extended, "owner", writer, milliseconds(60000)));
+  EXPECT_TRUE(
+      store_->try_grant(reacquired, "owner", writer, GrantRequest::exclusive(milliseconds(60000))));
+  EXPECT_TRUE(
+      store_->try_grant(extended, "owner", writer, GrantRequest::exclusive(milliseconds(60000))));
 }
 
 // Token order (docs/adr/0021-pg-token-order.md): an acquire takes its token before it finds the
@@ -245,13 +249,13 @@ class PgTokenOrderTest : public PgHoldersTest {
 TEST_F(PgTokenOrderTest, AWriterWhoseRowVanishedWhileItWaitedOutranksTheReaderBetween) {
   const auto k = key();
   const auto reader = session(), rival_session = session(), writer = session();
-  const auto first = store_->try_insert_holder(k, "owner", reader, milliseconds(60000), kShared);
+  const auto first = store_->try_grant(k, "owner", reader, kShared(milliseconds(60000)));
   ASSERT_TRUE(first);
   rival_->run("BEGIN");
   rival_->run("SELECT * FROM dlock_release_holder('" + k + "', 'owner', '" + reader + "', " +
               std::to_string(first->fencing_token) + ")");
   auto acquired = std::async(std::launch::async, [&] {
-    return store_->try_insert(k, "owner", writer, milliseconds(60000));
+    return store_->try_grant(k, "owner", writer, GrantRequest::exclusive(milliseconds(60000)));
   });
   wait_until_blocked();
   auto rival = std::async(std::launch::async, [&] {
@@ -274,13 +278,14 @@ TEST_F(PgTokenOrderTest, AWriterWhoseRowVanishedWhileItWaitedOutranksTheReaderBe
 TEST_F(PgTokenOrderTest, AnAcquireWhoseRowVanishedWhileItWaitedOutranksTheHandoverBetween) {
   const auto k = key();
   const auto holder = session(), next = session(), waiter = session();
-  const auto held = store_->try_insert(k, "owner", holder, milliseconds(60000));
+  const auto held =
+      store_->try_grant(k, "owner", holder, GrantRequest::exclusive(milliseconds(60000)));
   ASSERT_TRUE(held);
   PgConnection rival(url(), kCallTimeout, prepared_statements());
   rival.run("BEGIN");
   rival.run("SELECT 1 FROM locks WHERE key = '" + k + "' FOR UPDATE");
   auto acquired = std::async(std::launch::async, [&] {
-    return store_->try_insert(k, "owner", waiter, milliseconds(60000));
+    return store_->try_grant(k, "owner", waiter, GrantRequest::exclusive(milliseconds(60000)));
   });
   wait_until_blocked();
   auto handed = std::async(std::launch::async, [&]() -> long long {

@@ -60,7 +60,7 @@ dlock::testing::PostgresServer* PgLockDelayTest::server_ = nullptr;
 
 // A grant of `alice`, a session with kDelay, that has expired (in its delay).
 LockHandle PgLockDelayTest::expired_grant(const std::string& k, const SessionInfo& alice) {
-  const auto held = store_->try_insert(k, "alice", alice.session_id, kTtl);
+  const auto held = store_->try_grant(k, "alice", alice.session_id, GrantRequest::exclusive(kTtl));
   EXPECT_TRUE(held.has_value());
   outlive(*held);
   return *held;
@@ -71,9 +71,9 @@ TEST_F(PgLockDelayTest, ReleaseOfAnExpiredGrantKeepsItsDelay) {
   const auto alice = store_->open_session("alice", std::chrono::minutes(1), kDelay);
   const auto bob = store_->open_session("bob", std::chrono::minutes(1));
   const auto held = expired_grant(k, alice);
-  EXPECT_FALSE(store_->delete_if_owner(k, "alice", alice.session_id, held.fencing_token))
+  EXPECT_FALSE(store_->delete_if_owner(GrantRef{k, "alice", alice.session_id, held.fencing_token}))
       << "the release of an expired grant reported it live";
-  EXPECT_FALSE(store_->try_insert(k, "bob", bob.session_id, kTtl))
+  EXPECT_FALSE(store_->try_grant(k, "bob", bob.session_id, GrantRequest::exclusive(kTtl)))
       << "the release of an expired grant cancelled its delay";
 }
 
@@ -83,7 +83,7 @@ TEST_F(PgLockDelayTest, CloseSessionKeepsTheDelayOfAnExpiredGrant) {
   const auto bob = store_->open_session("bob", std::chrono::minutes(1));
   expired_grant(k, alice);
   EXPECT_TRUE(store_->close_session(alice.session_id).empty());
-  EXPECT_FALSE(store_->try_insert(k, "bob", bob.session_id, kTtl))
+  EXPECT_FALSE(store_->try_grant(k, "bob", bob.session_id, GrantRequest::exclusive(kTtl)))
       << "close_session cancelled the delay of a grant that had expired";
 }
 
@@ -92,13 +92,13 @@ TEST_F(PgLockDelayTest, AGrantWithoutDelayTakingOverADelayedNameCarriesNone) {
   const auto alice = store_->open_session("alice", std::chrono::minutes(1), milliseconds(300));
   const auto bob = store_->open_session("bob", std::chrono::minutes(1));
   const auto carol = store_->open_session("carol", std::chrono::minutes(1));
-  const auto held = store_->try_insert(k, "alice", alice.session_id, kTtl);
+  const auto held = store_->try_grant(k, "alice", alice.session_id, GrantRequest::exclusive(kTtl));
   ASSERT_TRUE(held.has_value());
   std::this_thread::sleep_until(held->server_expiry + milliseconds(400));
-  const auto next = store_->try_insert(k, "bob", bob.session_id, kTtl);
+  const auto next = store_->try_grant(k, "bob", bob.session_id, GrantRequest::exclusive(kTtl));
   ASSERT_TRUE(next.has_value()) << "granted only after a delay longer than alice's";
   outlive(*next);
-  EXPECT_TRUE(store_->try_insert(k, "carol", carol.session_id, kTtl))
+  EXPECT_TRUE(store_->try_grant(k, "carol", carol.session_id, GrantRequest::exclusive(kTtl)))
       << "bob's grant, without a delay, kept alice's";
 }
 
@@ -117,7 +117,8 @@ TEST_P(PgLockDelayRevokeRaceTest, AWriteBegunBeforeARevokeFindsTheGrantEnded) {
   const auto k = key();
   const auto alice = store_->open_session("alice", std::chrono::minutes(1), kDelay);
   const auto bob = store_->open_session("bob", std::chrono::minutes(1));
-  const auto held = store_->try_insert(k, "alice", alice.session_id, seconds(30));
+  const auto held =
+      store_->try_grant(k, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(held.has_value());
   const auto token = std::to_string(held->fencing_token);
 
@@ -138,7 +139,7 @@ TEST_P(PgLockDelayRevokeRaceTest, AWriteBegunBeforeARevokeFindsTheGrantEnded) {
   const auto written = batch.execute(statement.c_str(), params);
   batch.run("COMMIT");
   EXPECT_EQ(written.rows(), 0) << statement << " found the revoked grant live";
-  EXPECT_FALSE(store_->try_insert(k, "bob", bob.session_id, kTtl))
+  EXPECT_FALSE(store_->try_grant(k, "bob", bob.session_id, GrantRequest::exclusive(kTtl)))
       << statement << " racing the revoke ended its lock-delay";
 }
 

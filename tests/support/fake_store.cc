@@ -140,9 +140,11 @@ LockHandle FakeStore::grant(std::string_view key, std::string_view owner_id,
   return handle_of(row, sent_at, now);
 }
 
-std::optional<LockHandle> FakeStore::try_insert(std::string_view key, std::string_view owner_id,
-                                                std::string_view session_id, LockLease lease) {
-  return insert_exclusive(key, owner_id, session_id, lease, std::nullopt);
+std::optional<LockHandle> FakeStore::try_grant(std::string_view key, std::string_view owner_id,
+                                               std::string_view session_id,
+                                               const GrantRequest& request) {
+  if (request.holder()) return insert_holder(key, owner_id, session_id, request);
+  return insert_exclusive(key, owner_id, session_id, request.lease(), request.leader_value());
 }
 
 std::optional<LockHandle> FakeStore::insert_exclusive(std::string_view key,
@@ -174,12 +176,12 @@ std::optional<LockHandle> FakeStore::insert_exclusive(std::string_view key,
   return granted;
 }
 
-std::optional<LockHandle> FakeStore::try_insert_holder(std::string_view key,
-                                                       std::string_view owner_id,
-                                                       std::string_view session_id, LockLease lease,
-                                                       HoldRequest request) {
+std::optional<LockHandle> FakeStore::insert_holder(std::string_view key, std::string_view owner_id,
+                                                   std::string_view session_id,
+                                                   const GrantRequest& request) {
   const auto sent_at = SteadyClock::now();
-  util::check_holder_inputs(key, owner_id, session_id, lease, options_.limits, request);
+  util::check_holder_inputs(key, owner_id, session_id, options_.limits, request);
+  const LockLease& lease = request.lease();
   const auto lock = enter();
   const auto now = options_.now();
   if (!session_live(session_id, now)) {
@@ -189,19 +191,19 @@ std::optional<LockHandle> FakeStore::try_insert_holder(std::string_view key,
   if (live_grant(key, now) != nullptr) return std::nullopt;  // no downgrade (ADR-0020)
   std::uint32_t others = 0;
   for (const auto* holder : live_holders(key, now)) {
-    if (holder->mode != request.mode) return std::nullopt;
+    if (holder->mode != request.mode()) return std::nullopt;
     if (holder->session_id == session_id) continue;
-    if (request.mode == HoldMode::kPermit && holder->limit != request.limit) {
+    if (request.mode() == HoldMode::kPermit && holder->limit != request.limit()) {
       throw ConflictError("limit", "semaphore " + std::string(key) + " has " +
                                        std::to_string(holder->limit) + " permits, not " +
-                                       std::to_string(request.limit));
+                                       std::to_string(request.limit()));
     }
     ++others;
   }
-  if (request.mode == HoldMode::kPermit && others >= request.limit) return std::nullopt;
+  if (request.mode() == HoldMode::kPermit && others >= request.limit()) return std::nullopt;
   auto row = make_row(key, owner_id, session_id, lease, now);
-  row.mode = request.mode;
-  row.limit = request.mode == HoldMode::kPermit ? request.limit : 0;
+  row.mode = request.mode();
+  row.limit = request.mode() == HoldMode::kPermit ? request.limit() : 0;
   const auto& stored =
       s_.holders[std::string(key)].insert_or_assign(std::string(session_id), row).first->second;
   return handle_of(stored, sent_at, now);
@@ -254,54 +256,47 @@ std::vector<LockInfo> FakeStore::list(std::string_view prefix, const ListAfter& 
   return found;
 }
 
-std::optional<LockHandle> FakeStore::try_insert_leader(std::string_view key,
-                                                       std::string_view owner_id,
-                                                       std::string_view session_id, LockLease lease,
-                                                       std::string_view value) {
-  return insert_exclusive(key, owner_id, session_id, lease, value);
-}
-
-LockInfo FakeStore::proclaim(const LockHandle& handle, std::string_view value) {
+LockInfo FakeStore::proclaim(const GrantRef& grant, std::string_view value) {
   util::check_leader_value(value);
   LockInfo answer;
   {
     const auto lock = enter();
     const auto now = options_.now();
-    auto row = s_.locks.find(handle.key);
+    auto row = s_.locks.find(grant.key);
     if (row == s_.locks.end() || !live(row->second, now) ||
-        row->second.fencing_token != handle.fencing_token ||
-        row->second.session_id != handle.session_id || row->second.owner_id != handle.owner_id) {
-      throw LockLostError("lock " + handle.key + " is not held by this grant");
+        row->second.fencing_token != grant.fencing_token ||
+        row->second.session_id != grant.session_id || row->second.owner_id != grant.owner_id) {
+      throw LockLostError("lock " + grant.key + " is not held by this grant");
     }
     row->second.value = std::string(value);
     answer = reported(row->second);
   }
-  s_.hub.notify(handle.key);
+  s_.hub.notify(grant.key);
   return answer;
 }
 
-LockHandle FakeStore::extend(const LockHandle& handle, milliseconds ttl) {
+LockHandle FakeStore::extend(const GrantRef& grant, milliseconds ttl) {
   const auto sent_at = SteadyClock::now();
   check_ttl(ttl, options_.limits, "ttl_ms");
   const auto lock = enter();
   const auto now = options_.now();
-  // The token names the grant, whatever handle.mode says (a rebuilt handle has the default).
+  // The token names the grant: the exclusive row, else the session's holder row.
   const auto matches = [&](const LockInfo& row) {
-    return live(row, now) && row.fencing_token == handle.fencing_token &&
-           row.session_id == handle.session_id && row.owner_id == handle.owner_id;
+    return live(row, now) && row.fencing_token == grant.fencing_token &&
+           row.session_id == grant.session_id && row.owner_id == grant.owner_id;
   };
-  auto row = s_.locks.find(handle.key);
+  auto row = s_.locks.find(grant.key);
   if (row == s_.locks.end() || !matches(row->second)) {
-    const auto rows = s_.holders.find(handle.key);
-    if (rows == s_.holders.end()) throw LockLostError("lock " + handle.key + " is not held");
-    row = rows->second.find(handle.session_id);
+    const auto rows = s_.holders.find(grant.key);
+    if (rows == s_.holders.end()) throw LockLostError("lock " + grant.key + " is not held");
+    row = rows->second.find(grant.session_id);
     if (row == rows->second.end() || !matches(row->second)) {
-      throw LockLostError("lock " + handle.key + " is not held by this grant");
+      throw LockLostError("lock " + grant.key + " is not held by this grant");
     }
   }
   if (row->second.session_bound) {
     // A checked no-op: the grant lives by its session, whose expiry is the answer (ADR-0018).
-    auto checked = handle;
+    LockHandle checked{grant.key, grant.owner_id, grant.session_id, grant.fencing_token};
     const auto session_expiry = reported(row->second).expires_at;
     checked.client_deadline =
         sent_at + std::chrono::duration_cast<milliseconds>(session_expiry - now);
@@ -311,15 +306,18 @@ LockHandle FakeStore::extend(const LockHandle& handle, milliseconds ttl) {
     return checked;
   }
   row->second.expires_at = now + ttl;
-  auto extended = handle;
+  LockHandle extended{grant.key, grant.owner_id, grant.session_id, grant.fencing_token};
   extended.client_deadline = sent_at + ttl;
   extended.server_expiry = row->second.expires_at;
   extended.mode = row->second.mode;
   return extended;
 }
 
-bool FakeStore::delete_if_owner(std::string_view key, std::string_view owner_id,
-                                std::string_view session_id, FencingToken fencing_token) {
+bool FakeStore::delete_if_owner(const GrantRef& grant) {
+  const std::string_view key = grant.key;
+  const std::string_view owner_id = grant.owner_id;
+  const std::string_view session_id = grant.session_id;
+  const FencingToken fencing_token = grant.fencing_token;
   bool released = false;
   {
     const auto lock = enter();
@@ -349,13 +347,9 @@ bool FakeStore::delete_if_owner(std::string_view key, std::string_view owner_id,
   return released;
 }
 
-std::optional<LockHandle> FakeStore::handover(const LockHandle& from,
-                                              std::string_view next_owner_id,
+std::optional<LockHandle> FakeStore::handover(const GrantRef& from, std::string_view next_owner_id,
                                               std::string_view next_session_id, LockLease lease) {
   const auto sent_at = SteadyClock::now();
-  if (from.mode != HoldMode::kExclusive) {
-    throw InvalidArgumentError("mode", "only an exclusive grant is handed over");
-  }
   util::check_owner(next_owner_id);
   util::check_session_id(next_session_id);
   check_lease(lease, options_.limits);

@@ -69,23 +69,17 @@ class FakeStore : public Backend {
   explicit FakeStore(FakeStoreOptions options = {},
                      std::shared_ptr<FakeStorage> storage = std::make_shared<FakeStorage>());
 
-  std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
-                                       std::string_view session_id, LockLease lease) override;
-  std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
-                                              std::string_view session_id, LockLease lease,
-                                              HoldRequest request) override;
-  std::optional<LockHandle> try_insert_leader(std::string_view key, std::string_view owner_id,
-                                              std::string_view session_id, LockLease lease,
-                                              std::string_view value) override;
-  LockInfo proclaim(const LockHandle& handle, std::string_view value) override;
+  std::optional<LockHandle> try_grant(std::string_view key, std::string_view owner_id,
+                                      std::string_view session_id,
+                                      const GrantRequest& request) override;
+  LockInfo proclaim(const GrantRef& grant, std::string_view value) override;
   std::vector<LockInfo> read_holders(std::string_view key) override;
   std::optional<LockInfo> read(std::string_view key) override;
   std::vector<LockInfo> list(std::string_view prefix, const ListAfter& after,
                              std::size_t limit) override;
-  LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override;
-  bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
-                       FencingToken fencing_token) override;
-  std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
+  LockHandle extend(const GrantRef& grant, std::chrono::milliseconds ttl) override;
+  bool delete_if_owner(const GrantRef& grant) override;
+  std::optional<LockHandle> handover(const GrantRef& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override;
   LockOutcome revoke(std::string_view key) override;
   std::vector<KeyDelay> list_delays(std::string_view prefix, std::string_view after,
@@ -130,10 +124,13 @@ class FakeStore : public Backend {
   // A new row for (key, owner_id, session_id) with the next token (under the storage mutex).
   LockInfo make_row(std::string_view key, std::string_view owner_id, std::string_view session_id,
                     LockLease lease, WallClock::time_point now);
-  // try_insert, and try_insert_leader with the leader's value.
+  // try_grant of an exclusive grant, or of a leader with its value.
   std::optional<LockHandle> insert_exclusive(std::string_view key, std::string_view owner_id,
                                              std::string_view session_id, LockLease lease,
                                              std::optional<std::string_view> value);
+  // try_grant of a shared or permit holder.
+  std::optional<LockHandle> insert_holder(std::string_view key, std::string_view owner_id,
+                                          std::string_view session_id, const GrantRequest& request);
   LockHandle handle_of(const LockInfo& row, SteadyClock::time_point sent_at,
                        WallClock::time_point now) const;
   LockHandle grant(std::string_view key, std::string_view owner_id, std::string_view session_id,

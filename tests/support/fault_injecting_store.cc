@@ -95,34 +95,15 @@ auto FaultInjectingStore::invoke(std::string_view operation, Call call) -> declt
   return call();
 }
 
-std::optional<LockHandle> FaultInjectingStore::try_insert(std::string_view key,
-                                                          std::string_view owner_id,
-                                                          std::string_view session_id,
-                                                          LockLease lease) {
-  return invoke("try_insert", [&] { return inner_.try_insert(key, owner_id, session_id, lease); });
+std::optional<LockHandle> FaultInjectingStore::try_grant(std::string_view key,
+                                                         std::string_view owner_id,
+                                                         std::string_view session_id,
+                                                         const GrantRequest& request) {
+  return invoke("try_grant", [&] { return inner_.try_grant(key, owner_id, session_id, request); });
 }
 
-std::optional<LockHandle> FaultInjectingStore::try_insert_holder(std::string_view key,
-                                                                 std::string_view owner_id,
-                                                                 std::string_view session_id,
-                                                                 LockLease lease,
-                                                                 HoldRequest request) {
-  return invoke("try_insert_holder", [&] {
-    return inner_.try_insert_holder(key, owner_id, session_id, lease, request);
-  });
-}
-
-std::optional<LockHandle> FaultInjectingStore::try_insert_leader(std::string_view key,
-                                                                 std::string_view owner_id,
-                                                                 std::string_view session_id,
-                                                                 LockLease lease,
-                                                                 std::string_view value) {
-  return invoke("try_insert_leader",
-                [&] { return inner_.try_insert_leader(key, owner_id, session_id, lease, value); });
-}
-
-LockInfo FaultInjectingStore::proclaim(const LockHandle& handle, std::string_view value) {
-  return invoke("proclaim", [&] { return inner_.proclaim(handle, value); });
+LockInfo FaultInjectingStore::proclaim(const GrantRef& grant, std::string_view value) {
+  return invoke("proclaim", [&] { return inner_.proclaim(grant, value); });
 }
 
 std::vector<LockInfo> FaultInjectingStore::read_holders(std::string_view key) {
@@ -138,17 +119,15 @@ std::vector<LockInfo> FaultInjectingStore::list(std::string_view prefix, const L
   return invoke("list", [&] { return inner_.list(prefix, after, limit); });
 }
 
-LockHandle FaultInjectingStore::extend(const LockHandle& handle, milliseconds ttl) {
-  return invoke("extend", [&] { return inner_.extend(handle, ttl); });
+LockHandle FaultInjectingStore::extend(const GrantRef& grant, milliseconds ttl) {
+  return invoke("extend", [&] { return inner_.extend(grant, ttl); });
 }
 
-bool FaultInjectingStore::delete_if_owner(std::string_view key, std::string_view owner_id,
-                                          std::string_view session_id, FencingToken fencing_token) {
-  return invoke("delete_if_owner",
-                [&] { return inner_.delete_if_owner(key, owner_id, session_id, fencing_token); });
+bool FaultInjectingStore::delete_if_owner(const GrantRef& grant) {
+  return invoke("delete_if_owner", [&] { return inner_.delete_if_owner(grant); });
 }
 
-std::optional<LockHandle> FaultInjectingStore::handover(const LockHandle& from,
+std::optional<LockHandle> FaultInjectingStore::handover(const GrantRef& from,
                                                         std::string_view next_owner_id,
                                                         std::string_view next_session_id,
                                                         LockLease lease) {

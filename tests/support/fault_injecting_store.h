@@ -2,7 +2,7 @@
 
 // Wraps any dlock::Backend and makes chosen calls misbehave, so the code above the store SPI
 // can be tested against backend faults in milliseconds (LevelDB's FaultInjectionEnv is the
-// model). Faults are chosen per operation, by the SPI method's name ("try_insert", "read",
+// model). Faults are chosen per operation, by the SPI method's name ("try_grant", "read",
 // "list", "extend", "delete_if_owner", "handover", "revoke", "list_delays", "clear_delay",
 // "reap_expired", "watch_releases", "open_session", "heartbeat", "get_session",
 // "list_sessions", "session_grants", "close_session"), for the next N calls or until cleared.
@@ -55,23 +55,17 @@ class FaultInjectingStore : public Backend {
   // Waits until at least `count` calls are blocked, at most `timeout`; false on timeout.
   bool wait_for_blocked(std::size_t count, std::chrono::milliseconds timeout);
 
-  std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
-                                       std::string_view session_id, LockLease lease) override;
-  std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
-                                              std::string_view session_id, LockLease lease,
-                                              HoldRequest request) override;
-  std::optional<LockHandle> try_insert_leader(std::string_view key, std::string_view owner_id,
-                                              std::string_view session_id, LockLease lease,
-                                              std::string_view value) override;
-  LockInfo proclaim(const LockHandle& handle, std::string_view value) override;
+  std::optional<LockHandle> try_grant(std::string_view key, std::string_view owner_id,
+                                      std::string_view session_id,
+                                      const GrantRequest& request) override;
+  LockInfo proclaim(const GrantRef& grant, std::string_view value) override;
   std::vector<LockInfo> read_holders(std::string_view key) override;
   std::optional<LockInfo> read(std::string_view key) override;
   std::vector<LockInfo> list(std::string_view prefix, const ListAfter& after,
                              std::size_t limit) override;
-  LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override;
-  bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
-                       FencingToken fencing_token) override;
-  std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
+  LockHandle extend(const GrantRef& grant, std::chrono::milliseconds ttl) override;
+  bool delete_if_owner(const GrantRef& grant) override;
+  std::optional<LockHandle> handover(const GrantRef& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override;
   LockOutcome revoke(std::string_view key) override;
   std::vector<KeyDelay> list_delays(std::string_view prefix, std::string_view after,

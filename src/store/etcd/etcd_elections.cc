@@ -10,8 +10,8 @@ namespace {
 // A grant proclaimed (or re-read) this many times while one proclaim tried to write: give up.
 constexpr int kProclaimAttempts = 4;
 
-LockLostError lost(const LockHandle& handle) {
-  return LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
+LockLostError lost(const GrantRef& grant) {
+  return LockLostError("lock " + grant.key + " token " + std::to_string(grant.fencing_token) +
                        " is no longer held");
 }
 
@@ -24,18 +24,18 @@ etcdserverpb::RequestOp put_keeping_lease(const std::string& key, const std::str
 
 }  // namespace
 
-mvccpb::KeyValue proclaim_value(EtcdClient& client, const LockHandle& handle,
+mvccpb::KeyValue proclaim_value(EtcdClient& client, const GrantRef& grant,
                                 const std::string& etcd_key, std::string_view value) {
-  const auto token = static_cast<std::int64_t>(handle.fencing_token);
-  const std::string record_key = session_record_key(handle.session_id);
+  const auto token = static_cast<std::int64_t>(grant.fencing_token);
+  const std::string record_key = session_record_key(grant.session_id);
   etcdserverpb::RangeResponse current = client.range(range_request(etcd_key));
   for (int attempt = 0; attempt < kProclaimAttempts; ++attempt) {
-    if (current.kvs_size() == 0) throw lost(handle);
+    if (current.kvs_size() == 0) throw lost(grant);
     const mvccpb::KeyValue kv = current.kvs(0);
     GrantRecord record = decode_grant(kv);
-    if (token_of(kv, record) != token || record.owner_id() != handle.owner_id ||
-        record.session_id() != handle.session_id) {
-      throw lost(handle);
+    if (token_of(kv, record) != token || record.owner_id() != grant.owner_id ||
+        record.session_id() != grant.session_id) {
+      throw lost(grant);
     }
     record.set_value(std::string(value));
     record.set_token(token);  // the Put moves the mod_revision; the token stays
@@ -56,10 +56,10 @@ mvccpb::KeyValue proclaim_value(EtcdClient& client, const LockHandle& handle,
       after.set_version(kv.version() + 1);
       return after;
     }
-    if (response.responses(1).response_range().kvs_size() == 0) throw lost(handle);
+    if (response.responses(1).response_range().kvs_size() == 0) throw lost(grant);
     current = response.responses(0).response_range();
   }
-  throw ContentionError("lock " + handle.key + " changed during every proclaim attempt; retry");
+  throw ContentionError("lock " + grant.key + " changed during every proclaim attempt; retry");
 }
 
 }  // namespace dlock::store::etcd

@@ -15,10 +15,10 @@
 
 namespace dlock::store::etcd {
 
-// LockStore::proclaim on `etcd_key`, `handle`'s lock key (value already checked): the lock key
+// LockStore::proclaim on `etcd_key`, `grant`'s lock key (value already checked): the lock key
 // as the proclaim left it. LockLostError when the key is not the live exclusive grant of
-// handle's token, owner and session (a shared or permit holder's token names no lock key).
-mvccpb::KeyValue proclaim_value(EtcdClient& client, const LockHandle& handle,
+// grant's token, owner and session (a shared or permit holder's token names no lock key).
+mvccpb::KeyValue proclaim_value(EtcdClient& client, const GrantRef& grant,
                                 const std::string& etcd_key, std::string_view value);
 
 }  // namespace dlock::store::etcd

@@ -40,10 +40,12 @@ std::uint32_t random_index(std::size_t size) {
 }  // namespace
 
 std::optional<LockHandle> Holders::acquire(std::string_view key, std::string_view owner_id,
-                                           std::string_view session_id, LockLease lease,
-                                           HoldRequest request) {
-  if (request.mode == HoldMode::kShared) return acquire_shared(key, owner_id, session_id, lease);
-  return acquire_permit(key, owner_id, session_id, lease, request.limit);
+                                           std::string_view session_id,
+                                           const GrantRequest& request) {
+  if (request.mode() == HoldMode::kShared) {
+    return acquire_shared(key, owner_id, session_id, request.lease());
+  }
+  return acquire_permit(key, owner_id, session_id, request.lease(), request.limit());
 }
 
 std::optional<LockHandle> Holders::acquire_shared(std::string_view key, std::string_view owner_id,
@@ -271,20 +273,22 @@ std::vector<mvccpb::KeyValue> Holders::read(std::string_view key) {
   return found;
 }
 
-std::optional<mvccpb::KeyValue> Holders::live_holder(std::string_view key,
-                                                     std::string_view owner_id,
-                                                     std::string_view session_id,
-                                                     FencingToken token) {
+void Holders::add_holder_reads(etcdserverpb::TxnRequest& request, std::string_view key,
+                               std::string_view session_id) {
   const KeyRange holders = holder_range(key);
-  etcdserverpb::TxnRequest request;
   *request.add_success() = get_op(session_holder_key(session_id, key));
   *request.add_success() = range_op(holders.begin, holders.end);
-  const auto response = client_.txn(request, CallKind::kRead);
-  const auto& entries = response.responses(0).response_range();
+}
+
+std::optional<mvccpb::KeyValue> Holders::holder_in(const etcdserverpb::TxnResponse& response,
+                                                   int first, std::string_view owner_id,
+                                                   std::string_view session_id,
+                                                   FencingToken token) {
+  const auto& entries = response.responses(first).response_range();
   if (entries.kvs_size() == 0) return std::nullopt;
   const HolderEntry entry = decode_holder_entry(entries.kvs(0));
   if (entry.owner_id() != owner_id) return std::nullopt;
-  for (const auto& kv : response.responses(1).response_range().kvs()) {
+  for (const auto& kv : response.responses(first + 1).response_range().kvs()) {
     if (kv.key() == entry.holder_key() && kv.mod_revision() == static_cast<std::int64_t>(token) &&
         decode_grant(kv).session_id() == session_id) {
       return kv;

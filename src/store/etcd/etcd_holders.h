@@ -34,15 +34,20 @@ class Holders {
   Holders(const Holders&) = delete;
   Holders& operator=(const Holders&) = delete;
 
-  // LockStore::try_insert_holder; every argument already checked.
+  // LockStore::try_grant of a shared or permit holder; every argument already checked.
   std::optional<LockHandle> acquire(std::string_view key, std::string_view owner_id,
-                                    std::string_view session_id, LockLease lease,
-                                    HoldRequest request);
+                                    std::string_view session_id, const GrantRequest& request);
   // The holder keys of `key` in one snapshot with its lock key (first, when it exists).
   std::vector<mvccpb::KeyValue> read(std::string_view key);
-  // The holder key of the live holder (key, owner, session, token), else std::nullopt.
-  std::optional<mvccpb::KeyValue> live_holder(std::string_view key, std::string_view owner_id,
-                                              std::string_view session_id, FencingToken token);
+  // The reads that find the holder of `key` that `session_id` holds (its session index entry,
+  // then the key's holder range), appended to `request`'s success operations; holder_in picks the
+  // holder (key, owner, session, token) from their answers, which start at `first`, else
+  // std::nullopt.
+  static void add_holder_reads(etcdserverpb::TxnRequest& request, std::string_view key,
+                               std::string_view session_id);
+  static std::optional<mvccpb::KeyValue> holder_in(const etcdserverpb::TxnResponse& response,
+                                                   int first, std::string_view owner_id,
+                                                   std::string_view session_id, FencingToken token);
   // LockStore::delete_if_owner of a holder whose session index entry `entry` was read (it names
   // the holder key). False when it is not the live holder (key, owner, session, token).
   bool release(std::string_view owner_id, FencingToken token, const mvccpb::KeyValue& entry);

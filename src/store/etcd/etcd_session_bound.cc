@@ -98,31 +98,31 @@ std::optional<LockHandle> SessionBoundGrants::acquire(
                     true};
 }
 
-LockHandle SessionBoundGrants::extend(const LockHandle& handle, const std::string& etcd_key,
+LockHandle SessionBoundGrants::extend(const GrantRef& grant, const std::string& etcd_key,
                                       std::int64_t mod_revision) {
-  const auto record = sessions_.lookup(handle.session_id);
-  if (!record) throw lost(handle.key, handle.fencing_token);
+  const auto record = sessions_.lookup(grant.session_id);
+  if (!record) throw lost(grant.key, grant.fencing_token);
   // Nothing to renew but the session: check the grant (same revision, on the session's lease,
   // session record present). The Range makes it a linearizable read (see EtcdStore::extend).
   etcdserverpb::TxnRequest request;
   *request.add_compare() = compare_mod_revision(
-      etcd_key, mod_revision != 0 ? mod_revision : static_cast<std::int64_t>(handle.fencing_token));
+      etcd_key, mod_revision != 0 ? mod_revision : static_cast<std::int64_t>(grant.fencing_token));
   *request.add_compare() = compare_lease(etcd_key, record->lease_id());
-  *request.add_compare() = compare_exists(session_record_key(handle.session_id));
+  *request.add_compare() = compare_exists(session_record_key(grant.session_id));
   *request.add_success() = get_op(etcd_key);
   if (!client_.txn(request, CallKind::kRead).succeeded()) {
-    throw lost(handle.key, handle.fencing_token);
+    throw lost(grant.key, grant.fencing_token);
   }
   const auto until = sessions_.alive_until(*record);
-  if (!until) throw lost(handle.key, handle.fencing_token);
-  LockHandle checked = handle;
+  if (!until) throw lost(grant.key, grant.fencing_token);
+  LockHandle checked{grant.key, grant.owner_id, grant.session_id, grant.fencing_token};
   checked.client_deadline = *until;
   checked.server_expiry = wall_at(*until);
   checked.session_bound = true;
   return checked;
 }
 
-std::optional<LockHandle> SessionBoundGrants::handover(const LockHandle& from,
+std::optional<LockHandle> SessionBoundGrants::handover(const GrantRef& from,
                                                        std::string_view next_owner_id,
                                                        std::string_view next_session_id,
                                                        std::int64_t mod_revision) {

@@ -33,20 +33,20 @@ class SessionBoundGrants {
   SessionBoundGrants(const SessionBoundGrants&) = delete;
   SessionBoundGrants& operator=(const SessionBoundGrants&) = delete;
 
-  // LockStore::try_insert with LockLease::session(); `key` already checked. With
-  // `leader_value`, LockStore::try_insert_leader (docs/adr/0020): the grant carries it.
+  // LockStore::try_grant of an exclusive grant with LockLease::session(); `key` already checked.
+  // With `leader_value`, of a leader (docs/adr/0020): the grant carries it.
   std::optional<LockHandle> acquire(std::string_view key, std::string_view owner_id,
                                     std::string_view session_id,
                                     std::optional<std::string_view> leader_value = std::nullopt);
-  // LockStore::extend of a session-bound handle whose grant is `etcd_key` (its lock key, or its
+  // LockStore::extend of a session-bound grant whose key is `etcd_key` (its lock key, or its
   // holder key): a checked no-op (LockLostError when not live). `mod_revision` is the key's as
   // last seen, when a proclaim moved it off the token (docs/adr/0020); 0 = the token.
-  LockHandle extend(const LockHandle& handle, const std::string& etcd_key,
+  LockHandle extend(const GrantRef& grant, const std::string& etcd_key,
                     std::int64_t mod_revision = 0);
   // LockStore::handover to a session-bound grant of the next session. std::nullopt when the next
   // session is gone (`from` is then untouched: the caller releases it); LockLostError when
   // `from` is not the live grant. `mod_revision` as for extend.
-  std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
+  std::optional<LockHandle> handover(const GrantRef& from, std::string_view next_owner_id,
                                      std::string_view next_session_id,
                                      std::int64_t mod_revision = 0);
 

@@ -52,33 +52,28 @@ class EtcdStore final : public Backend {
         holders_(client_, leases_, sessions_),
         watches_(client_) {}
 
-  std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
-                                       std::string_view session_id, LockLease lease) override {
-    return insert_exclusive(key, owner_id, session_id, lease, std::nullopt);
+  std::optional<LockHandle> try_grant(std::string_view key, std::string_view owner_id,
+                                      std::string_view session_id,
+                                      const GrantRequest& request) override {
+    if (request.holder()) {
+      // Holder sets (docs/adr/0020), etcd_holders.h.
+      util::check_holder_inputs(key, owner_id, session_id, limits_, request);
+      format_lock_key(key);  // throws for a key without namespace or name
+      if (!is_session_id(session_id)) throw session_not_found(session_id);
+      return holders_.acquire(key, owner_id, session_id, request);
+    }
+    // Elections (docs/adr/0020, etcd_elections.h): a leader is the exclusive acquire, its record
+    // with the value.
+    const auto value = request.leader_value();
+    if (value) util::check_leader_value(*value);
+    return insert_exclusive(key, owner_id, session_id, request.lease(), value);
   }
 
-  // Holder sets (docs/adr/0020), etcd_holders.h.
-  std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
-                                              std::string_view session_id, LockLease lease,
-                                              HoldRequest request) override {
-    util::check_holder_inputs(key, owner_id, session_id, lease, limits_, request);
-    format_lock_key(key);  // throws for a key without namespace or name
-    if (!is_session_id(session_id)) throw session_not_found(session_id);
-    return holders_.acquire(key, owner_id, session_id, lease, request);
-  }
-
-  // Elections (docs/adr/0020, etcd_elections.h): the exclusive acquire, its record with the value.
-  std::optional<LockHandle> try_insert_leader(std::string_view key, std::string_view owner_id,
-                                              std::string_view session_id, LockLease lease,
-                                              std::string_view value) override {
+  LockInfo proclaim(const GrantRef& grant, std::string_view value) override {
     util::check_leader_value(value);
-    return insert_exclusive(key, owner_id, session_id, lease, value);
-  }
-  LockInfo proclaim(const LockHandle& handle, std::string_view value) override {
-    util::check_leader_value(value);
-    const std::string etcd_key = format_lock_key(handle.key);
-    if (!is_session_id(handle.session_id)) throw lost(handle.key, handle.fencing_token);
-    return live_lock_info(proclaim_value(client_, handle, etcd_key, value));
+    const std::string etcd_key = format_lock_key(grant.key);
+    if (!is_session_id(grant.session_id)) throw lost(grant.key, grant.fencing_token);
+    return live_lock_info(proclaim_value(client_, grant, etcd_key, value));
   }
   std::vector<LockInfo> read_holders(std::string_view key) override {
     util::check_key(key);
@@ -143,37 +138,20 @@ class EtcdStore final : public Backend {
     return locks;
   }
 
-  LockHandle extend(const LockHandle& handle, milliseconds ttl) override {
+  LockHandle extend(const GrantRef& ref, milliseconds ttl) override {
     check_ttl(ttl, limits_, "ttl_ms");
-    const std::string lock_key = format_lock_key(handle.key);
-    if (!is_session_id(handle.session_id)) throw lost(handle.key, handle.fencing_token);
-    if (handle.session_bound && handle.mode == HoldMode::kExclusive) {
-      try {
-        return session_bound_.extend(handle, lock_key);
-      } catch (const LockLostError&) {
-        // The token may name a holder (docs/adr/0020): looked up below.
-      }
-    }
+    const std::string lock_key = format_lock_key(ref.key);
+    if (!is_session_id(ref.session_id)) throw lost(ref.key, ref.fencing_token);
     const auto sent_at = SteadyClock::now();
     const auto wall_sent_at = wall_now();
-    // The token names the grant, whatever handle.mode says (a handle rebuilt from a token has
-    // the default mode): the lock key, else one of the key's holders.
-    auto grant =
-        handle.mode == HoldMode::kExclusive
-            ? live_grant(lock_key, handle.owner_id, handle.session_id, handle.fencing_token)
-            : std::nullopt;
-    if (!grant) {
-      grant = holders_.live_holder(handle.key, handle.owner_id, handle.session_id,
-                                   handle.fencing_token);
-    }
-    if (!grant) throw lost(handle.key, handle.fencing_token);
+    const auto grant = named_grant(ref, lock_key);
+    if (!grant) throw lost(ref.key, ref.fencing_token);
     const std::string& etcd_key = grant->key();
     const auto record = decode_grant(*grant);
     const auto mode = static_cast<HoldMode>(record.mode());
-    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
-    // server's extend) does not know it. A session-bound grant's lease is its session's.
+    // The grant's record says its mode and lease: a session-bound grant's lease is its session's.
     if (record.session_bound()) {
-      LockHandle checked = session_bound_.extend(handle, etcd_key, grant->mod_revision());
+      LockHandle checked = session_bound_.extend(ref, etcd_key, grant->mod_revision());
       checked.mode = mode;
       return checked;
     }
@@ -183,25 +161,24 @@ class EtcdStore final : public Backend {
     // the handle says the shorter lifetime (docs/adr/0011-honest-lock-lifetimes.md).
     const std::int64_t renewed_seconds =
         client_.lease_keep_alive(*grant_lease, leases_.known_alive_until(*grant_lease));
-    if (renewed_seconds <= 0) throw lost(handle.key, handle.fencing_token);
+    if (renewed_seconds <= 0) throw lost(ref.key, ref.fencing_token);
     leases_.note_renewed(*grant_lease, sent_at + seconds(renewed_seconds));
     // Verify after renewing: the grant (same revision, same lease) and its session still live.
     etcdserverpb::TxnRequest request;
     // (The revision read: a proclaimed leader's moved off its token, docs/adr/0020.)
     *request.add_compare() = compare_mod_revision(etcd_key, grant->mod_revision());
     *request.add_compare() = compare_lease(etcd_key, *grant_lease);
-    *request.add_compare() = compare_exists(session_record_key(handle.session_id));
+    *request.add_compare() = compare_exists(session_record_key(ref.session_id));
     // One read in the Txn: etcd serves a Txn without operations as a serializable read, so a
     // follower that has not yet applied the grant would answer "lost" for a live lock. With a
     // (default, linearizable) Range inside, the check goes through the leader's read index.
     *request.add_success() = get_op(etcd_key);
     if (!client_.txn(request, CallKind::kRead).succeeded()) {
-      throw lost(handle.key, handle.fencing_token);
+      throw lost(ref.key, ref.fencing_token);
     }
     const milliseconds believed = std::min(ttl, milliseconds(seconds(renewed_seconds)));
-    LockHandle extended = handle;
+    LockHandle extended{ref.key, ref.owner_id, ref.session_id, ref.fencing_token};
     extended.mode = mode;
-    extended.session_bound = false;
     // Both counted from before the keep-alive was sent: the renewed lease lives at least that
     // long.
     extended.client_deadline = sent_at + believed;
@@ -209,13 +186,12 @@ class EtcdStore final : public Backend {
     return extended;
   }
 
-  bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
-                       FencingToken fencing_token) override {
-    util::check_key(key);
-    util::check_owner(owner_id);
-    util::check_session_id(session_id);
-    return release(key, format_lock_key(key), owner_id, session_id, fencing_token,
-                   to_revision(fencing_token));
+  bool delete_if_owner(const GrantRef& grant) override {
+    util::check_key(grant.key);
+    util::check_owner(grant.owner_id);
+    util::check_session_id(grant.session_id);
+    return release(grant.key, format_lock_key(grant.key), grant.owner_id, grant.session_id,
+                   grant.fencing_token, to_revision(grant.fencing_token));
   }
 
   bool release(std::string_view key, const std::string& etcd_key, std::string_view owner_id,
@@ -258,11 +234,8 @@ class EtcdStore final : public Backend {
     return true;
   }
 
-  std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
+  std::optional<LockHandle> handover(const GrantRef& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override {
-    if (from.mode != HoldMode::kExclusive) {
-      throw InvalidArgumentError("mode", "only an exclusive grant is handed over");
-    }
     util::check_owner(next_owner_id);
     util::check_session_id(next_session_id);
     check_lease(lease, limits_);
@@ -278,7 +251,7 @@ class EtcdStore final : public Backend {
 
   // handover to a TTL grant, guarded by the lock key's `key_revision` (the token, or a proclaimed
   // leader's revision, docs/adr/0020).
-  std::optional<LockHandle> handover_ttl(const LockHandle& from, const std::string& etcd_key,
+  std::optional<LockHandle> handover_ttl(const GrantRef& from, const std::string& etcd_key,
                                          std::string_view next_owner_id,
                                          std::string_view next_session_id, milliseconds ttl,
                                          std::int64_t key_revision) {
@@ -390,7 +363,7 @@ class EtcdStore final : public Backend {
   }
 
  private:
-  // try_insert, and try_insert_leader with the leader's value (already checked).
+  // try_grant of an exclusive grant, or of a leader with its value (already checked).
   std::optional<LockHandle> insert_exclusive(std::string_view key, std::string_view owner_id,
                                              std::string_view session_id, LockLease lease,
                                              std::optional<std::string_view> leader_value) {
@@ -417,15 +390,15 @@ class EtcdStore final : public Backend {
   LockHandle granted(std::string_view key, std::string_view owner_id, std::string_view session_id,
                      const etcdserverpb::TxnResponse& response, GrantLease& grant, milliseconds ttl,
                      WallClock::time_point now);
-  // The lock key while it is the grant (token, owner, session), else std::nullopt.
-  std::optional<mvccpb::KeyValue> live_grant(const std::string& etcd_key, std::string_view owner_id,
-                                             std::string_view session_id, FencingToken token);
+  // The key of the grant `grant` names, as one read Txn finds it: its lock key `lock_key` when
+  // that is the grant (token, owner, session), else its holder key; std::nullopt for none.
+  std::optional<mvccpb::KeyValue> named_grant(const GrantRef& grant, const std::string& lock_key);
   // Pages (of at least `page` keys) through `request` at `revision` (the first page's when 0, then
   // set), calling `visit` with every key-value until it returns false.
   void scan(etcdserverpb::RangeRequest request, std::size_t page, std::int64_t& revision,
             const std::function<bool(const mvccpb::KeyValue&)>& visit);
   // When the next session of a hand-over is gone, the outgoing grant is simply released.
-  std::optional<LockHandle> release_instead_of_handover(const LockHandle& from);
+  std::optional<LockHandle> release_instead_of_handover(const GrantRef& from);
   // The grant as read and list report it, its expiry the later of the one written at the grant
   // and what its lease is known to live (an extend renews the lease without rewriting the key).
   LockInfo live_lock_info(const mvccpb::KeyValue& kv);
@@ -540,21 +513,26 @@ LockHandle EtcdStore::granted(std::string_view key, std::string_view owner_id,
                     now + *believed};
 }
 
-std::optional<mvccpb::KeyValue> EtcdStore::live_grant(const std::string& etcd_key,
-                                                      std::string_view owner_id,
-                                                      std::string_view session_id,
-                                                      FencingToken token) {
-  const auto current = client_.range(range_request(etcd_key));
-  if (current.kvs_size() == 0) return std::nullopt;
-  const auto& kv = current.kvs(0);
-  const GrantRecord record = decode_grant(kv);
-  if (token_of(kv, record) != to_revision(token)) return std::nullopt;
-  if (record.owner_id() != owner_id || record.session_id() != session_id) return std::nullopt;
-  return kv;
+std::optional<mvccpb::KeyValue> EtcdStore::named_grant(const GrantRef& grant,
+                                                       const std::string& lock_key) {
+  etcdserverpb::TxnRequest request;
+  *request.add_success() = get_op(lock_key);
+  Holders::add_holder_reads(request, grant.key, grant.session_id);
+  const auto response = client_.txn(request, CallKind::kRead);
+  const auto& current = response.responses(0).response_range();
+  if (current.kvs_size() != 0) {
+    const auto& kv = current.kvs(0);
+    const GrantRecord record = decode_grant(kv);
+    if (token_of(kv, record) == to_revision(grant.fencing_token) &&
+        record.owner_id() == grant.owner_id && record.session_id() == grant.session_id) {
+      return kv;
+    }
+  }
+  return Holders::holder_in(response, 1, grant.owner_id, grant.session_id, grant.fencing_token);
 }
 
-std::optional<LockHandle> EtcdStore::release_instead_of_handover(const LockHandle& from) {
-  if (!delete_if_owner(from.key, from.owner_id, from.session_id, from.fencing_token)) {
+std::optional<LockHandle> EtcdStore::release_instead_of_handover(const GrantRef& from) {
+  if (!delete_if_owner(from)) {
     throw lost(from.key, from.fencing_token);
   }
   return std::nullopt;

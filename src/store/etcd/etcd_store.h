@@ -15,7 +15,7 @@ struct EtcdStoreOptions {
   // The deadline of every etcd call; exceeding it throws UnavailableError.
   std::chrono::milliseconds call_timeout{5000};
   TtlLimits limits;
-  // Test seam: runs after a granting Txn answered and before try_insert reads the answer, so a
+  // Test seam: runs after a granting Txn answered and before try_grant reads the answer, so a
   // test can slip unrelated writes in where a token re-read would see them. Never set in
   // production.
   std::function<void(std::string_view key)> after_grant_for_test;

@@ -189,13 +189,26 @@ inline constexpr const char* kList = "SELECT " DLOCK_PG_READ_COLUMNS " FROM " DL
     "$4)") " ORDER BY key COLLATE \"C\", fencing_token LIMIT $2";
 inline constexpr auto kListColumns = kReadRow;
 
+// The grant of key $1, owner $2, session $3 and token $4, as the rows say what it is: the live
+// exclusive TTL grant is extended to $5 ms from now. One row, (its new expiry, 'exclusive') when
+// it was; (NULL, 'holder') when the token names a shared or permit holder (kExtendHolder's, not
+// batched); (NULL, 'session_bound') for a session-bound exclusive grant (kCheckSessionBound's);
+// no row when no grant has the token. One counter mints every token, so at most one row.
+#define DLOCK_PG_GRANT_IS(t)                               \
+  "SELECT 1 FROM " t                                       \
+  " WHERE key = $1 AND owner_id = $2 AND session_id = $3 " \
+  "AND fencing_token = $4"
 inline constexpr const char* kExtend =
-    "UPDATE locks SET expires_at = now() + " DLOCK_PG_MS("$5") " "
+    "WITH extended AS (UPDATE locks SET expires_at = now() + " DLOCK_PG_MS("$5") " "
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
     "AND expires_at > " DLOCK_PG_NOW_LOCKED " AND EXISTS (SELECT 1 FROM lock_session s "
     "WHERE s.session_id = locks.session_id AND s.expires_at > now()) "
-    "RETURNING " DLOCK_PG_US("expires_at") " AS expires_us";
-inline constexpr SqlColumns kExtendColumns{"expires_us"};
+    "RETURNING " DLOCK_PG_US("expires_at") " AS expiry) "
+    "SELECT expiry AS expires_us, 'exclusive' AS kind FROM extended "
+    "UNION ALL SELECT NULL, 'holder' WHERE EXISTS (" DLOCK_PG_GRANT_IS("lock_holders") ") "
+    "UNION ALL SELECT NULL, 'session_bound' WHERE EXISTS (" DLOCK_PG_GRANT_IS(
+        "locks") " AND expires_at IS NULL)";
+inline constexpr SqlColumns kExtendColumns{"expires_us", "kind"};
 
 // extend of a session-bound grant: a checked no-op answering the session's expiry (ADR-0018).
 inline constexpr const char* kCheckSessionBound =
@@ -206,14 +219,18 @@ inline constexpr const char* kCheckSessionBound =
 inline constexpr SqlColumns kCheckSessionBoundColumns{"expiry_us", "now_us"};
 
 // A grant in its lock-delay (it ended without a release) is not released: it keeps the delay.
+// One row, (whether it was live, 'exclusive') for a deleted exclusive grant; (NULL, 'holder')
+// when the token names a shared or permit holder (kReleaseHolder's, not batched); no row else.
 inline constexpr const char* kDeleteIfOwner =
-    "DELETE FROM locks WHERE key = $1 AND owner_id = $2 AND session_id = $3 "
+    "WITH deleted AS (DELETE FROM locks WHERE key = $1 AND owner_id = $2 AND session_id = $3 "
     "AND fencing_token = $4 AND mode = 'exclusive' "
     "AND (lock_delay_ms = 0 OR (expires_at IS NULL "
     "OR expires_at > " DLOCK_PG_NOW_LOCKED
     ") AND dlock_lock_live(locks)) "
-    "RETURNING " DLOCK_PG_LIVE("locks") " AS live";
-inline constexpr SqlColumns kDeleteIfOwnerColumns{"live"};
+    "RETURNING " DLOCK_PG_LIVE("locks") " AS live) "
+    "SELECT live, 'exclusive' AS kind FROM deleted "
+    "UNION ALL SELECT NULL, 'holder' WHERE EXISTS (" DLOCK_PG_GRANT_IS("lock_holders") ")";
+inline constexpr SqlColumns kDeleteIfOwnerColumns{"live", "kind"};
 
 // Release and re-grant in one statement; the session trigger refuses a dead next session. Its
 // token is fenced like the acquire's (the SET list is evaluated before the row is locked).

@@ -168,8 +168,18 @@ class PgStore final : public Backend {
               prepared_statements(), kRaiseTokenFloor),
         writes_(pool_) {}
 
-  std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
-                                       std::string_view session_id, LockLease lease) override {
+  std::optional<LockHandle> try_grant(std::string_view key, std::string_view owner_id,
+                                      std::string_view session_id,
+                                      const GrantRequest& request) override {
+    if (request.holder()) return insert_holder(key, owner_id, session_id, request);
+    if (const auto value = request.leader_value()) {
+      return insert_leader(key, owner_id, session_id, request.lease(), *value);
+    }
+    return insert_exclusive(key, owner_id, session_id, request.lease());
+  }
+
+  std::optional<LockHandle> insert_exclusive(std::string_view key, std::string_view owner_id,
+                                             std::string_view session_id, LockLease lease) {
     check_grant_inputs(key, owner_id, session_id, lease);
     const auto sent_at = SteadyClock::now();
     const auto granted = writes_.execute("acquire", {key, owner_id, session_id, lease_text(lease)});
@@ -177,9 +187,9 @@ class PgStore final : public Backend {
   }
 
   // Elections (ADR-0020): kAcquire with the value, the same one statement (kAcquireLeader).
-  std::optional<LockHandle> try_insert_leader(std::string_view key, std::string_view owner_id,
-                                              std::string_view session_id, LockLease lease,
-                                              std::string_view value) override {
+  std::optional<LockHandle> insert_leader(std::string_view key, std::string_view owner_id,
+                                          std::string_view session_id, LockLease lease,
+                                          std::string_view value) {
     check_grant_inputs(key, owner_id, session_id, lease);
     util::check_leader_value(value);
     const auto sent_at = SteadyClock::now();
@@ -188,29 +198,30 @@ class PgStore final : public Backend {
     return granted_handle(key, owner_id, session_id, lease, sent_at, granted);
   }
 
-  LockInfo proclaim(const LockHandle& handle, std::string_view value) override {
+  LockInfo proclaim(const GrantRef& grant, std::string_view value) override {
     util::check_leader_value(value);
-    const auto result = writes_.execute("proclaim", {handle.key, handle.owner_id, handle.session_id,
-                                                     token_text(handle.fencing_token), value});
-    if (result.rows() == 0) throw lost(handle.key, handle.fencing_token);
+    const auto result = writes_.execute("proclaim", {grant.key, grant.owner_id, grant.session_id,
+                                                     token_text(grant.fencing_token), value});
+    if (result.rows() == 0) throw lost(grant.key, grant.fencing_token);
     return read_info_from<sql::kProclaimColumns>(result, 0);
   }
 
   // Holder sets (ADR-0020): one call of dlock_grant_holder (migrations/004_holder_sets.sql).
-  std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
-                                              std::string_view session_id, LockLease lease,
-                                              HoldRequest request) override {
-    util::check_holder_inputs(key, owner_id, session_id, lease, limits_, request);
+  std::optional<LockHandle> insert_holder(std::string_view key, std::string_view owner_id,
+                                          std::string_view session_id,
+                                          const GrantRequest& request) {
+    util::check_holder_inputs(key, owner_id, session_id, limits_, request);
+    const LockLease& lease = request.lease();
     const auto sent_at = SteadyClock::now();
     const auto granted = pool_.lease()->execute(
-        "grant_holder", {key, owner_id, session_id, lease_text(lease), to_string(request.mode),
-                         std::to_string(request.limit)});
+        "grant_holder", {key, owner_id, session_id, lease_text(lease), to_string(request.mode()),
+                         std::to_string(request.limit())});
     if (granted.rows() == 0) return std::nullopt;  // held: a decision
     auto handle = handle_from<sql::kGrantHolderColumns>(
         key, owner_id, session_id,
         static_cast<FencingToken>(granted.int64(0, sql::kGrantHolderColumns["fencing_token"])),
         lease, sent_at, granted);
-    handle.mode = request.mode;
+    handle.mode = request.mode();
     return handle;
   }
 
@@ -262,36 +273,29 @@ class PgStore final : public Backend {
     return result.rows() == 1 && result.boolean(0, sql::kClearDelayColumns["cleared"]);
   }
 
-  LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
+  LockHandle extend(const GrantRef& grant, std::chrono::milliseconds ttl) override {
     check_ttl(ttl, limits_, "ttl_ms");
-    // The token names the grant, whatever handle.mode says (a handle the server rebuilds from a
-    // token has the default mode): the mode only picks which kind of grant is tried first.
-    if (handle.mode != HoldMode::kExclusive) {
-      if (auto extended = extend_holder(handle, ttl)) return *extended;
-    }
-    if (auto extended = extend_exclusive(handle, ttl)) return *extended;
-    if (handle.mode == HoldMode::kExclusive) {
-      if (auto extended = extend_holder(handle, ttl)) return *extended;
-    }
-    throw lost(handle.key, handle.fencing_token);
+    if (auto extended = extend_named(grant, ttl)) return *extended;
+    throw lost(grant.key, grant.fencing_token);
   }
 
-  bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
-                       FencingToken fencing_token) override {
-    const auto result =
-        writes_.execute("delete_if_owner", {key, owner_id, session_id, token_text(fencing_token)});
-    if (result.rows() == 1) return result.boolean(0, sql::kDeleteIfOwnerColumns["live"]);
-    // Not an exclusive grant: a shared or permit holder, if the token names one (ADR-0020).
+  bool delete_if_owner(const GrantRef& grant) override {
+    const auto result = writes_.execute(
+        "delete_if_owner",
+        {grant.key, grant.owner_id, grant.session_id, token_text(grant.fencing_token)});
+    if (result.rows() == 0) return false;
+    if (result.text(0, sql::kDeleteIfOwnerColumns["kind"]) == "exclusive") {
+      return result.boolean(0, sql::kDeleteIfOwnerColumns["live"]);
+    }
+    // The token names a shared or permit holder (ADR-0020).
     const auto holder = pool_.lease()->execute(
-        "release_holder", {key, owner_id, session_id, token_text(fencing_token)});
+        "release_holder",
+        {grant.key, grant.owner_id, grant.session_id, token_text(grant.fencing_token)});
     return holder.rows() == 1 && holder.boolean(0, sql::kReleaseHolderColumns["live"]);
   }
 
-  std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
+  std::optional<LockHandle> handover(const GrantRef& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override {
-    if (from.mode != HoldMode::kExclusive) {
-      throw InvalidArgumentError("mode", "only an exclusive grant is handed over");
-    }
     util::check_owner(next_owner_id);
     util::check_session_id(next_session_id);
     check_lease(lease, limits_);
@@ -463,27 +467,27 @@ class PgStore final : public Backend {
         sent_at, granted);
   }
 
-  // extend of an exclusive grant; std::nullopt when the token names none.
-  std::optional<LockHandle> extend_exclusive(const LockHandle& handle,
-                                             std::chrono::milliseconds ttl) {
+  // extend of the grant the token names, as kExtend's answer says what it is; std::nullopt when
+  // it names no live grant.
+  std::optional<LockHandle> extend_named(const GrantRef& grant, std::chrono::milliseconds ttl) {
     const auto sent_at = SteadyClock::now();
     const auto check_session_bound = [&]() -> std::optional<LockHandle> {
       // A checked no-op: the grant lives by its session (ADR-0018).
       const auto checked = pool_.lease()->execute(
           "check_session_bound",
-          {handle.key, handle.owner_id, handle.session_id, token_text(handle.fencing_token)});
+          {grant.key, grant.owner_id, grant.session_id, token_text(grant.fencing_token)});
       if (checked.rows() == 0) return std::nullopt;
-      return handle_from<sql::kCheckSessionBoundColumns>(handle.key, handle.owner_id,
-                                                         handle.session_id, handle.fencing_token,
+      return handle_from<sql::kCheckSessionBoundColumns>(grant.key, grant.owner_id,
+                                                         grant.session_id, grant.fencing_token,
                                                          LockLease::session(), sent_at, checked);
     };
-    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
-    // server's extend) does not know it. kExtend never matches a session-bound row.
-    if (handle.session_bound) return check_session_bound();
-    const auto result = writes_.execute("extend", {handle.key, handle.owner_id, handle.session_id,
-                                                   token_text(handle.fencing_token), ms_text(ttl)});
-    if (result.rows() == 0) return check_session_bound();
-    LockHandle extended = handle;
+    const auto result = writes_.execute("extend", {grant.key, grant.owner_id, grant.session_id,
+                                                   token_text(grant.fencing_token), ms_text(ttl)});
+    if (result.rows() == 0) return std::nullopt;
+    const auto kind = result.text(0, sql::kExtendColumns["kind"]);
+    if (kind == "holder") return extend_holder(grant, ttl);
+    if (kind == "session_bound") return check_session_bound();
+    LockHandle extended{grant.key, grant.owner_id, grant.session_id, grant.fencing_token};
     extended.client_deadline = sent_at + ttl;
     extended.server_expiry =
         util::from_unix_micros(result.int64(0, sql::kExtendColumns["expires_us"]));
@@ -493,15 +497,15 @@ class PgStore final : public Backend {
 
   // extend of a shared or permit holder: alone, its group row raised with it (ADR-0020);
   // std::nullopt when the token names none.
-  std::optional<LockHandle> extend_holder(const LockHandle& handle, std::chrono::milliseconds ttl) {
+  std::optional<LockHandle> extend_holder(const GrantRef& grant, std::chrono::milliseconds ttl) {
     const auto sent_at = SteadyClock::now();
     const auto result =
-        pool_.lease()->execute("extend_holder", {handle.key, handle.owner_id, handle.session_id,
-                                                 token_text(handle.fencing_token), ms_text(ttl)});
+        pool_.lease()->execute("extend_holder", {grant.key, grant.owner_id, grant.session_id,
+                                                 token_text(grant.fencing_token), ms_text(ttl)});
     if (result.rows() == 0) return std::nullopt;
     const bool session_bound = result.boolean(0, sql::kExtendHolderColumns["session_bound"]);
     LockHandle extended = handle_from<sql::kExtendHolderColumns>(
-        handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
+        grant.key, grant.owner_id, grant.session_id, grant.fencing_token,
         session_bound ? LockLease::session() : LockLease(ttl), sent_at, result);
     extended.mode = result.text(0, sql::kExtendHolderColumns["mode"]) == "permit"
                         ? HoldMode::kPermit

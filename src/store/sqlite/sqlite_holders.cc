@@ -10,7 +10,7 @@ namespace dlock::store::sqlite {
 
 std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_view key,
                                        std::string_view owner_id, std::string_view session_id,
-                                       const LockLease& lease, const HoldRequest& request,
+                                       const LockLease& lease, const GrantRequest& request,
                                        SteadyClock::time_point sent_at, const StoreClock& clock) {
   {
     Statement& session = statements.get(sql::kSessionLive, sql::kSessionLiveColumns.list());
@@ -18,8 +18,8 @@ std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_v
     session.bind(1, session_id);
     if (!session.step()) throw SessionNotFoundError("session not found or expired");
   }
-  const std::string mode = to_string(request.mode);
-  const auto limit = static_cast<std::int64_t>(request.limit);
+  const std::string mode = to_string(request.mode());
+  const auto limit = static_cast<std::int64_t>(request.limit());
   {
     constexpr const auto& columns = sql::kHoldersOfKeyColumns;
     Statement& holders = statements.get(sql::kHoldersOfKey, columns.list());
@@ -32,11 +32,11 @@ std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_v
     const std::int64_t agreed = holders.column_int64(columns["other_limit"]);  // 0 when NULL
     const bool delayed = holders.column_int64(columns["in_delay"]) != 0;
     if (exclusive || other_mode > 0 || delayed) return std::nullopt;
-    if (request.mode == HoldMode::kPermit) {
+    if (request.mode() == HoldMode::kPermit) {
       if (agreed != 0) {
         throw ConflictError("limit", "semaphore " + std::string(key) + " has " +
                                          std::to_string(agreed) + " permits, not " +
-                                         std::to_string(request.limit));
+                                         std::to_string(request.limit()));
       }
       if (others >= limit) return std::nullopt;
     }
@@ -49,7 +49,7 @@ std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_v
   bind_lease(upsert, 7, lease);
   if (!upsert.step()) throw InternalError("sqlite: holder upsert returned no row");
   return handle_from<sql::kUpsertHolderColumns>(key, owner_id, session_id, token, lease, sent_at,
-                                                upsert, clock, request.mode);
+                                                upsert, clock, request.mode());
 }
 
 LockOutcome revoke_every_holder(StatementCache& statements, std::string_view key) {

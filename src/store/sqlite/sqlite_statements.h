@@ -96,7 +96,7 @@ inline constexpr const char* kRaiseTokenFloor =
 // Same shape as the PostgreSQL acquire statement (C1); the token bound as ?4 was taken from the
 // durable counter in the same transaction, and both branches store it. ?5 is the TTL in ms, left
 // unbound (NULL) for a session-bound grant, whose expires_at is then NULL. ?6 is an election
-// leader's value (LockStore::try_insert_leader), left unbound (NULL) for a plain lock; both
+// leader's value (LockStore::try_grant of a leader), left unbound (NULL) for a plain lock; both
 // branches store it, so a plain grant never keeps a leader's value (ADR-0020). Returns the token,
 // acquired_at, the expiry the grant reports and the store's now.
 // A live shared or permit holder of the key (`lock_holders`, ADR-0020), of any session, makes it
@@ -145,6 +145,15 @@ inline constexpr auto kProclaimColumns = kGrantRow;
 inline constexpr const char* kDeleteIfOwner = DLOCK_SQLITE_DELETE_IF_OWNER_IN("locks");
 inline constexpr const char* kDeleteHolderIfOwner = DLOCK_SQLITE_DELETE_IF_OWNER_IN("lock_holders");
 inline constexpr SqlColumns kDeleteIfOwnerColumns{"live", "delay_ends"};
+
+// What the grant of key ?1 with owner ?2, session ?3 and token ?4 is, live or not: 0 for an
+// exclusive grant (locks), 1 for a shared or permit holder (lock_holders); no row for none. One
+// counter mints every token, so at most one row.
+inline constexpr const char* kGrantTableOf =
+    "SELECT 0 AS holder FROM locks WHERE key = ?1 AND owner_id = ?2 AND session_id = ?3 "
+    "AND fencing_token = ?4 UNION ALL SELECT 1 FROM lock_holders WHERE key = ?1 "
+    "AND owner_id = ?2 AND session_id = ?3 AND fencing_token = ?4";
+inline constexpr SqlColumns kGrantTableOfColumns{"holder"};
 
 // Sessions: open ?1 for owner ?2 with TTL ?3 ms and lock-delay ?4 ms (C2 "Lock-delay"); renew ?1
 // if it is live; read ?1 if it is live. The last two return the columns session_from reads.
@@ -372,6 +381,7 @@ inline std::vector<CheckedStatement> checked_statements() {
       {kProclaim, kProclaimColumns.list()},
       {kDeleteIfOwner, kDeleteIfOwnerColumns.list()},
       {kDeleteHolderIfOwner, kDeleteIfOwnerColumns.list()},
+      {kGrantTableOf, kGrantTableOfColumns.list()},
       {kOpenSession, kOpenSessionColumns.list()},
       {kHeartbeat, kHeartbeatColumns.list()},
       {kGetSession, kGetSessionColumns.list()},

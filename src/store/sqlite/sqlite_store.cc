@@ -31,10 +31,12 @@ const std::vector<std::pair<int, std::string_view>>& migrations();
 
 namespace {
 
+using sql::GrantTable;
 using sql::kAcquire;
 using sql::kDeleteHolderIfOwner;
 using sql::kDeleteIfOwner;
 using sql::kGrants;
+using sql::kGrantTableOf;
 using sql::kHolders;
 using sql::kRaiseTokenFloor;
 
@@ -55,49 +57,47 @@ class SqliteStore final : public Backend {
     resume_clock();
   }
 
-  std::optional<LockHandle> try_insert(std::string_view key, std::string_view owner_id,
-                                       std::string_view session_id, LockLease lease) override {
-    return insert_exclusive(key, owner_id, session_id, lease, std::nullopt);
-  }
-
-  // Elections (ADR-0020): the same acquire statement, with the leader's value bound.
-  std::optional<LockHandle> try_insert_leader(std::string_view key, std::string_view owner_id,
-                                              std::string_view session_id, LockLease lease,
-                                              std::string_view value) override {
-    auto granted = insert_exclusive(key, owner_id, session_id, lease, value);
-    if (granted) releases_.notify(key);  // the election's observers (LockStore::watch_releases)
+  std::optional<LockHandle> try_grant(std::string_view key, std::string_view owner_id,
+                                      std::string_view session_id,
+                                      const GrantRequest& request) override {
+    if (request.holder()) return insert_holder(key, owner_id, session_id, request);
+    // Elections (ADR-0020): a leader is the same acquire statement, with its value bound.
+    const auto value = request.leader_value();
+    auto granted = insert_exclusive(key, owner_id, session_id, request.lease(), value);
+    if (granted && value) releases_.notify(key);  // the election's observers (watch_releases)
     return granted;
   }
 
   // One guarded UPDATE of the live exclusive grant named by key, owner, session and token, in the
   // write path as extend (group commit, ADR-0008: durable before it is answered). Neither the
   // token nor expires_at changes. A shared or permit holder's token names no row of `locks`.
-  LockInfo proclaim(const LockHandle& handle, std::string_view value) override {
+  LockInfo proclaim(const GrantRef& grant, std::string_view value) override {
     util::check_leader_value(value);
     std::optional<LockInfo> proclaimed;
     writes_.write([&] {
       proclaimed.reset();
       Statement& update = statements_.get(sql::kProclaim, sql::kProclaimColumns.list());
       ResetGuard reset(update);
-      update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
-      update.bind(4, static_cast<std::int64_t>(handle.fencing_token)).bind(5, value);
+      update.bind(1, grant.key).bind(2, grant.owner_id).bind(3, grant.session_id);
+      update.bind(4, static_cast<std::int64_t>(grant.fencing_token)).bind(5, value);
       if (!update.step()) return false;  // nothing written
       proclaimed = lock_info_from<sql::kProclaimColumns>(update, clock_);
       return true;
     });
     if (!proclaimed) {
-      throw LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
+      throw LockLostError("lock " + grant.key + " token " + std::to_string(grant.fencing_token) +
                           " is no longer held");
     }
-    releases_.notify(handle.key);
+    releases_.notify(grant.key);
     return std::move(*proclaimed);
   }
 
   // ADR-0020 holder sets, in `lock_holders` (sqlite_holders.h).
-  std::optional<LockHandle> try_insert_holder(std::string_view key, std::string_view owner_id,
-                                              std::string_view session_id, LockLease lease,
-                                              HoldRequest request) override {
-    util::check_holder_inputs(key, owner_id, session_id, lease, limits_, request);
+  std::optional<LockHandle> insert_holder(std::string_view key, std::string_view owner_id,
+                                          std::string_view session_id,
+                                          const GrantRequest& request) {
+    util::check_holder_inputs(key, owner_id, session_id, limits_, request);
+    const LockLease& lease = request.lease();
     const auto sent_at = SteadyClock::now();
     std::optional<LockHandle> granted;
     writes_.write([&] {
@@ -158,54 +158,46 @@ class SqliteStore final : public Backend {
     return cleared;
   }
 
-  // The token names the grant -- exclusive, or one holder alone (ADR-0020) -- whatever
-  // handle.mode says: a handle the server rebuilds from a token has the default mode. The answer
-  // carries the grant's own mode.
-  LockHandle extend(const LockHandle& handle, std::chrono::milliseconds ttl) override {
+  // The token names the grant -- exclusive, or one holder alone (ADR-0020). The answer carries
+  // the grant's own mode.
+  LockHandle extend(const GrantRef& grant, std::chrono::milliseconds ttl) override {
     check_ttl(ttl, limits_, "ttl_ms");
-    // The grant's mode decides, not the handle's flag: a handle rebuilt from a token (the
-    // server's extend) does not know it. The UPDATE never matches a session-bound row.
-    if (handle.session_bound) return check_session_bound(handle);
+    // The UPDATE never matches a session-bound row.
     const auto sent_at = SteadyClock::now();
-    LockHandle extended = handle;
+    LockHandle extended{grant.key, grant.owner_id, grant.session_id, grant.fencing_token};
     bool updated = false;
     writes_.write([&] {
-      for (const auto* table : {&kGrants, &kHolders}) {
-        Statement& update = statements_.get(table->extend, sql::kExtendColumns.list());
-        ResetGuard reset(update);
-        update.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
-        update.bind(4, static_cast<std::int64_t>(handle.fencing_token));
-        update.bind(5, std::int64_t{ttl.count()});
-        updated = update.step();
-        if (!updated) continue;
-        extended.client_deadline = sent_at + ttl;
-        extended.server_expiry = StoreClock::wall_time(
-            update.column_int64(sql::kExtendColumns["expires_at"]), clock_.wall_offset_ms());
-        extended.mode = mode_from(update.column_text(sql::kExtendColumns["mode"]));
-        return true;
-      }
-      return false;  // nothing written
+      const GrantTable* table = table_of(grant);
+      if (table == nullptr) return false;  // nothing written
+      Statement& update = statements_.get(table->extend, sql::kExtendColumns.list());
+      ResetGuard reset(update);
+      update.bind(1, grant.key).bind(2, grant.owner_id).bind(3, grant.session_id);
+      update.bind(4, static_cast<std::int64_t>(grant.fencing_token));
+      update.bind(5, std::int64_t{ttl.count()});
+      updated = update.step();
+      if (!updated) return false;  // nothing written
+      extended.client_deadline = sent_at + ttl;
+      extended.server_expiry = StoreClock::wall_time(
+          update.column_int64(sql::kExtendColumns["expires_at"]), clock_.wall_offset_ms());
+      extended.mode = mode_from(update.column_text(sql::kExtendColumns["mode"]));
+      return true;
     });
-    if (!updated) return check_session_bound(handle);  // LockLostError unless session-bound
+    if (!updated) return check_session_bound(grant);  // LockLostError unless session-bound
     return extended;
   }
 
-  bool delete_if_owner(std::string_view key, std::string_view owner_id, std::string_view session_id,
-                       FencingToken fencing_token) override {
+  bool delete_if_owner(const GrantRef& grant) override {
     bool released = false;
     writes_.write([&] {
-      released = delete_grant(key, owner_id, session_id, fencing_token);
+      released = delete_grant(grant);
       return true;
     });
-    if (released) releases_.notify(key);
+    if (released) releases_.notify(grant.key);
     return released;
   }
 
-  std::optional<LockHandle> handover(const LockHandle& from, std::string_view next_owner_id,
+  std::optional<LockHandle> handover(const GrantRef& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override {
-    if (from.mode != HoldMode::kExclusive) {
-      throw InvalidArgumentError("mode", "only an exclusive grant is handed over");
-    }
     auto next = handover_locked(from, next_owner_id, next_session_id, lease);
     if (!next) releases_.notify(from.key);
     return next;
@@ -309,8 +301,8 @@ class SqliteStore final : public Backend {
   }
 
  private:
-  // try_insert, and try_insert_leader with the leader's value (?6 of kAcquire; unbound, i.e.
-  // NULL, for a plain lock, which so drops a leader's value when it takes the name over).
+  // An exclusive grant, or a leader with its value (?6 of kAcquire; unbound, i.e. NULL, for a
+  // plain lock, which so drops a leader's value when it takes the name over).
   std::optional<LockHandle> insert_exclusive(std::string_view key, std::string_view owner_id,
                                              std::string_view session_id, LockLease lease,
                                              std::optional<std::string_view> value) {
@@ -341,7 +333,7 @@ class SqliteStore final : public Backend {
 
   // The bodies of handover, reap_expired and close_session, run under the mutex; their public
   // wrappers notify waiters after the mutex is released.
-  std::optional<LockHandle> handover_locked(const LockHandle& from, std::string_view next_owner_id,
+  std::optional<LockHandle> handover_locked(const GrantRef& from, std::string_view next_owner_id,
                                             std::string_view next_session_id, LockLease lease) {
     util::check_owner(next_owner_id);
     util::check_session_id(next_session_id);
@@ -364,7 +356,7 @@ class SqliteStore final : public Backend {
       } catch (const SessionNotFoundError&) {
         // The next session died while it waited: release `from` and report no hand-over.
         update.reset();
-        if (!delete_grant(from.key, from.owner_id, from.session_id, from.fencing_token)) {
+        if (!delete_grant(from)) {
           throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
         }
         return true;
@@ -477,43 +469,54 @@ class SqliteStore final : public Backend {
   }
 
   // extend of a session-bound grant: a checked no-op answering the session's expiry (ADR-0018).
-  LockHandle check_session_bound(const LockHandle& handle) {
+  LockHandle check_session_bound(const GrantRef& grant) {
     const auto sent_at = SteadyClock::now();
     std::lock_guard lock(mutex_);
-    for (const auto* table : {&kGrants, &kHolders}) {
+    if (const GrantTable* table = table_of(grant)) {
       Statement& select =
           statements_.get(table->check_session_bound, sql::kCheckSessionBoundColumns.list());
       ResetGuard reset(select);
-      select.bind(1, handle.key).bind(2, handle.owner_id).bind(3, handle.session_id);
-      select.bind(4, static_cast<std::int64_t>(handle.fencing_token));
-      if (!select.step()) continue;
-      return handle_from<sql::kCheckSessionBoundColumns>(
-          handle.key, handle.owner_id, handle.session_id, handle.fencing_token,
-          LockLease::session(), sent_at, select, clock_,
-          mode_from(select.column_text(sql::kCheckSessionBoundColumns["mode"])));
+      select.bind(1, grant.key).bind(2, grant.owner_id).bind(3, grant.session_id);
+      select.bind(4, static_cast<std::int64_t>(grant.fencing_token));
+      if (select.step()) {
+        return handle_from<sql::kCheckSessionBoundColumns>(
+            grant.key, grant.owner_id, grant.session_id, grant.fencing_token,
+            LockLease::session(), sent_at, select, clock_,
+            mode_from(select.column_text(sql::kCheckSessionBoundColumns["mode"])));
+      }
     }
-    throw LockLostError("lock " + handle.key + " token " + std::to_string(handle.fencing_token) +
+    throw LockLostError("lock " + grant.key + " token " + std::to_string(grant.fencing_token) +
                         " is no longer held");
   }
 
-  bool delete_grant(std::string_view key, std::string_view owner_id, std::string_view session_id,
-                    FencingToken fencing_token) {
-    // The token names the grant, exclusive or a holder (one counter mints both).
-    for (const char* statement : {kDeleteIfOwner, kDeleteHolderIfOwner}) {
-      Statement& remove = statements_.get(statement, sql::kDeleteIfOwnerColumns.list());
-      ResetGuard reset(remove);
-      remove.bind(1, key).bind(2, owner_id).bind(3, session_id);
-      remove.bind(4, static_cast<std::int64_t>(fencing_token));
-      if (!remove.step()) continue;
-      // A grant that had already ended keeps its lock-delay (C2): 0 when it has none left.
-      if (const std::int64_t delay_ends =
-              remove.column_int64(sql::kDeleteIfOwnerColumns["delay_ends"]);
-          delay_ends > 0) {
-        keep_delay(statements_, key, delay_ends);
-      }
-      return remove.column_int64(sql::kDeleteIfOwnerColumns["live"]) != 0;
+  // The table of the grant `grant` names -- kGrants for an exclusive grant, kHolders for a
+  // shared or permit holder -- as the store's rows say, live or not; null when neither has it.
+  // Under mutex_.
+  const GrantTable* table_of(const GrantRef& grant) {
+    Statement& select = statements_.get(kGrantTableOf, sql::kGrantTableOfColumns.list());
+    ResetGuard reset(select);
+    select.bind(1, grant.key).bind(2, grant.owner_id).bind(3, grant.session_id);
+    select.bind(4, static_cast<std::int64_t>(grant.fencing_token));
+    if (!select.step()) return nullptr;
+    return select.column_int64(sql::kGrantTableOfColumns["holder"]) == 0 ? &kGrants : &kHolders;
+  }
+
+  bool delete_grant(const GrantRef& grant) {
+    const GrantTable* table = table_of(grant);
+    if (table == nullptr) return false;
+    Statement& remove = statements_.get(table == &kHolders ? kDeleteHolderIfOwner : kDeleteIfOwner,
+                                        sql::kDeleteIfOwnerColumns.list());
+    ResetGuard reset(remove);
+    remove.bind(1, grant.key).bind(2, grant.owner_id).bind(3, grant.session_id);
+    remove.bind(4, static_cast<std::int64_t>(grant.fencing_token));
+    if (!remove.step()) return false;
+    // A grant that had already ended keeps its lock-delay (C2): 0 when it has none left.
+    if (const std::int64_t delay_ends =
+            remove.column_int64(sql::kDeleteIfOwnerColumns["delay_ends"]);
+        delay_ends > 0) {
+      keep_delay(statements_, grant.key, delay_ends);
     }
-    return false;
+    return remove.column_int64(sql::kDeleteIfOwnerColumns["live"]) != 0;
   }
 
   // The rows of a DLOCK_SQLITE_LIVE_GRANTS statement for ?1 = `text` (and ?2 = `number`).

@@ -65,7 +65,8 @@ class LockServiceCancelTest : public LockServiceTest {
   PendingAcquire acquire_tied(const std::string& session, milliseconds wait,
                               const core::CancellationPtr& cancellation) {
     auto pending = std::make_shared<Pending<std::optional<LockHandle>>>();
-    service_->acquire(kKey, session, kLongTtl, wait, pending->callback(), cancellation);
+    service_->acquire(kKey, session, GrantRequest::exclusive(kLongTtl), wait, pending->callback(),
+                      cancellation);
     return pending;
   }
 
@@ -136,13 +137,13 @@ TEST_F(LockServiceCancelTest, NextWaiterBecomesHeadAndIsHandedTheLock) {
 
 TEST_F(LockServiceCancelTest, CancelWhileTheHeadsAttemptIsInFlightGivesTheGrantBack) {
   const auto cancellation = std::make_shared<core::Cancellation>();
-  faults_.inject("try_insert", Fault::kStall, 1);
+  faults_.inject("try_grant", Fault::kStall, 1);
   const auto b = acquire_tied(open("b"), 30s, cancellation);
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
   cancellation->cancel();
   EXPECT_TRUE(held(b->get(1s))) << "answered at once, while its attempt is still in flight";
   EXPECT_EQ(observer_.waiters.load(), 0);
-  faults_.release_hung();  // the stalled try_insert now grants: an orphan
+  faults_.release_hung();  // the stalled try_grant now grants: an orphan
   EXPECT_TRUE(wait_until([&] { return faults_.calls("delete_if_owner") == 1; }));
   EXPECT_TRUE(wait_until([&] { return !store_.read(kKey); })) << "the orphan grant is given back";
 }
@@ -225,14 +226,14 @@ TEST_F(LockServiceCancelTest, AfterARecheckEveryNewWaiterIsCheckedAsItQueues) {
 }
 
 TEST_F(LockServiceCancelTest, RecheckDuringTheRefusedHeadsAttemptGivesItsGrantBack) {
-  faults_.inject("try_insert", Fault::kStall, 1);
+  faults_.inject("try_grant", Fault::kStall, 1);
   const auto bob = acquire(open("bob x"), 30s);
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
   Pending<std::vector<std::string>> rechecked;
   service_->recheck_waiters(refuse_bob(), rechecked.callback());
   EXPECT_EQ(error_code(bob->get(1s).error), ErrorCode::kUnauthenticated)
       << "answered at once, while its attempt is still in flight";
-  faults_.release_hung();  // the stalled try_insert now grants: an orphan
+  faults_.release_hung();  // the stalled try_grant now grants: an orphan
   EXPECT_TRUE(wait_until([&] { return faults_.calls("delete_if_owner") == 1; }));
   EXPECT_TRUE(wait_until([&] { return !store_.read(kKey); })) << "the orphan grant is given back";
   EXPECT_TRUE(rechecked.answered(1s));

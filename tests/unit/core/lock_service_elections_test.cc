@@ -19,8 +19,6 @@ namespace {
 using namespace std::chrono_literals;
 using PendingInfo = Pending<std::optional<LockInfo>>;
 
-constexpr HoldRequest kExclusive{HoldMode::kExclusive, 0};
-
 class LockServiceElectionsTest : public LockServiceTest {
  protected:
   core::ServiceOptions options() const override {
@@ -33,8 +31,8 @@ class LockServiceElectionsTest : public LockServiceTest {
                                                                const std::string& value,
                                                                milliseconds wait) {
     auto pending = std::make_shared<Pending<std::optional<LockHandle>>>();
-    service_->acquire(kKey, session, LockLease::session(), wait, pending->callback(), nullptr,
-                      kExclusive, value);
+    service_->acquire(kKey, session, GrantRequest::leader(value, LockLease::session()), wait,
+                      pending->callback(), nullptr);
     return pending;
   }
 

@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 
 TEST_F(LockServiceTest, UnavailableOnAcquireIsAnErrorNeverHeldAndTheServiceCarriesOn) {
   const auto a = open("a");
-  faults_.inject("try_insert", Fault::kUnavailable, 1);
+  faults_.inject("try_grant", Fault::kUnavailable, 1);
   const auto failed = acquire(a, 0ms)->get();
   EXPECT_EQ(error_code(failed.error), ErrorCode::kUnavailable);
   EXPECT_FALSE(failed.value) << "a failed backend call is never answered held";
@@ -32,17 +32,17 @@ TEST_F(LockServiceTest, UnavailableOnAcquireIsAnErrorNeverHeldAndTheServiceCarri
 TEST_F(LockServiceTest, HeadWaiterKeepsItsPlaceThroughFailingAttemptsAndIsGrantedAfterwards) {
   const auto a = open("a");
   const auto b = open("b");
-  faults_.inject("try_insert", Fault::kUnavailable);
+  faults_.inject("try_grant", Fault::kUnavailable);
   const auto head = queue(a, 10s);
   const auto next = queue(b, 10s);
   // Retried after the backoff (20 ms), each attempt failing; nobody is answered meanwhile.
-  ASSERT_TRUE(wait_until([&] { return faults_.calls("try_insert") == 1; }));
-  EXPECT_FALSE(advance_until([&] { return faults_.calls("try_insert") > 1; }, 19ms, 19ms))
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("try_grant") == 1; }));
+  EXPECT_FALSE(advance_until([&] { return faults_.calls("try_grant") > 1; }, 19ms, 19ms))
       << "retried before the backoff";
-  ASSERT_TRUE(advance_until([&] { return faults_.calls("try_insert") >= 3; }, 1ms, 200ms));
+  ASSERT_TRUE(advance_until([&] { return faults_.calls("try_grant") >= 3; }, 1ms, 200ms));
   EXPECT_FALSE(head->answered());
   EXPECT_FALSE(next->answered());
-  faults_.clear("try_insert");
+  faults_.clear("try_grant");
   ASSERT_TRUE(advance_until([&] { return head->answered(); }, 20ms, 200ms));
   const auto outcome = head->get();
   ASSERT_TRUE(granted(outcome));
@@ -57,7 +57,7 @@ TEST_F(LockServiceTest, HeadWaiterKeepsItsPlaceThroughFailingAttemptsAndIsGrante
 // disguised as "held"). Over HTTP, a client waiting through a backend outage gets 503, not 409.
 TEST_F(LockServiceTest, WaiterWhoseAttemptsAllFailedIsAnsweredUnavailableNotHeld) {
   const auto a = open("a");
-  faults_.inject("try_insert", Fault::kUnavailable);
+  faults_.inject("try_grant", Fault::kUnavailable);
   const auto waiter = queue(a, 200ms);
   EXPECT_FALSE(advance_until([&] { return waiter->answered(); }, 20ms, 199ms));
   advance(1ms);
@@ -71,7 +71,7 @@ TEST_F(LockServiceTest, WaiterWhoseAttemptsAllFailedIsAnsweredUnavailableNotHeld
 TEST_F(LockServiceTest, AWaiterWhoseAttemptHangsIsAnsweredByThatAttemptNeverGranted) {
   const auto a = open("a");
   const auto b = open("b");
-  faults_.inject("try_insert", Fault::kHang, 1);
+  faults_.inject("try_grant", Fault::kHang, 1);
   const auto waiter = acquire(a, 200ms);
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
   // Its wait_ms passes while its attempt is in flight: that attempt decides (ADR-0007
@@ -101,9 +101,9 @@ TEST_F(LockServiceTest, AStalledAttemptNeverSupersedesALaterGrantOfItsOwnSession
   const auto first = acquire(holder, 0ms)->get();
   ASSERT_TRUE(granted(first));
   const auto waiter = queue(a, 200ms);  // its first attempt finds the key held
-  faults_.inject("try_insert", Fault::kStall, 1);
+  faults_.inject("try_grant", Fault::kStall, 1);
   // Released through another dlockd: the release wakes the waiter, whose attempt stalls.
-  ASSERT_TRUE(store_.delete_if_owner(kKey, "holder", holder, token_of(first)));
+  ASSERT_TRUE(store_.delete_if_owner(GrantRef{kKey, "holder", holder, token_of(first)}));
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
   advance(200ms);  // its wait_ms
   LockHandle delivered;
@@ -146,8 +146,8 @@ TEST_F(LockServiceTest, ShutdownLeavesAWaiterWhoseAttemptIsInFlightToThatAttempt
   ASSERT_TRUE(granted(first));
   const auto waiter = queue(a, 10s);
   const auto behind = queue(b, 10s);
-  faults_.inject("try_insert", Fault::kStall, 1);
-  ASSERT_TRUE(store_.delete_if_owner(kKey, "holder", holder, token_of(first)));
+  faults_.inject("try_grant", Fault::kStall, 1);
+  ASSERT_TRUE(store_.delete_if_owner(GrantRef{kKey, "holder", holder, token_of(first)}));
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
   service_->shutdown();  // answers the waiters it answers on this thread
   const auto refused = behind->get(1s);
@@ -173,10 +173,11 @@ TEST_F(LockServiceTest, ShutdownDuringAWaitersAttemptThatFindsTheKeyHeldAnswersU
   const auto first = acquire(holder, 0ms)->get();
   ASSERT_TRUE(granted(first));
   const auto waiter = queue(a, 10s);
-  faults_.inject("try_insert", Fault::kStall, 1);
-  ASSERT_TRUE(store_.delete_if_owner(kKey, "holder", holder, token_of(first)));
+  faults_.inject("try_grant", Fault::kStall, 1);
+  ASSERT_TRUE(store_.delete_if_owner(GrantRef{kKey, "holder", holder, token_of(first)}));
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
-  ASSERT_TRUE(store_.try_insert(kKey, "c", c, LockLease(30s)));  // through another dlockd
+  ASSERT_TRUE(store_.try_grant(kKey, "c", c,
+                               GrantRequest::exclusive(LockLease(30s))));  // through another dlockd
   service_->shutdown();  // answers the waiters it answers on this thread
   EXPECT_FALSE(waiter->answered()) << "answered while its own attempt is in flight";
   faults_.release_hung();
@@ -191,7 +192,7 @@ TEST_F(LockServiceTest, ShutdownDuringAWaitersAttemptThatFindsTheKeyHeldAnswersU
 // returns, relying on C2's rule that every backend call is bounded by the store's call timeout.
 TEST_F(LockServiceTest, HangingAcquireWithoutWaitIsAnsweredUnavailableWhenTheCallReturns) {
   const auto a = open("a");
-  faults_.inject("try_insert", Fault::kHang, 1);
+  faults_.inject("try_grant", Fault::kHang, 1);
   const auto pending = acquire(a, 0ms);
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
   EXPECT_FALSE(pending->answered());
@@ -207,7 +208,7 @@ TEST_F(LockServiceTest, HangingAcquireWithoutWaitIsAnsweredUnavailableWhenTheCal
 TEST_F(LockServiceTest, UnknownOutcomeOnAcquireIsAnErrorAndItsGrantIsNeverGrantedTwice) {
   const auto a = open("a");
   const auto b = open("b");
-  faults_.inject("try_insert", Fault::kUnknownOutcome, 1);
+  faults_.inject("try_grant", Fault::kUnknownOutcome, 1);
   const auto outcome = acquire(a, 0ms)->get();
   EXPECT_EQ(error_code(outcome.error), ErrorCode::kUnknownOutcome);
   EXPECT_FALSE(outcome.value) << "never answered held, never a grant";
@@ -228,14 +229,14 @@ TEST_F(LockServiceTest, UnknownOutcomeOnAcquireIsAnErrorAndItsGrantIsNeverGrante
 TEST_F(LockServiceTest, UnknownOutcomeOnAHeadAttemptIsRetriedAndTheNextWaiterIsNotGranted) {
   const auto a = open("a");
   const auto b = open("b");
-  faults_.inject("try_insert", Fault::kUnknownOutcome, 1);
+  faults_.inject("try_grant", Fault::kUnknownOutcome, 1);
   const auto head = queue(a, 10s);
   ASSERT_TRUE(advance_until([&] { return head->answered(); }, 20ms, 200ms));
   const auto outcome = head->get();
   // The failed attempt is retried for the same session: re-entrant, so it supersedes the grant
   // of unknown outcome with a greater token rather than leaving it unaccounted for.
   ASSERT_TRUE(granted(outcome));
-  EXPECT_EQ(faults_.calls("try_insert"), 2u);
+  EXPECT_EQ(faults_.calls("try_grant"), 2u);
   EXPECT_EQ(token_of(outcome), store_.last_token());
   const auto waiter = queue(b, 150ms);
   advance(150ms);
@@ -303,7 +304,7 @@ TEST_F(LockServiceTest, FailedGiveBackOfAnOrphanGrantDoesNotLoseTheNextWaiter) {
   // a's grant, if orphaned, lives 200 ms; a's client closes its connection while it waits.
   const auto closed = std::make_shared<core::Cancellation>();
   auto gives_up = std::make_shared<Pending<std::optional<LockHandle>>>();
-  service_->acquire(kKey, a, 200ms, 10s, gives_up->callback(), closed);
+  service_->acquire(kKey, a, GrantRequest::exclusive(200ms), 10s, gives_up->callback(), closed);
   ASSERT_TRUE(wait_until([&] { return observer_.waiters.load() == 1; }));
   const auto next = queue(b, 10s);
   // The hand-over to `a` stalls; a's connection closes while it is in flight.

@@ -152,7 +152,7 @@ class LockServiceTest : public ::testing::Test {
                                                               milliseconds wait,
                                                               milliseconds ttl = kLongTtl) {
     auto pending = std::make_shared<Pending<std::optional<LockHandle>>>();
-    service_->acquire(kKey, session, ttl, wait, pending->callback());
+    service_->acquire(kKey, session, GrantRequest::exclusive(ttl), wait, pending->callback());
     return pending;
   }
 

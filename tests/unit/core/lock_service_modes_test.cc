@@ -10,6 +10,12 @@
 #include <string>
 
 #include "lock_service_fixture.h"
+#include "support/grant_asks.h"
+
+using dlock::testing::Ask;
+using dlock::testing::exclusive_ask;
+using dlock::testing::permit_ask;
+using dlock::testing::shared_ask;
 
 namespace dlock::testing {
 namespace {
@@ -17,19 +23,19 @@ namespace {
 using namespace std::chrono_literals;
 using PendingGrant = std::shared_ptr<Pending<std::optional<LockHandle>>>;
 
-constexpr HoldRequest kExclusive{HoldMode::kExclusive, 0};
-constexpr HoldRequest kShared{HoldMode::kShared, 0};
+const Ask kExclusive = exclusive_ask();
+const Ask kShared = shared_ask();
 
 class LockServiceModesTest : public LockServiceTest {
  protected:
-  PendingGrant acquire_as(const std::string& session, HoldRequest request, milliseconds wait) {
+  PendingGrant acquire_as(const std::string& session, const Ask& request, milliseconds wait) {
     auto pending = std::make_shared<Pending<std::optional<LockHandle>>>();
-    service_->acquire(kKey, session, kLongTtl, wait, pending->callback(), nullptr, request);
+    service_->acquire(kKey, session, request(kLongTtl), wait, pending->callback(), nullptr);
     return pending;
   }
 
   // Acquires with a wait and returns once the service has queued the request.
-  PendingGrant queue_as(const std::string& session, HoldRequest request) {
+  PendingGrant queue_as(const std::string& session, const Ask& request) {
     const auto before = observer_.waiters.load();
     auto pending = acquire_as(session, request, 10s);
     EXPECT_TRUE(wait_until([&] { return observer_.waiters.load() == before + 1; }))
@@ -84,7 +90,7 @@ TEST_F(LockServiceModesTest, PermitWaiterIsGrantedWhenAPermitFrees) {
   const auto a = open("a");
   const auto b = open("b");
   const auto c = open("c");
-  const HoldRequest two{HoldMode::kPermit, 2};
+  const Ask two = permit_ask(2);
   const auto first = acquire_as(a, two, 0ms)->get();
   ASSERT_TRUE(granted(first));
   ASSERT_TRUE(granted(acquire_as(b, two, 0ms)->get()));
@@ -99,9 +105,9 @@ TEST_F(LockServiceModesTest, PermitWaiterIsGrantedWhenAPermitFrees) {
 TEST_F(LockServiceModesTest, ConflictingLimitIsAnsweredAtOnceNotRetried) {
   const auto a = open("a");
   const auto b = open("b");
-  ASSERT_TRUE(granted(acquire_as(a, HoldRequest{HoldMode::kPermit, 1}, 0ms)->get()));
+  ASSERT_TRUE(granted(acquire_as(a, permit_ask(1), 0ms)->get()));
   const auto started = SteadyClock::now();
-  const auto outcome = acquire_as(b, HoldRequest{HoldMode::kPermit, 3}, 5s)->get();
+  const auto outcome = acquire_as(b, permit_ask(3), 5s)->get();
   EXPECT_EQ(error_code(outcome.error), ErrorCode::kConflict);
   EXPECT_LT(SteadyClock::now() - started, 2s) << "a conflict must not wait out wait_ms";
   EXPECT_EQ(observer_.waiters.load(), 0);

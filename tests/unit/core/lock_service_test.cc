@@ -89,12 +89,12 @@ TEST_F(LockServiceTest, OnlyTheHeadWaiterTouchesTheBackend) {
   for (const auto& session : sessions) waiters.push_back(acquire(session, 10s));
   ASSERT_TRUE(wait_until([&] { return observer_.waiters.load() == 16; }));
   // The head's attempt found the key held and read the holder's expiry to arm its timer.
-  ASSERT_TRUE(wait_until([&] { return faults_.calls("try_insert") >= 2; }));
-  EXPECT_EQ(faults_.calls("try_insert"), 2u) << "the holder's grant and one head attempt";
-  // The release hands over to the head in one store operation, without a try_insert.
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("try_grant") >= 2; }));
+  EXPECT_EQ(faults_.calls("try_grant"), 2u) << "the holder's grant and one head attempt";
+  // The release hands over to the head in one store operation, without a try_grant.
   ASSERT_TRUE(release(holder, token_of(grant)).value);
   ASSERT_TRUE(wait_until([&] { return observer_.waiters.load() == 15; }));
-  EXPECT_EQ(faults_.calls("try_insert"), 2u);
+  EXPECT_EQ(faults_.calls("try_grant"), 2u);
   EXPECT_EQ(faults_.calls("handover"), 1u);
   EXPECT_EQ(
       std::count_if(waiters.begin(), waiters.end(), [](const auto& w) { return w->answered(); }),
@@ -238,9 +238,9 @@ TEST_F(LockServiceOneWorkerTest, WaiterIsAnsweredAtItsDeadlineWhileEveryWorkerIs
   const auto waiter = queue(a, 300ms);
   // Its attempt found the key held and ended (the wake-up at the holder's expiry reads it).
   ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));
-  faults_.inject("try_insert", Fault::kHang, 1);
+  faults_.inject("try_grant", Fault::kHang, 1);
   Pending<std::optional<LockHandle>> other;
-  service_->acquire("ns/other", holder, kLongTtl, 0ms, other.callback());
+  service_->acquire("ns/other", holder, GrantRequest::exclusive(kLongTtl), 0ms, other.callback());
   ASSERT_TRUE(faults_.wait_for_blocked(1, 2s)) << "the only worker is not blocked";
   EXPECT_TRUE(waiter->answered(1s)) << "not answered while the only worker is blocked";
   EXPECT_TRUE(held(waiter->get()));

@@ -71,7 +71,8 @@ TEST_F(DataFileTest, DirectoryAndFilesArePrivateWhateverTheUmask) {
   {
     auto store = open();
     const auto session = store->open_session("alice", std::chrono::seconds(30));
-    ASSERT_TRUE(store->try_insert("k", "alice", session.session_id, std::chrono::seconds(30)));
+    ASSERT_TRUE(store->try_grant("k", "alice", session.session_id,
+                                 GrantRequest::exclusive(std::chrono::seconds(30))));
     EXPECT_EQ(mode_of(root_ / "data"), 0700u);
     EXPECT_EQ(mode_of(root_ / "data" / "nested"), 0700u);
     for (const char* suffix : {"", "-wal", "-shm"}) {
@@ -93,7 +94,8 @@ TEST_F(DataFileTest, SecondStoreOnTheSameFileRefusesToOpen) {
   }
   // The first store is untouched by the refused open.
   const auto session = first->open_session("alice", std::chrono::seconds(30));
-  EXPECT_TRUE(first->try_insert("k", "alice", session.session_id, std::chrono::seconds(30)));
+  EXPECT_TRUE(first->try_grant("k", "alice", session.session_id,
+                               GrantRequest::exclusive(std::chrono::seconds(30))));
   first.reset();
   // Released with the store: the next one opens and sees the data.
   auto again = open();
@@ -108,7 +110,9 @@ TEST_F(DataFileTest, ExistingFilesOthersCanReadAreMadePrivate) {
               auto store = open();
               const auto session = store->open_session("alice", std::chrono::seconds(30));
               const bool granted =
-                  store->try_insert("k", "alice", session.session_id, std::chrono::seconds(30))
+                  store
+                      ->try_grant("k", "alice", session.session_id,
+                                  GrantRequest::exclusive(std::chrono::seconds(30)))
                       .has_value();
               ::_exit(granted ? 0 : 1);  // without closing the store: the -wal and -shm stay
               return 1;
@@ -177,7 +181,8 @@ TEST_F(DataFileTest, SecondStoreIsRefusedWhateverBecameOfTheLockFile) {
   fs::create_symlink(path_, alias);
   expect_refused(alias);
   const auto session = first->open_session("alice", std::chrono::seconds(30));
-  EXPECT_TRUE(first->try_insert("k", "alice", session.session_id, std::chrono::seconds(30)));
+  EXPECT_TRUE(first->try_grant("k", "alice", session.session_id,
+                               GrantRequest::exclusive(std::chrono::seconds(30))));
 }
 
 }  // namespace

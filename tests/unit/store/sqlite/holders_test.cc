@@ -12,22 +12,27 @@
 
 #include "dlock/errors.h"
 #include "store/sqlite/sqlite_store.h"
+#include "support/grant_asks.h"
 #include "support/sqlite_store_fixture.h"
+
+using dlock::testing::Ask;
+using dlock::testing::permit_ask;
+using dlock::testing::shared_ask;
 
 namespace dlock::store::sqlite {
 namespace {
 
 using std::chrono::seconds;
 
-constexpr HoldRequest kShared{HoldMode::kShared, 0};
+const Ask kShared = shared_ask();
 
 class SqliteHoldersTest : public testing::SqliteStoreFixture {
  protected:
   SqliteHoldersTest() : SqliteStoreFixture("dlock-sqlite-holders") {}
 
-  std::optional<LockHandle> hold(const SessionInfo& session, HoldRequest request,
+  std::optional<LockHandle> hold(const SessionInfo& session, const Ask& request,
                                  LockLease lease = seconds(30)) {
-    return store_->try_insert_holder("ns/k", session.owner_id, session.session_id, lease, request);
+    return store_->try_grant("ns/k", session.owner_id, session.session_id, request(lease));
   }
 };
 
@@ -37,10 +42,13 @@ TEST_F(SqliteHoldersTest, ExclusiveAcquireOfAReadHeldKeyByADeadSessionIsSessionN
   const auto reader = store_->open_session("reader", seconds(30));
   const auto writer = store_->open_session("writer", seconds(30));
   ASSERT_TRUE(hold(reader, kShared).has_value());
-  EXPECT_FALSE(store_->try_insert("ns/k", "writer", writer.session_id, seconds(30)).has_value());
+  EXPECT_FALSE(
+      store_->try_grant("ns/k", "writer", writer.session_id, GrantRequest::exclusive(seconds(30)))
+          .has_value());
   store_->close_session(writer.session_id);
-  EXPECT_THROW(store_->try_insert("ns/k", "writer", writer.session_id, seconds(30)),
-               SessionNotFoundError);
+  EXPECT_THROW(
+      store_->try_grant("ns/k", "writer", writer.session_id, GrantRequest::exclusive(seconds(30))),
+      SessionNotFoundError);
 }
 
 // Release, close and revoke decide liveness in a RETURNING clause; a session-bound holder (NULL
@@ -53,7 +61,8 @@ TEST_F(SqliteHoldersTest, SessionBoundHoldersAreLiveWhereTheyAreRemoved) {
   const auto b = hold(bob, kShared, LockLease::session());
   const auto c = hold(carol, kShared, LockLease::session());
   ASSERT_TRUE(a && b && c);
-  EXPECT_TRUE(store_->delete_if_owner("ns/k", "alice", alice.session_id, a->fencing_token));
+  EXPECT_TRUE(
+      store_->delete_if_owner(GrantRef{"ns/k", "alice", alice.session_id, a->fencing_token}));
   const auto closed = store_->close_session(bob.session_id);
   ASSERT_EQ(closed.size(), 1u);
   EXPECT_TRUE(closed[0].session_bound);
@@ -69,7 +78,7 @@ TEST_F(SqliteHoldersTest, HoldersOutliveAReopenOfTheFile) {
   const auto alice = store_->open_session("alice", seconds(60));
   const auto bob = store_->open_session("bob", seconds(60));
   const auto reader = hold(alice, kShared);
-  const auto permit = hold(bob, HoldRequest{HoldMode::kPermit, 3}, LockLease::session());
+  const auto permit = hold(bob, permit_ask(3), LockLease::session());
   ASSERT_FALSE(permit.has_value());  // a permit beside a shared holder is held
   ASSERT_TRUE(reader.has_value());
   reopen();
@@ -77,11 +86,14 @@ TEST_F(SqliteHoldersTest, HoldersOutliveAReopenOfTheFile) {
   ASSERT_EQ(holders.size(), 1u);
   EXPECT_EQ(holders[0].fencing_token, reader->fencing_token);
   EXPECT_EQ(holders[0].mode, HoldMode::kShared);
-  EXPECT_FALSE(store_->try_insert("ns/k", "bob", bob.session_id, seconds(30)).has_value());
+  EXPECT_FALSE(
+      store_->try_grant("ns/k", "bob", bob.session_id, GrantRequest::exclusive(seconds(30)))
+          .has_value());
   const auto second = hold(bob, kShared);
   ASSERT_TRUE(second.has_value());
   EXPECT_GT(second->fencing_token, reader->fencing_token);
-  EXPECT_TRUE(store_->delete_if_owner("ns/k", "alice", alice.session_id, reader->fencing_token));
+  EXPECT_TRUE(
+      store_->delete_if_owner(GrantRef{"ns/k", "alice", alice.session_id, reader->fencing_token}));
 }
 
 }  // namespace

@@ -14,7 +14,11 @@
 
 #include "dlock/errors.h"
 #include "store/sqlite/sqlite_store.h"
+#include "support/grant_asks.h"
 #include "support/sqlite_store_fixture.h"
+
+using dlock::testing::Ask;
+using dlock::testing::shared_ask;
 
 namespace dlock::store::sqlite {
 namespace {
@@ -24,7 +28,7 @@ using std::chrono::seconds;
 
 constexpr milliseconds kDelay{1500};
 constexpr milliseconds kTtl{1000};  // the default TtlLimits::min_ttl
-constexpr HoldRequest kShared{HoldMode::kShared, 0};
+const Ask kShared = shared_ask();
 
 class SqliteLockDelayTest : public testing::SqliteStoreFixture {
  protected:
@@ -37,7 +41,8 @@ class SqliteLockDelayTest : public testing::SqliteStoreFixture {
   }
   // Alice's grant of `key` for kTtl, and a wait until its TTL has passed (nothing reaps it).
   LockHandle expired_grant(const std::string& key) {
-    const auto held = store_->try_insert(key, "alice", alice_.session_id, kTtl);
+    const auto held =
+        store_->try_grant(key, "alice", alice_.session_id, GrantRequest::exclusive(kTtl));
     EXPECT_TRUE(held.has_value());
     // Real time: the store's clock; the poll interval of waiting for the TTL to pass.
     while (store_->read(key).has_value()) std::this_thread::sleep_for(milliseconds(20));
@@ -45,8 +50,8 @@ class SqliteLockDelayTest : public testing::SqliteStoreFixture {
   }
   // Whether bob is refused `key` in every mode.
   bool refused(const std::string& key) {
-    return !store_->try_insert(key, "bob", bob_.session_id, seconds(30)) &&
-           !store_->try_insert_holder(key, "bob", bob_.session_id, seconds(30), kShared);
+    return !store_->try_grant(key, "bob", bob_.session_id, GrantRequest::exclusive(seconds(30))) &&
+           !store_->try_grant(key, "bob", bob_.session_id, kShared(seconds(30)));
   }
 
   SessionInfo alice_, bob_;
@@ -55,7 +60,8 @@ class SqliteLockDelayTest : public testing::SqliteStoreFixture {
 // A release after the TTL passed is no clean end: the client may have acted after the expiry.
 TEST_F(SqliteLockDelayTest, ALateReleaseKeepsTheDelay) {
   const auto held = expired_grant("ns/late");
-  EXPECT_FALSE(store_->delete_if_owner("ns/late", "alice", alice_.session_id, held.fencing_token));
+  EXPECT_FALSE(
+      store_->delete_if_owner(GrantRef{"ns/late", "alice", alice_.session_id, held.fencing_token}));
   EXPECT_TRUE(refused("ns/late")) << "a late release ended the lock-delay";
 }
 
@@ -78,12 +84,14 @@ TEST_F(SqliteLockDelayTest, TheReaperKeepsTheDelayAndAnnouncesItsEnd) {
   const int before = announced;
   store_->reap_expired();
   EXPECT_GT(announced, before) << "the end of the lock-delay was not announced";
-  EXPECT_TRUE(store_->try_insert("ns/reaped", "bob", bob_.session_id, seconds(30)));
+  EXPECT_TRUE(
+      store_->try_grant("ns/reaped", "bob", bob_.session_id, GrantRequest::exclusive(seconds(30))));
 }
 
 // The delay is in the file: a store reopened on it keeps a revoke's delay.
 TEST_F(SqliteLockDelayTest, ARevokesDelayIsKeptAcrossAReopen) {
-  ASSERT_TRUE(store_->try_insert("ns/revoked", "alice", alice_.session_id, seconds(30)));
+  ASSERT_TRUE(store_->try_grant("ns/revoked", "alice", alice_.session_id,
+                                GrantRequest::exclusive(seconds(30))));
   ASSERT_TRUE(store_->revoke("ns/revoked").revoked);
   reopen();
   EXPECT_TRUE(refused("ns/revoked")) << "the reopened store forgot the lock-delay";
