@@ -480,8 +480,8 @@ class SqliteStore final : public Backend {
       select.bind(4, static_cast<std::int64_t>(grant.fencing_token));
       if (select.step()) {
         return handle_from<sql::kCheckSessionBoundColumns>(
-            grant.key, grant.owner_id, grant.session_id, grant.fencing_token,
-            LockLease::session(), sent_at, select, clock_,
+            grant.key, grant.owner_id, grant.session_id, grant.fencing_token, LockLease::session(),
+            sent_at, select, clock_,
             mode_from(select.column_text(sql::kCheckSessionBoundColumns["mode"])));
       }
     }
