@@ -81,7 +81,7 @@ inline constexpr auto kReadRow = kGrantRow + SqlColumns{"value"};
 inline constexpr SqlColumns kSessionRow{"owner_id", "ttl_ms", "expires_us", "lock_delay_ms"};
 
 // The literals `parts` joined into one, at compile time: two statements share their text without
-// a macro (whose line continuations would hide that text from scripts/mutation-check's rows).
+// a macro.
 template <std::size_t N>
 struct SqlText {
   char text[N]{};
