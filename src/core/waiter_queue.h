@@ -15,17 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "core/outcome.h"
 #include "core/time_source.h"
 #include "dlock/lock_store.h"
 
 namespace dlock::core {
-
-// Either a value or the exception a store call threw.
-template <typename T>
-struct Outcome {
-  std::optional<T> value;
-  std::exception_ptr error;
-};
 
 using AcquireOutcome = Outcome<std::optional<LockHandle>>;
 

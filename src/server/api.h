@@ -18,6 +18,7 @@
 
 #include "auth/token_table.h"
 #include "core/lock_service.h"
+#include "core/principal_counter.h"
 #include "core/session_book.h"
 #include "dlock/types.h"
 #include "server/authorization.h"
