@@ -202,6 +202,12 @@ class LockStore {
 
   // Exactly "sqlite", "pg" or "etcd".
   virtual std::string_view backend_id() const = 0;
+
+  // True when every change to this store's grants is made through this object (sqlite: one
+  // dlockd per data file), so that its caller, seeing every call and every reaped expiry, may
+  // keep what it learnt of a key's holders until one of those changes it or the grant expires.
+  // False when other processes share the storage (pg, etcd).
+  virtual bool sole_writer() const { return false; }
 };
 
 class SessionRegistry {

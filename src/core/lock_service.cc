@@ -79,6 +79,7 @@ void LockService::note(WatchKind kind, const std::string& key, FencingToken toke
 
 void LockService::note_release(const std::string& key, FencingToken token,
                                const std::string& owner_id, const std::string& session_id) {
+  forget_holder(key);
   observer_.on_release(key, token);
   note(WatchKind::kRelease, key, token, owner_id, session_id);
 }
@@ -370,6 +371,7 @@ void LockService::list(std::string prefix, ListAfter after, std::size_t limit,
 void LockService::revoke(std::string key, Callback<LockOutcome> done) {
   run<LockOutcome>(std::move(done), [this, key = std::move(key)] {
     auto outcome = backend_.revoke(key);
+    forget_holder(key);
     if (outcome.revoked) {
       note(WatchKind::kRevoke, key, outcome.fencing_token.value_or(0),
            outcome.owner_id.value_or(""), "");
@@ -458,6 +460,7 @@ void LockService::reap() {
       try {
         const auto report_ = backend_.reap_expired();
         for (const auto& info : report_.expired_locks) {
+          forget_holder(info.key);
           observer_.on_expiry(info);
           note(WatchKind::kExpire, info.key, info.fencing_token, info.owner_id, info.session_id,
                info.mode);

@@ -207,6 +207,17 @@ class LockService {
     ReleaseSubscriptionPtr subscription;  // a release of `key` seen by the store: pump
     TimerPtr wake_timer;                  // the holder's expiry, or a retry
     bool dropped = false;
+    // The key's exclusive holder as this service last learnt it, kept only when the store is
+    // this service's alone (LockStore::sole_writer): an acquire that joins the queue learns from
+    // it whether it is the holder re-acquiring, without reading the store. Trusted until the
+    // grant's expiry (the store's clock is this machine's); forgotten by every release, revoke
+    // and reaped expiry this service makes.
+    struct KnownHolder {
+      std::string session_id;
+      WallClock::time_point expires_at;
+    };
+    std::optional<KnownHolder> holder;
+    std::uint64_t holder_version = 0;  // bumped by every change of `holder`
   };
   using KeyStatePtr = std::shared_ptr<KeyState>;
   // What dropping an idle queue leaves to destroy once mutex_ is released.
@@ -244,6 +255,14 @@ class LockService {
                std::optional<LockHandle> granted, std::exception_ptr refused,
                bool session_ended = true);
   void arm_expiry_timer(const KeyStatePtr& state, bool waiting);
+  // Under mutex_: whether `session_id` holds the key, when `state` knows its holder.
+  std::optional<bool> known_holder(const KeyState& state, const std::string& session_id) const;
+  // Under mutex_: `holders` (read from the store, or granted by this service) are the key's
+  // holders, unless the known holder changed since `version` (a read that a release overtook).
+  void learn_holders(KeyState& state, std::uint64_t version, const std::vector<LockInfo>& holders);
+  void learn_holder(KeyState& state, const LockHandle& granted);
+  // A grant of `key` ended or may have: what this service knew of its holder is stale.
+  void forget_holder(const std::string& key);
   void wake_at_expiry(const KeyStatePtr& state, WallClock::time_point expires_at);
   // Pumps the queue after `delay`, or drops it now if nobody waits.
   void schedule_pump(const KeyStatePtr& state, std::chrono::milliseconds delay);
@@ -263,7 +282,8 @@ class LockService {
   std::vector<std::string> dead_waiting_sessions();
   void reap();
   void report(const std::exception_ptr& error);
-  // A grant ended by a release (or given back): reported to the observer and the watch.
+  // A grant ended by a release (or given back): reported to the observer and the watch, and no
+  // longer the key's known holder.
   void note_release(const std::string& key, FencingToken token, const std::string& owner_id,
                     const std::string& session_id);
   void note(WatchKind kind, const std::string& key, FencingToken token, const std::string& owner_id,

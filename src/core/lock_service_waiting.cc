@@ -61,22 +61,41 @@ void LockService::acquire(std::string key, std::string session_id, GrantRequest 
             "wait_ms", "wait_ms must be at most " + std::to_string(options_.max_wait.count()));
       }
       const auto owner_id = owner_of(session_id);
-      bool queued = false;
+      KeyStatePtr state;
+      std::optional<bool> holds;
+      std::uint64_t holder_version = 0;
       {
         std::lock_guard lock(mutex_);
-        const auto state = queues_.find(key);
-        queued = state != queues_.end() && !state->second->queue.empty();
+        const auto found = queues_.find(key);
+        if (found != queues_.end() && !found->second->queue.empty()) {
+          state = found->second;
+          holds = known_holder(*state, session_id);
+          holder_version = state->holder_version;
+        }
       }
-      if (queued) {
+      if (state) {
         // First come, first served: nobody overtakes queued waiters, except a holder itself
         // re-acquiring (re-entrant: it would otherwise wait for its own lock).
-        const auto holders = backend_.read_holders(key);
-        if (std::any_of(holders.begin(), holders.end(),
-                        [&](const LockInfo& holder) { return holder.session_id == session_id; })) {
-          measured({try_grant(key, owner_id, session_id, request), nullptr});
-          return;
+        if (!holds) {
+          const auto holders = backend_.read_holders(key);
+          holds = std::any_of(holders.begin(), holders.end(), [&](const LockInfo& holder) {
+            return holder.session_id == session_id;
+          });
+          std::lock_guard lock(mutex_);
+          learn_holders(*state, holder_version, holders);
         }
-        if (wait.count() <= 0) {
+        if (*holds) {
+          auto granted = try_grant(key, owner_id, session_id, request);
+          if (granted) {
+            std::lock_guard lock(mutex_);
+            learn_holder(*state, *granted);
+          }
+          // Not granted: its grant ended meanwhile, so it waits its turn like anyone else.
+          if (granted || wait.count() <= 0) {
+            measured({std::move(granted), nullptr});
+            return;
+          }
+        } else if (wait.count() <= 0) {
           measured({std::optional<LockHandle>{}, nullptr});
           return;
         }
@@ -283,6 +302,10 @@ void LockService::deliver(const KeyStatePtr& state, const WaiterPtr& head, bool 
                           bool session_ended) {
   if (granted) {
     if (delivered) {
+      {
+        std::lock_guard lock(mutex_);
+        learn_holder(*state, *granted);  // before its holder can hear of it and release it
+      }
       const auto expiry = granted->server_expiry;
       const bool exclusive = granted->mode == HoldMode::kExclusive;
       head->done({std::move(granted), nullptr});
@@ -307,6 +330,11 @@ void LockService::arm_expiry_timer(const KeyStatePtr& state, bool waiting) {
     drop_if_idle(state);
     return;
   }
+  std::uint64_t holder_version = 0;
+  {
+    std::lock_guard lock(mutex_);
+    holder_version = state->holder_version;
+  }
   std::optional<LockInfo> holder;
   try {
     holder = backend_.read(state->key);
@@ -319,7 +347,47 @@ void LockService::arm_expiry_timer(const KeyStatePtr& state, bool waiting) {
     schedule_pump(state, milliseconds(10));  // freed in between: try again shortly
     return;
   }
+  {
+    std::lock_guard lock(mutex_);
+    learn_holders(*state, holder_version, {*holder});
+  }
   wake_at_expiry(state, holder->expires_at);
+}
+
+std::optional<bool> LockService::known_holder(const KeyState& state,
+                                              const std::string& session_id) const {
+  // Trusted a little short of its expiry: past it, the next waiter's attempt takes the key.
+  constexpr milliseconds kMargin(20);
+  if (!state.holder || time_.wall_now() + kMargin >= state.holder->expires_at) return std::nullopt;
+  return state.holder->session_id == session_id;
+}
+
+void LockService::learn_holders(KeyState& state, std::uint64_t version,
+                                const std::vector<LockInfo>& holders) {
+  if (!backend_.sole_writer() || state.holder_version != version) return;
+  ++state.holder_version;
+  state.holder.reset();
+  // Only an exclusive holder is the whole story: beside shared holders or permits others may join.
+  if (holders.size() == 1 && holders.front().mode == HoldMode::kExclusive) {
+    state.holder = KeyState::KnownHolder{holders.front().session_id, holders.front().expires_at};
+  }
+}
+
+void LockService::learn_holder(KeyState& state, const LockHandle& granted) {
+  if (!backend_.sole_writer()) return;
+  ++state.holder_version;
+  state.holder.reset();
+  if (granted.mode == HoldMode::kExclusive) {
+    state.holder = KeyState::KnownHolder{granted.session_id, granted.server_expiry};
+  }
+}
+
+void LockService::forget_holder(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  const auto found = queues_.find(key);
+  if (found == queues_.end()) return;
+  ++found->second->holder_version;
+  found->second->holder.reset();
 }
 
 void LockService::wake_at_expiry(const KeyStatePtr& state, WallClock::time_point expires_at) {

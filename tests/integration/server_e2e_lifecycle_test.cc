@@ -100,6 +100,40 @@ TEST_P(ServerEndToEnd, TwoServersOnOneDatabaseHandOverToEachOthersWaiters) {
   EXPECT_GT(token_of(waited), token_of(held));
 }
 
+// A hand-over made by another dlockd changes the holder without a release notification. What a
+// dlockd learnt of a key's holder is stale then (LockStore::sole_writer is false for pg and
+// etcd): the new holder re-acquiring through it while others wait there is still re-entrant.
+TEST_P(ServerEndToEnd, HolderHandedTheLockByAnotherServerReacquiresHereWhileOthersWait) {
+  if (GetParam() == "sqlite") {
+    GTEST_SKIP() << "the embedded store is served by one dlockd";
+  }
+  DlockdProcess other(options());
+  const auto alice = open_session("alice");
+  const auto bob = open_session("bob", 60000, &other);
+  const auto carol = open_session("carol");
+  const auto key = fresh_key();
+  const auto held = acquire(key, alice);
+  ASSERT_EQ(held.status, 200);
+  // Carol waits here (her queue reads alice as the holder); bob waits at the other dlockd.
+  HttpResult carol_waited;
+  std::thread carol_waiter([&] { carol_waited = acquire(key, carol, 30000, 20000); });
+  ASSERT_TRUE(wait_for_waiters(1));
+  HttpResult bob_waited;
+  std::thread bob_waiter([&] { bob_waited = acquire(key, bob, 30000, 20000, &other); });
+  EXPECT_TRUE(wait_for_waiters(1, &other));
+  // Released through the other dlockd: handed over to bob there, in one store write.
+  EXPECT_EQ(release(key, alice, token_of(held), &other).status, 204);
+  bob_waiter.join();
+  ASSERT_EQ(bob_waited.status, 200) << bob_waited.body;
+  const auto again = acquire(key, bob);
+  EXPECT_EQ(again.status, 200) << "bob holds the lock: re-entrant, not held behind carol: "
+                               << again.body;
+  const auto latest = again.status == 200 ? token_of(again) : token_of(bob_waited);
+  EXPECT_EQ(release(key, bob, latest).status, 204);
+  carol_waiter.join();
+  EXPECT_EQ(carol_waited.status, 200) << carol_waited.body;
+}
+
 TEST_P(ServerEndToEnd, ShutdownAnswersWaitersWith503AndExitsCleanly) {
   const auto alice = open_session("alice");
   const auto bob = open_session("bob");

@@ -30,6 +30,8 @@ struct FakeStoreOptions {
   std::function<WallClock::time_point()> now = [] { return WallClock::now(); };
   // Small by default so tests can let grants expire in milliseconds.
   TtlLimits limits{std::chrono::milliseconds(1), std::chrono::hours(1)};
+  // LockStore::sole_writer: true only for a store that no other FakeStore shares storage with.
+  bool sole_writer = false;
 };
 
 // The state FakeStores share: grants, sessions, the token counter and the release feed.
@@ -89,6 +91,7 @@ class FakeStore : public Backend {
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                         std::function<void()> on_released) override;
   std::string_view backend_id() const override { return "fake"; }
+  bool sole_writer() const override { return options_.sole_writer; }
 
   using SessionRegistry::open_session;
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,

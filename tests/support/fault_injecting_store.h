@@ -75,6 +75,7 @@ class FaultInjectingStore : public Backend {
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                         std::function<void()> on_released) override;
   std::string_view backend_id() const override { return inner_.backend_id(); }
+  bool sole_writer() const override { return inner_.sole_writer(); }
 
   using SessionRegistry::open_session;
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,

@@ -230,6 +230,8 @@ class SqliteStore final : public Backend {
   }
 
   std::string_view backend_id() const override { return backend_names::kSqlite; }
+  // One store per data file: DataFile holds an flock on it (data_file.h).
+  bool sole_writer() const override { return true; }
 
   using SessionRegistry::open_session;
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,

@@ -192,8 +192,9 @@ class LockServiceTest : public ::testing::Test {
   }
 
   SimulatedTime time_;
-  FakeStore store_{FakeStoreOptions{
-      .now = [this] { return real_time() ? WallClock::now() : time_.wall_now(); }}};
+  FakeStore store_{
+      FakeStoreOptions{.now = [this] { return real_time() ? WallClock::now() : time_.wall_now(); },
+                       .sole_writer = true}};
   FaultInjectingStore faults_{store_, 5s};
   CountingObserver observer_;
   asio::io_context io_;

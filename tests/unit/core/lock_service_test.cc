@@ -101,6 +101,94 @@ TEST_F(LockServiceTest, OnlyTheHeadWaiterTouchesTheBackend) {
       1);
 }
 
+// --- re-entrancy while others wait, from the holder this service knows ----------------------
+// The fixture's store is its service's alone (LockStore::sole_writer), as sqlite's is: the
+// service keeps the holder it learnt and an acquire joining a queue reads nothing.
+
+TEST_F(LockServiceTest, HolderReacquiringWhileOthersWaitIsGrantedWithoutAStoreRead) {
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto c = open("c");
+  const auto first = acquire(a, 0ms)->get();
+  ASSERT_TRUE(granted(first));
+  const auto waiting = queue(b);
+  // The head's failed attempt read the holder (for its expiry): the service knows it now.
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));
+  const auto again = acquire(a, 0ms)->get();
+  ASSERT_TRUE(granted(again)) << "the holder does not wait behind a waiter for its own lock";
+  EXPECT_GT(token_of(again), token_of(first));
+  EXPECT_TRUE(held(acquire(c, 0ms)->get())) << "another session does not overtake the queue";
+  const auto queued = queue(c);
+  EXPECT_EQ(faults_.calls("read_holders"), 0u) << "the holder was known: no read per acquire";
+  EXPECT_FALSE(waiting->answered());
+  ASSERT_TRUE(release(a, token_of(again)).value);
+  ASSERT_TRUE(granted(waiting->get()));
+  EXPECT_FALSE(queued->answered());
+}
+
+TEST_F(LockServiceTest, AfterAHandOverTheFormerHolderWaitsItsTurnWithoutAStoreRead) {
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto c = open("c");
+  const auto first = acquire(a, 0ms)->get();
+  ASSERT_TRUE(granted(first));
+  const auto b_waits = queue(b);
+  const auto c_waits = queue(c);
+  ASSERT_TRUE(release(a, token_of(first)).value);
+  const auto b_granted = b_waits->get();
+  ASSERT_TRUE(granted(b_granted));
+  const auto reads = faults_.calls("read_holders") + faults_.calls("read");
+  const auto a_waits = queue(a);  // behind c, who waits still
+  EXPECT_EQ(faults_.calls("read_holders") + faults_.calls("read"), reads)
+      << "the hand-over told the service who holds the key";
+  ASSERT_TRUE(release(b, token_of(b_granted)).value);
+  ASSERT_TRUE(granted(c_waits->get()));
+  EXPECT_FALSE(a_waits->answered()) << "the former holder overtook the queue";
+}
+
+TEST_F(LockServiceTest, RevokedHolderReacquiringWaitsBehindTheQueue) {
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto first = acquire(a, 0ms)->get();
+  ASSERT_TRUE(granted(first));
+  const auto b_waits = queue(b);
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));
+  // The head's attempt after the revoke fails once (a retry in 20 ms): the key is free meanwhile.
+  faults_.inject("try_grant", Fault::kUnavailable, 1);
+  Pending<LockOutcome> revoked;
+  service_->revoke(kKey, revoked.callback());
+  ASSERT_TRUE(revoked.get().value->revoked);
+  const auto a_waits = queue(a);
+  ASSERT_TRUE(advance_until([&] { return b_waits->answered(); }, 5ms, 100ms));
+  EXPECT_TRUE(granted(b_waits->get()));
+  EXPECT_FALSE(a_waits->answered()) << "a revoked holder overtook the queue";
+}
+
+// No reaper run: an expiry the reaper reported would tell the service as a release does.
+class LockServiceNoReaperTest : public LockServiceTest {
+ protected:
+  core::ServiceOptions options() const override {
+    auto chosen = LockServiceTest::options();
+    chosen.reap_interval = std::chrono::hours(1);
+    return chosen;
+  }
+};
+
+TEST_F(LockServiceNoReaperTest, ExpiredHolderReacquiringWaitsBehindTheQueue) {
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto first = acquire(a, 0ms, 1s)->get();
+  ASSERT_TRUE(granted(first));
+  const auto b_waits = queue(b, 10s);
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));
+  advance(1002ms);  // a's grant expired; the head's wake-up is 5 ms after it
+  // What the service knew of a ended with a's grant: a is not the holder any more.
+  const auto a_waits = queue(a, 10s);
+  ASSERT_TRUE(advance_until([&] { return b_waits->answered(); }, 1ms, 20ms));
+  EXPECT_TRUE(granted(b_waits->get()));
+  EXPECT_FALSE(a_waits->answered()) << "an expired holder overtook the queue";
+}
+
 TEST_F(LockServiceTest, ClosedSessionsWaiterIsAnsweredSessionNotFoundAtOnce) {
   const auto holder = open("holder");
   const auto waiter_session = open("waiter");
