@@ -61,6 +61,9 @@ class ReleaseSubscription {
   virtual ~ReleaseSubscription() = default;
 };
 using ReleaseSubscriptionPtr = std::unique_ptr<ReleaseSubscription>;
+// What LockStore::watch_releases calls: `granted` is 0 when a grant of the key may have ended,
+// else the token of a grant of the key made without a release (a hand-over's).
+using ReleaseCallback = std::function<void(FencingToken granted)>;
 
 // Where a page of LockStore::list starts (C2 "Paging"): after the grant (key, fencing_token) in
 // list's order, keys compared as bytes. The default, {"", 0}, is before every grant (keys are
@@ -194,20 +197,18 @@ class LockStore {
   // calls are allowed, missed releases are not: a release after watch_releases returns is
   // always reported. Waiters use it instead of polling; they still retry try_grant, which
   // alone decides.
+  // Hand-overs: it is also called, with the new grant's token, for every handover that granted,
+  // through any store on the same storage: the holder changed without a release, and a caller
+  // that keeps what it learnt of a key's holder hears of it (ADR-0036). Other grants may be
+  // reported so too (etcd reports every put of the lock key).
   // Elections: it is also called whenever a leader grant is made by try_grant or its value
   // replaced by proclaim, through any store on the same storage,
   // so that an election's observers wait on it too (they re-read; read alone decides).
   virtual ReleaseSubscriptionPtr watch_releases(std::string_view key,
-                                                std::function<void()> on_released) = 0;
+                                                ReleaseCallback on_released) = 0;
 
   // Exactly "sqlite", "pg" or "etcd".
   virtual std::string_view backend_id() const = 0;
-
-  // True when every change to this store's grants is made through this object (sqlite: one
-  // dlockd per data file), so that its caller, seeing every call and every reaped expiry, may
-  // keep what it learnt of a key's holders until one of those changes it or the grant expires.
-  // False when other processes share the storage (pg, etcd).
-  virtual bool sole_writer() const { return false; }
 };
 
 class SessionRegistry {

@@ -338,13 +338,15 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
     const auto refused =
         next ? nullptr
              : std::make_exception_ptr(SessionNotFoundError("session expired while waiting"));
+    note_release(key, token, from.owner_id, session_id);
     WaiterQueue::AfterAttempt after;
     {
       std::lock_guard lock(mutex_);
       after = state->queue.end_attempt(head, next ? Attempt::kGranted : Attempt::kRefused, nullptr);
       if (after.deliver) count_answered(1);
+      // Learnt as the hand-over ends: the store's report of it finds it known or in flight.
+      if (next && after.deliver) learn_holder(*state, *next);
     }
-    note_release(key, token, from.owner_id, session_id);
     deliver(state, head, after.deliver, std::move(next), refused);
     return true;
   });

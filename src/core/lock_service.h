@@ -207,13 +207,14 @@ class LockService {
     ReleaseSubscriptionPtr subscription;  // a release of `key` seen by the store: pump
     TimerPtr wake_timer;                  // the holder's expiry, or a retry
     bool dropped = false;
-    // The key's exclusive holder as this service last learnt it, kept only when the store is
-    // this service's alone (LockStore::sole_writer): an acquire that joins the queue learns from
-    // it whether it is the holder re-acquiring, without reading the store. Trusted until the
-    // grant's expiry (the store's clock is this machine's); forgotten by every release, revoke
-    // and reaped expiry this service makes.
+    // The key's exclusive holder as this service last learnt it (ADR-0036): an acquire that
+    // joins the queue learns from it whether it is the holder re-acquiring, without reading the
+    // store. Learnt from this service's grants and hand-overs and from reads; forgotten by every
+    // release, revoke and reaped expiry this service makes and by every release or other
+    // holder's grant the store reports (watch_releases); trusted until the grant's expiry.
     struct KnownHolder {
       std::string session_id;
+      FencingToken token = 0;
       WallClock::time_point expires_at;
     };
     std::optional<KnownHolder> holder;
@@ -257,12 +258,24 @@ class LockService {
   void arm_expiry_timer(const KeyStatePtr& state, bool waiting);
   // Under mutex_: whether `session_id` holds the key, when `state` knows its holder.
   std::optional<bool> known_holder(const KeyState& state, const std::string& session_id) const;
-  // Under mutex_: `holders` (read from the store, or granted by this service) are the key's
-  // holders, unless the known holder changed since `version` (a read that a release overtook).
+  // Under mutex_: `holders`, read from the store, are the key's holders, unless the known holder
+  // changed since `version` (a read that a release overtook).
   void learn_holders(KeyState& state, std::uint64_t version, const std::vector<LockInfo>& holders);
+  // Under mutex_: this service granted `granted`.
   void learn_holder(KeyState& state, const LockHandle& granted);
   // A grant of `key` ended or may have: what this service knew of its holder is stale.
   void forget_holder(const std::string& key);
+  // The store reported `key` (watch_releases): a possible release (granted 0) pumps the queue;
+  // another holder's grant (not the known one, with no attempt of ours in flight to explain it)
+  // makes the key's holder unknown and is checked by one read (check_holder). On a worker.
+  void store_reported(const std::string& key, FencingToken granted);
+  // Reads the key's holder and learns it; a waiter of the holder's own session, queued while the
+  // holder was not known to be it, moves to the front (WaiterQueue::promote) and is attempted.
+  void check_holder(const KeyStatePtr& state);
+  // Under mutex_ (as check_holder, from a read that started at `version`): true when a waiter
+  // moved to the front and the queue must be pumped.
+  bool learn_read_holder(KeyState& state, std::uint64_t version,
+                         const std::optional<LockInfo>& holder);
   void wake_at_expiry(const KeyStatePtr& state, WallClock::time_point expires_at);
   // Pumps the queue after `delay`, or drops it now if nobody waits.
   void schedule_pump(const KeyStatePtr& state, std::chrono::milliseconds delay);

@@ -70,6 +70,9 @@ void LockService::acquire(std::string key, std::string session_id, GrantRequest 
         if (found != queues_.end() && !found->second->queue.empty()) {
           state = found->second;
           holds = known_holder(*state, session_id);
+          // Known not to hold: a waiter queues; but a hand-over elsewhere may not be reported
+          // yet, and only a waiter is moved to the front when it is (check_holder).
+          if (holds == false && wait.count() <= 0) holds.reset();
           holder_version = state->holder_version;
         }
       }
@@ -145,8 +148,9 @@ void LockService::wait_in_queue(const std::string& key, const WaiterPtr& waiter,
   WaiterPtr head;
   for (;;) {
     if (needs_subscription && !subscription) {
-      subscription = backend_.watch_releases(
-          key, [this, key] { asio::post(workers_, [this, key] { pump(key); }); });
+      subscription = backend_.watch_releases(key, [this, key](FencingToken granted) {
+        asio::post(workers_, [this, key, granted] { store_reported(key, granted); });
+      });
     }
     std::lock_guard lock(mutex_);
     if (stopping_) throw UnavailableError("server is shutting down");
@@ -275,6 +279,8 @@ void LockService::attempt(const KeyStatePtr& state, const WaiterPtr& head) {
     std::lock_guard lock(mutex_);
     after = state->queue.end_attempt(head, result, failure);
     if (after.deliver || after.expired) count_answered(1);
+    // Learnt as the attempt ends: a report of this grant finds it known or the attempt in flight.
+    if (granted && after.deliver) learn_holder(*state, *granted);
   }
   // Its wait_ms ended during this attempt, which did not grant it: answered now.
   if (after.expired) head->done({std::optional<LockHandle>{}, after.failure});
@@ -302,10 +308,6 @@ void LockService::deliver(const KeyStatePtr& state, const WaiterPtr& head, bool 
                           bool session_ended) {
   if (granted) {
     if (delivered) {
-      {
-        std::lock_guard lock(mutex_);
-        learn_holder(*state, *granted);  // before its holder can hear of it and release it
-      }
       const auto expiry = granted->server_expiry;
       const bool exclusive = granted->mode == HoldMode::kExclusive;
       head->done({std::move(granted), nullptr});
@@ -347,9 +349,14 @@ void LockService::arm_expiry_timer(const KeyStatePtr& state, bool waiting) {
     schedule_pump(state, milliseconds(10));  // freed in between: try again shortly
     return;
   }
+  bool promoted = false;
   {
     std::lock_guard lock(mutex_);
-    learn_holders(*state, holder_version, {*holder});
+    promoted = learn_read_holder(*state, holder_version, holder);
+  }
+  if (promoted) {
+    pump(state);
+    return;
   }
   wake_at_expiry(state, holder->expires_at);
 }
@@ -364,22 +371,77 @@ std::optional<bool> LockService::known_holder(const KeyState& state,
 
 void LockService::learn_holders(KeyState& state, std::uint64_t version,
                                 const std::vector<LockInfo>& holders) {
-  if (!backend_.sole_writer() || state.holder_version != version) return;
+  if (state.holder_version != version) return;
   ++state.holder_version;
   state.holder.reset();
   // Only an exclusive holder is the whole story: beside shared holders or permits others may join.
   if (holders.size() == 1 && holders.front().mode == HoldMode::kExclusive) {
-    state.holder = KeyState::KnownHolder{holders.front().session_id, holders.front().expires_at};
+    const auto& holder = holders.front();
+    state.holder =
+        KeyState::KnownHolder{holder.session_id, holder.fencing_token, holder.expires_at};
   }
 }
 
 void LockService::learn_holder(KeyState& state, const LockHandle& granted) {
-  if (!backend_.sole_writer()) return;
   ++state.holder_version;
   state.holder.reset();
   if (granted.mode == HoldMode::kExclusive) {
-    state.holder = KeyState::KnownHolder{granted.session_id, granted.server_expiry};
+    state.holder =
+        KeyState::KnownHolder{granted.session_id, granted.fencing_token, granted.server_expiry};
   }
+}
+
+bool LockService::learn_read_holder(KeyState& state, std::uint64_t version,
+                                    const std::optional<LockInfo>& holder) {
+  if (!holder) {
+    learn_holders(state, version, {});
+    return false;
+  }
+  learn_holders(state, version, {*holder});
+  return state.queue.promote(holder->session_id);
+}
+
+void LockService::store_reported(const std::string& key, FencingToken granted) {
+  KeyStatePtr state;
+  {
+    std::lock_guard lock(mutex_);
+    const auto found = queues_.find(key);
+    if (found == queues_.end()) return;
+    state = found->second;
+    if (granted != 0 &&
+        (state->queue.attempting() || (state->holder && state->holder->token == granted))) {
+      return;  // this service's own grant, or one its attempt in flight will find
+    }
+    ++state->holder_version;
+    state->holder.reset();
+  }
+  if (granted == 0) {
+    pump(state);
+  } else {
+    check_holder(state);
+  }
+}
+
+void LockService::check_holder(const KeyStatePtr& state) {
+  std::uint64_t version = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (state->dropped) return;
+    version = state->holder_version;
+  }
+  std::optional<LockInfo> holder;
+  try {
+    holder = backend_.read(state->key);
+  } catch (...) {
+    report(std::current_exception());  // unknown until the next read: acquires read for now
+    return;
+  }
+  bool promoted = false;
+  {
+    std::lock_guard lock(mutex_);
+    promoted = learn_read_holder(*state, version, holder);
+  }
+  if (promoted) pump(state);
 }
 
 void LockService::forget_holder(const std::string& key) {

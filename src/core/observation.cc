@@ -28,9 +28,10 @@ void Observation::start(std::chrono::milliseconds wait) {
     std::exception_ptr failed;
     try {
       // Subscribed before the first read: a change after the read is always reported.
-      auto subscription = self->store_.watch_releases(self->key_, [weak = self->weak_from_this()] {
-        if (auto alive = weak.lock()) alive->wake();
-      });
+      auto subscription =
+          self->store_.watch_releases(self->key_, [weak = self->weak_from_this()](FencingToken) {
+            if (auto alive = weak.lock()) alive->wake();
+          });
       std::lock_guard lock(self->mutex_);
       if (self->finished_) return;
       self->subscription_ = std::move(subscription);

@@ -116,6 +116,16 @@ std::vector<WaiterPtr> WaiterQueue::take_all() {
   return taken;
 }
 
+bool WaiterQueue::promote(std::string_view session_id) {
+  const auto first = waiters_.begin() + (busy_ && !waiters_.empty() ? 1 : 0);
+  const auto found = std::find_if(first, waiters_.end(), [&](const WaiterPtr& waiter) {
+    return waiter->session_id == session_id;
+  });
+  if (found == waiters_.end()) return false;
+  std::rotate(first, found, found + 1);
+  return true;
+}
+
 std::vector<std::string> WaiterQueue::waiting_sessions() const {
   std::vector<std::string> sessions;
   sessions.reserve(waiters_.size());

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/outcome.h"
@@ -113,7 +114,14 @@ class WaiterQueue {
   // others.
   std::vector<WaiterPtr> take_all();
 
+  // Moves the first pending waiter of `session_id` to the front, behind the head whose attempt
+  // is in flight if there is one: that session holds the key, and its acquire is re-entrant, not
+  // a wait for its own lock. True when such a waiter is now first in line (the caller pumps).
+  bool promote(std::string_view session_id);
+
   bool empty() const { return waiters_.empty(); }
+  // An attempt or a hand-over for the head is in flight.
+  bool attempting() const { return busy_; }
   // Nobody waits and no attempt is in flight: the queue can be dropped.
   bool idle() const { return !busy_ && waiters_.empty(); }
   std::vector<std::string> waiting_sessions() const;

@@ -1,6 +1,8 @@
 #include "util/release_hub.h"
 
+#include <charconv>
 #include <memory>
+#include <system_error>
 
 namespace dlock::util {
 
@@ -16,7 +18,17 @@ class HubSubscription final : public ReleaseSubscription {
   std::uint64_t id_;
 };
 
-ReleaseSubscriptionPtr ReleaseHub::subscribe(std::string_view key, std::function<void()> callback) {
+ReleaseNotice parse_release_notice(std::string_view payload) {
+  const auto tab = payload.find('\t');
+  if (tab == std::string_view::npos) return {payload, 0};
+  const auto digits = payload.substr(tab + 1);
+  FencingToken granted = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), granted);
+  if (error != std::errc() || end != digits.data() + digits.size()) granted = 0;
+  return {payload.substr(0, tab), granted};
+}
+
+ReleaseSubscriptionPtr ReleaseHub::subscribe(std::string_view key, ReleaseCallback callback) {
   std::lock_guard lock(mutex_);
   const auto id = next_id_++;
   subscribers_.emplace(std::string(key), std::make_pair(id, std::move(callback)));
@@ -36,20 +48,20 @@ void ReleaseHub::unsubscribe(const std::string& key, std::uint64_t id) {
   }
 }
 
-void ReleaseHub::notify(std::string_view key) {
+void ReleaseHub::notify(std::string_view key, FencingToken granted) {
   std::lock_guard lock(mutex_);
   auto [first, last] = subscribers_.equal_range(key);
   // Collect first: a callback may unsubscribe itself and invalidate the iterator.
-  std::vector<std::function<void()>> callbacks;
+  std::vector<ReleaseCallback> callbacks;
   for (auto it = first; it != last; ++it) callbacks.push_back(it->second.second);
-  for (auto& callback : callbacks) callback();
+  for (auto& callback : callbacks) callback(granted);
 }
 
 void ReleaseHub::notify_all() {
   std::lock_guard lock(mutex_);
-  std::vector<std::function<void()>> callbacks;
+  std::vector<ReleaseCallback> callbacks;
   for (auto& entry : subscribers_) callbacks.push_back(entry.second.second);
-  for (auto& callback : callbacks) callback();
+  for (auto& callback : callbacks) callback(0);
 }
 
 }  // namespace dlock::util

@@ -15,14 +15,25 @@
 
 namespace dlock::util {
 
+// A change feed's message about one key: "<key>" (a grant may have ended) or "<key>\t<token>"
+// (a hand-over granted `token`; a key has no control character). A token that is not a number
+// above 0 reads as 0: a possible release, which is always safe to report.
+struct ReleaseNotice {
+  std::string_view key;
+  FencingToken granted = 0;
+};
+ReleaseNotice parse_release_notice(std::string_view payload);
+
 class ReleaseHub {
  public:
   // Registers `callback` for `key`. Destroying the result unsubscribes; it waits for a callback
   // in progress, so none runs after the destructor returns.
-  ReleaseSubscriptionPtr subscribe(std::string_view key, std::function<void()> callback);
+  ReleaseSubscriptionPtr subscribe(std::string_view key, ReleaseCallback callback);
 
-  // Runs the callbacks subscribed to `key` (on the calling thread).
-  void notify(std::string_view key);
+  // Runs the callbacks subscribed to `key` (on the calling thread) with `granted`
+  // (ReleaseCallback).
+  void notify(std::string_view key, FencingToken granted = 0);
+  void notify(const ReleaseNotice& notice) { notify(notice.key, notice.granted); }
   // Runs every callback: used after the feed may have missed events (a lost connection).
   void notify_all();
 
@@ -32,8 +43,7 @@ class ReleaseHub {
 
   mutable std::recursive_mutex mutex_;
   std::uint64_t next_id_ = 0;
-  std::multimap<std::string, std::pair<std::uint64_t, std::function<void()>>, std::less<>>
-      subscribers_;
+  std::multimap<std::string, std::pair<std::uint64_t, ReleaseCallback>, std::less<>> subscribers_;
 };
 
 }  // namespace dlock::util

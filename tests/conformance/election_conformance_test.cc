@@ -315,7 +315,7 @@ TEST_P(LockStoreConformance, ElectionWatchReportsANewLeaderAndANewValue) {
   const auto key = fresh_key();
   const auto alice = open("alice");
   std::atomic<int> calls{0};
-  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  auto subscription = store_->watch_releases(key, [&](FencingToken) { ++calls; });
   const auto leader = campaign(*store_, key, alice, "first");
   ASSERT_TRUE(leader.has_value());
   ASSERT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)))
@@ -334,7 +334,7 @@ TEST_P(LockStoreConformance, ElectionWatchSeesALeaderMadeThroughAnotherStore) {
   auto other = harness_->make_backend(limits_);
   const auto alice = other->open_session("alice", seconds(60));
   std::atomic<int> calls{0};
-  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  auto subscription = store_->watch_releases(key, [&](FencingToken) { ++calls; });
   const auto leader =
       other->try_grant(key, "alice", alice.session_id, GrantRequest::leader("a", seconds(30)));
   ASSERT_TRUE(leader.has_value());

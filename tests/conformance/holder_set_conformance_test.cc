@@ -305,7 +305,7 @@ TEST_P(LockStoreConformance, HolderWatchReleasesReportsAReaderLeaving) {
   const auto reader = hold(*store_, key, alice, kShared);
   ASSERT_TRUE(reader.has_value());
   std::atomic<int> calls{0};
-  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  auto subscription = store_->watch_releases(key, [&](FencingToken) { ++calls; });
   ASSERT_TRUE(release(*store_, *reader));
   EXPECT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)))
       << "a shared holder's release was not reported";

@@ -292,7 +292,7 @@ TEST_P(LockStoreConformance, LockDelayEndIsAnnouncedToWatchers) {
   ASSERT_TRUE(held.has_value());
   std::mutex mutex;
   std::vector<WallClock::time_point> fired;
-  auto subscription = store_->watch_releases(key, [&] {
+  auto subscription = store_->watch_releases(key, [&](FencingToken) {
     std::lock_guard lock(mutex);
     fired.push_back(WallClock::now());
   });
@@ -375,7 +375,7 @@ TEST_P(LockStoreConformance, LockDelayClearedByAnAdministratorFreesTheNameAtOnce
   ASSERT_TRUE(store_->revoke(key).revoked);
   ASSERT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30))));
   std::atomic<int> fired{0};
-  auto subscription = store_->watch_releases(key, [&] { ++fired; });
+  auto subscription = store_->watch_releases(key, [&](FencingToken) { ++fired; });
 
   EXPECT_TRUE(store_->clear_delay(key)) << "a running delay was not reported cleared";
   EXPECT_TRUE(store_->list_delays(key, "", 10).empty()) << "a cleared delay is still listed";

@@ -12,6 +12,7 @@
 #include <barrier>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -542,7 +543,7 @@ TEST_P(LockStoreConformance, WatchReleasesReportsReleaseAndRevoke) {
   const auto key = fresh_key();
   const auto alice = open("alice");
   std::atomic<int> calls{0};
-  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  auto subscription = store_->watch_releases(key, [&](FencingToken) { ++calls; });
   const auto handle = acquire(key, alice);
   ASSERT_TRUE(
       store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, handle.fencing_token}));
@@ -571,7 +572,7 @@ TEST_P(LockStoreConformance, WatchReleasesSeesReleaseThroughAnotherStore) {
   auto other = harness_->make_backend(limits_);
   const auto alice = other->open_session("alice", seconds(60));
   std::atomic<int> calls{0};
-  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  auto subscription = store_->watch_releases(key, [&](FencingToken) { ++calls; });
   const auto handle =
       other->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(handle.has_value());
@@ -579,6 +580,39 @@ TEST_P(LockStoreConformance, WatchReleasesSeesReleaseThroughAnotherStore) {
       other->delete_if_owner(GrantRef{key, "alice", alice.session_id, handle->fencing_token}));
   EXPECT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)))
       << "a release through another store on the same storage was not reported";
+}
+
+// A hand-over changes the holder without a release: reported with the new grant's token, also
+// to a store on the same storage (ADR-0036: a dlockd keeping the key's holder hears of it).
+TEST_P(LockStoreConformance, WatchReleasesReportsAHandOverWithItsToken) {
+  const auto key = fresh_key();
+  const bool shared_storage = GetParam() != "sqlite";
+  auto other = shared_storage ? harness_->make_backend(limits_) : nullptr;
+  Backend& writer = shared_storage ? *other : *store_;
+  const auto alice = writer.open_session("alice", seconds(60));
+  const auto bob = writer.open_session("bob", seconds(60));
+  const auto handle =
+      writer.try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
+  ASSERT_TRUE(handle.has_value());
+  // A failed acquire through the watching store first: its watch starts at a known revision
+  // (etcd), so it is in place before the hand-over.
+  const auto carol = open("carol");
+  ASSERT_FALSE(
+      store_->try_grant(key, "carol", carol.session_id, GrantRequest::exclusive(seconds(30))));
+  std::mutex mutex;
+  std::vector<FencingToken> reported;
+  auto subscription = store_->watch_releases(key, [&](FencingToken granted) {
+    std::lock_guard lock(mutex);
+    reported.push_back(granted);
+  });
+  const auto next = writer.handover(handle->ref(), "bob", bob.session_id, seconds(30));
+  ASSERT_TRUE(next.has_value());
+  const auto seen = [&] {
+    std::lock_guard lock(mutex);
+    return std::find(reported.begin(), reported.end(), next->fencing_token) != reported.end();
+  };
+  EXPECT_TRUE(testing::wait_for(seen, seconds(10)))
+      << "the hand-over to token " << next->fencing_token << " was not reported with it";
 }
 
 // C2: a session ID is at least 128 bits from a CSPRNG, never a backend's sequential ID, so one

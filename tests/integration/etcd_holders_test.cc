@@ -126,7 +126,7 @@ TEST_F(EtcdHoldersTest, WatchReleasesReportsAHolderExpiring) {
   const auto permit = hold(key, alice, permit_ask(3), seconds(1));
   ASSERT_TRUE(permit.has_value());
   std::atomic<int> calls{0};
-  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  auto subscription = store_->watch_releases(key, [&](FencingToken) { ++calls; });
   // The watch may wake its waiter once as it starts (a spurious call); the expiry comes later.
   // A window for the watch's spurious first wake-up, which has no other sign.
   std::this_thread::sleep_for(milliseconds(300));

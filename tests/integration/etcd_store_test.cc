@@ -203,7 +203,7 @@ TEST_F(EtcdStoreTest, WatchStartsAfterTheRevisionSeenHeld) {
   ASSERT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)))
                    .has_value());
   std::atomic<int> calls{0};
-  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  auto subscription = store_->watch_releases(key, [&](FencingToken) { ++calls; });
   // A full round trip through etcd, then: no event, no call.
   etcd_->raw().put("/unrelated/" + key, "x");
   store_->read(key);
@@ -221,7 +221,7 @@ TEST_F(EtcdStoreTest, WatchStartsAfterTheRevisionSeenHeld) {
   ASSERT_TRUE(
       store_->delete_if_owner(GrantRef{key, "alice", alice.session_id, again->fencing_token}));
   std::atomic<int> late_calls{0};
-  auto late = store_->watch_releases(key, [&] { ++late_calls; });
+  auto late = store_->watch_releases(key, [&](FencingToken) { ++late_calls; });
   EXPECT_TRUE(testing::wait_for([&] { return late_calls.load() >= 1; }, seconds(10)))
       << "a release between the failed acquire and the watch was missed";
 }
@@ -236,7 +236,7 @@ TEST_F(EtcdStoreTest, LeaseExpiryOfAGrantIsReportedAsARelease) {
   ASSERT_FALSE(store_->try_grant(key, "bob", bob.session_id, GrantRequest::exclusive(seconds(30)))
                    .has_value());
   std::atomic<int> calls{0};
-  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  auto subscription = store_->watch_releases(key, [&](FencingToken) { ++calls; });
   EXPECT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)));
   EXPECT_FALSE(store_->read(key).has_value()) << "woken before the grant's lease expired";
 }
@@ -340,7 +340,7 @@ TEST_F(EtcdStoreTest, SingleMemberKillSurfacesUnavailableNeverHeld) {
   }
   store_->heartbeat(alice.session_id);
   std::atomic<int> calls{0};
-  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  auto subscription = store_->watch_releases(key, [&](FencingToken) { ++calls; });
   etcd_->kill(0);
   // Two pooled leases (the second meets a keep-alive stream known to be broken, which must be
   // reopened within the call timeout or fail), then a new one.

@@ -117,12 +117,17 @@ TEST_F(EtcdElectionsTest, ProclaimedSessionBoundLeaderExtendsHandsOverAndCloses)
 }
 
 // The lock key's watch receives puts now (etcd cannot filter by value): a plain grant's put,
-// first or re-entrant, wakes nobody; a leader's does.
+// first or re-entrant, is reported with its token (ADR-0036), never as a possible release; a
+// leader's put is one.
 TEST_F(EtcdElectionsTest, WatchWakesForALeaderNeverForAPlainGrant) {
   const auto key = fresh_key("watch");
   const auto alice = store_->open_session("alice", seconds(30));
   std::atomic<int> calls{0};
-  auto subscription = store_->watch_releases(key, [&] { ++calls; });
+  std::atomic<FencingToken> granted_seen{0};
+  auto subscription = store_->watch_releases(key, [&](FencingToken granted) {
+    if (granted == 0) ++calls;
+    granted_seen = granted;
+  });
   // The watch wakes once as etcd creates it (nothing was remembered for this key).
   ASSERT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)));
   // A window for further wake-ups of the watch's creation, which have no other sign.
@@ -131,9 +136,12 @@ TEST_F(EtcdElectionsTest, WatchWakesForALeaderNeverForAPlainGrant) {
   const auto lock =
       store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(lock.has_value());
-  ASSERT_TRUE(
-      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)))
-          .has_value());
+  const auto again =
+      store_->try_grant(key, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_TRUE(
+      testing::wait_for([&] { return granted_seen.load() == again->fencing_token; }, seconds(10)))
+      << "the re-entrant grant's put was not reported with its token";
   // A window in which a wrong wake-up would arrive (nothing happening has no sign).
   std::this_thread::sleep_for(milliseconds(500));
   EXPECT_EQ(calls.load(), created) << "a plain grant woke the waiters";

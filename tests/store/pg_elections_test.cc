@@ -50,7 +50,7 @@ class PgElectionsTest : public ::testing::Test {
   void drain_notifications(const SessionInfo& session) {
     const auto marker = key();
     std::atomic<int> calls{0};
-    auto subscription = store_->watch_releases(marker, [&] { ++calls; });
+    auto subscription = store_->watch_releases(marker, [&](FencingToken) { ++calls; });
     ASSERT_TRUE(store_->try_grant(marker, session.owner_id, session.session_id,
                                   GrantRequest::leader("marker", seconds(30))));
     ASSERT_TRUE(testing::wait_for([&] { return calls.load() >= 1; }, seconds(10)))
@@ -63,12 +63,17 @@ class PgElectionsTest : public ::testing::Test {
 
 dlock::testing::PostgresServer* PgElectionsTest::server_ = nullptr;
 
+// Only a hand-over is announced, with its token (ADR-0036), never as a possible release.
 TEST_F(PgElectionsTest, GrantsWithoutAValueNotifyNobody) {
   const auto alice = store_->open_session("alice", seconds(60));
   const auto bob = store_->open_session("bob", seconds(60));
   const auto plain = key();
   std::atomic<int> calls{0};
-  auto subscription = store_->watch_releases(plain, [&] { ++calls; });
+  std::atomic<FencingToken> handed{0};
+  auto subscription = store_->watch_releases(plain, [&](FencingToken granted) {
+    if (granted == 0) ++calls;
+    handed = granted;
+  });
 
   // A fresh grant, a re-entrant one (the upsert's DO UPDATE), an extend and a handover.
   ASSERT_TRUE(
@@ -77,7 +82,8 @@ TEST_F(PgElectionsTest, GrantsWithoutAValueNotifyNobody) {
       store_->try_grant(plain, "alice", alice.session_id, GrantRequest::exclusive(seconds(30)));
   ASSERT_TRUE(again);
   const auto extended = store_->extend(again->ref(), seconds(40));
-  ASSERT_TRUE(store_->handover(extended.ref(), "bob", bob.session_id, seconds(30)));
+  const auto next = store_->handover(extended.ref(), "bob", bob.session_id, seconds(30));
+  ASSERT_TRUE(next);
   // A held attempt and a shared holder of another name write nothing with a value either.
   EXPECT_FALSE(
       store_->try_grant(plain, "alice", alice.session_id, GrantRequest::exclusive(seconds(30))));
@@ -86,6 +92,7 @@ TEST_F(PgElectionsTest, GrantsWithoutAValueNotifyNobody) {
 
   drain_notifications(alice);
   EXPECT_EQ(calls.load(), 0) << "a grant without a value notified the key's waiters";
+  EXPECT_EQ(handed.load(), next->fencing_token) << "the hand-over was not announced";
 }
 
 TEST_F(PgElectionsTest, ExtendingALeaderNotifiesNobody) {
@@ -97,7 +104,7 @@ TEST_F(PgElectionsTest, ExtendingALeaderNotifiesNobody) {
   drain_notifications(alice);  // the leader's own announcement is delivered before this returns
 
   std::atomic<int> calls{0};
-  auto subscription = store_->watch_releases(name, [&] { ++calls; });
+  auto subscription = store_->watch_releases(name, [&](FencingToken) { ++calls; });
   store_->extend(leader->ref(), seconds(40));
   drain_notifications(alice);
   EXPECT_EQ(calls.load(), 0) << "an extend (no new leader, no new value) notified";

@@ -347,12 +347,24 @@ bool FakeStore::delete_if_owner(const GrantRef& grant) {
   return released;
 }
 
+FencingToken FakeStore::raw_handover(std::string_view key, std::string_view owner_id,
+                                     std::string_view session_id, std::chrono::milliseconds ttl) {
+  const auto lock = enter();
+  auto& row = s_.locks.at(std::string(key));
+  row.owner_id = owner_id;
+  row.session_id = session_id;
+  row.fencing_token = s_.next_token++;
+  row.expires_at = options_.now() + ttl;
+  return row.fencing_token;
+}
+
 std::optional<LockHandle> FakeStore::handover(const GrantRef& from, std::string_view next_owner_id,
                                               std::string_view next_session_id, LockLease lease) {
   const auto sent_at = SteadyClock::now();
   util::check_owner(next_owner_id);
   util::check_session_id(next_session_id);
   check_lease(lease, options_.limits);
+  std::optional<LockHandle> next;
   {
     const auto lock = enter();
     const auto now = options_.now();
@@ -362,12 +374,14 @@ std::optional<LockHandle> FakeStore::handover(const GrantRef& from, std::string_
       throw LockLostError("lock " + from.key + " is not held by this grant");
     }
     if (session_live(next_session_id, now)) {
-      return grant(from.key, next_owner_id, next_session_id, lease, sent_at, now);
+      next = grant(from.key, next_owner_id, next_session_id, lease, sent_at, now);
+    } else {
+      s_.locks.erase(from.key);
     }
-    s_.locks.erase(from.key);
   }
-  s_.hub.notify(from.key);
-  return std::nullopt;
+  // The holder changed without a release: announced with the new token (watch_releases).
+  s_.hub.notify(from.key, next ? next->fencing_token : 0);
+  return next;
 }
 
 LockOutcome FakeStore::revoke(std::string_view key) {
@@ -493,7 +507,7 @@ ReapReport FakeStore::reap_expired() {
 }
 
 ReleaseSubscriptionPtr FakeStore::watch_releases(std::string_view key,
-                                                 std::function<void()> on_released) {
+                                                 ReleaseCallback on_released) {
   return s_.hub.subscribe(key, std::move(on_released));
 }
 

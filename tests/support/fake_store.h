@@ -30,8 +30,6 @@ struct FakeStoreOptions {
   std::function<WallClock::time_point()> now = [] { return WallClock::now(); };
   // Small by default so tests can let grants expire in milliseconds.
   TtlLimits limits{std::chrono::milliseconds(1), std::chrono::hours(1)};
-  // LockStore::sole_writer: true only for a store that no other FakeStore shares storage with.
-  bool sole_writer = false;
 };
 
 // The state FakeStores share: grants, sessions, the token counter and the release feed.
@@ -88,10 +86,13 @@ class FakeStore : public Backend {
                                     std::size_t limit) override;
   bool clear_delay(std::string_view key) override;
   ReapReport reap_expired() override;
-  ReleaseSubscriptionPtr watch_releases(std::string_view key,
-                                        std::function<void()> on_released) override;
+  ReleaseSubscriptionPtr watch_releases(std::string_view key, ReleaseCallback on_released) override;
   std::string_view backend_id() const override { return "fake"; }
-  bool sole_writer() const override { return options_.sole_writer; }
+
+  // Gives `key`'s live exclusive grant to another session with a new token and `ttl`, with no
+  // notification: a hand-over by another server whose report has not arrived yet.
+  FencingToken raw_handover(std::string_view key, std::string_view owner_id,
+                            std::string_view session_id, std::chrono::milliseconds ttl);
 
   using SessionRegistry::open_session;
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,

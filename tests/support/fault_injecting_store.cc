@@ -163,7 +163,7 @@ ReapReport FaultInjectingStore::reap_expired() {
 }
 
 ReleaseSubscriptionPtr FaultInjectingStore::watch_releases(std::string_view key,
-                                                           std::function<void()> on_released) {
+                                                           ReleaseCallback on_released) {
   return invoke("watch_releases",
                 [&] { return inner_.watch_releases(key, std::move(on_released)); });
 }

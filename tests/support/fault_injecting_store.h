@@ -72,10 +72,8 @@ class FaultInjectingStore : public Backend {
                                     std::size_t limit) override;
   bool clear_delay(std::string_view key) override;
   ReapReport reap_expired() override;
-  ReleaseSubscriptionPtr watch_releases(std::string_view key,
-                                        std::function<void()> on_released) override;
+  ReleaseSubscriptionPtr watch_releases(std::string_view key, ReleaseCallback on_released) override;
   std::string_view backend_id() const override { return inner_.backend_id(); }
-  bool sole_writer() const override { return inner_.sole_writer(); }
 
   using SessionRegistry::open_session;
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,

@@ -318,7 +318,7 @@ class EtcdStore final : public Backend {
   }
 
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
-                                        std::function<void()> on_released) override {
+                                        ReleaseCallback on_released) override {
     // The lock key and, for holders (docs/adr/0020), the key's holder range.
     // And its lock-delay state (etcd_delays.h): a delay's end is the deletion of its key.
     return watches_.watch(format_lock_key(key), holder_range(key), delay_state_range(key),

@@ -105,7 +105,7 @@ WatchHub::~WatchHub() {
 }
 
 ReleaseSubscriptionPtr WatchHub::subscribe(std::string etcd_key, std::int64_t start_revision,
-                                           std::function<void()> on_event,
+                                           ReleaseCallback on_event,
                                            std::function<void(std::int64_t)> on_created,
                                            std::string range_end, bool leader_puts) {
   auto watch = std::make_shared<Watch>();
@@ -192,6 +192,10 @@ void WatchHub::on_response(const etcdserverpb::WatchResponse& response) {
   if (found == watches_.end()) return;  // cancelled by us; etcd confirms it
   const std::shared_ptr<Watch> watch = found->second;
   bool fire = false;
+  // A batch of only plain grants' puts (a watch with leader_puts) is reported with the latest
+  // one's revision, its token; anything else as a possible release (0).
+  FencingToken granted = 0;
+  bool ended = false;
   std::function<void(std::int64_t)> on_created;
   if (response.created() && watch->next_revision == 0) {
     // The watch starts after header.revision; a release before that was not seen: the creator
@@ -202,11 +206,16 @@ void WatchHub::on_response(const etcdserverpb::WatchResponse& response) {
       watch->on_created = nullptr;
     } else {
       fire = true;
+      ended = true;
     }
   }
   for (const auto& event : response.events()) {
     watch->next_revision = std::max(watch->next_revision, event.kv().mod_revision() + 1);
-    if (event.type() == mvccpb::Event::PUT && !holds_leader(event.kv())) continue;  // a grant
+    if (event.type() == mvccpb::Event::PUT && !holds_leader(event.kv())) {
+      granted = std::max(granted, static_cast<FencingToken>(event.kv().mod_revision()));
+    } else {
+      ended = true;
+    }
     fire = true;
   }
   if (response.canceled() || response.compact_revision() != 0) {
@@ -214,6 +223,7 @@ void WatchHub::on_response(const etcdserverpb::WatchResponse& response) {
     // wake the waiter and watch again from now.
     watch->next_revision = 0;
     fire = true;
+    ended = true;
     if (stream_ != nullptr) send_create_locked(found->first, *watch);
   }
   if (on_created) {
@@ -222,9 +232,10 @@ void WatchHub::on_response(const etcdserverpb::WatchResponse& response) {
     lock.lock();
   }
   if (!fire) return;
+  if (ended) granted = 0;
   watch->running_on = std::this_thread::get_id();
   lock.unlock();
-  watch->on_event();
+  watch->on_event(granted);
   lock.lock();
   watch->running_on = std::thread::id();
   changed_.notify_all();
@@ -306,8 +317,7 @@ class BothSubscriptions final : public ReleaseSubscription {
 }  // namespace
 
 ReleaseSubscriptionPtr ReleaseWatches::watch(const std::string& etcd_key, const KeyRange& holders,
-                                             const KeyRange& delays,
-                                             std::function<void()> on_released) {
+                                             const KeyRange& delays, ReleaseCallback on_released) {
   // Both watches go on the one stream, the holder range's first: etcd creates a stream's watches
   // in the order asked (also when the stream is opened again: by watch ID), so the holder range
   // watch exists once the lock key's does. The lock key's watch either wakes the waiter once as
@@ -327,7 +337,7 @@ ReleaseSubscriptionPtr ReleaseWatches::watch(const std::string& etcd_key, const 
 }
 
 ReleaseSubscriptionPtr ReleaseWatches::watch_key(const std::string& etcd_key,
-                                                 std::function<void()> on_released) {
+                                                 ReleaseCallback on_released) {
   std::optional<HeldAt> held;
   {
     std::lock_guard lock(held_mutex_);
@@ -344,7 +354,7 @@ ReleaseSubscriptionPtr ReleaseWatches::watch_key(const std::string& etcd_key,
       etcd_key, 0, on_released, [created](std::int64_t revision) { created->set(revision); }, {},
       true);
   const auto revision = created->wait_until(SteadyClock::now() + client_.call_timeout());
-  if (!revision || released_since(etcd_key, *held, *revision)) on_released();
+  if (!revision || released_since(etcd_key, *held, *revision)) on_released(0);
   return subscription;
 }
 

@@ -44,10 +44,11 @@ class WatchHub {
   // "now" is delivered at once. Callers that must not miss an earlier event therefore watch
   // from now and check what happened before it with `on_created` (see EtcdStore).
   // A non-empty `range_end` watches every key of [etcd_key, range_end) instead.
-  // Only deletes are events, except with `leader_puts`: then also a put of a grant with a value
-  // (an election's leader granted or proclaimed, docs/adr/0020), never a plain grant's put.
+  // Only deletes are events, except with `leader_puts`: then also every put of a grant, reported
+  // with its revision (its token) when the batch holds nothing else; a put of a grant with a
+  // value (an election's leader granted or proclaimed, docs/adr/0020) as a possible release.
   ReleaseSubscriptionPtr subscribe(std::string etcd_key, std::int64_t start_revision,
-                                   std::function<void()> on_event,
+                                   ReleaseCallback on_event,
                                    std::function<void(std::int64_t)> on_created = {},
                                    std::string range_end = {}, bool leader_puts = false);
 
@@ -60,7 +61,7 @@ class WatchHub {
     bool leader_puts = false;
     // The first revision not yet seen; 0 = "from whenever etcd creates the watch".
     std::int64_t next_revision = 0;
-    std::function<void()> on_event;
+    ReleaseCallback on_event;
     std::function<void(std::int64_t)> on_created;
     // Which thread runs on_event right now, so unsubscribing can wait for it to finish.
     std::thread::id running_on{};
@@ -109,7 +110,7 @@ class ReleaseWatches {
   // The same for `delays` (the key's lock-delay state, etcd_delays.h): a delay's end is the
   // deletion of its key.
   ReleaseSubscriptionPtr watch(const std::string& etcd_key, const KeyRange& holders,
-                               const KeyRange& delays, std::function<void()> on_released);
+                               const KeyRange& delays, ReleaseCallback on_released);
 
  private:
   // A grant seen holding a key: the revision of the failed acquire that saw it, and the grant's
@@ -121,7 +122,7 @@ class ReleaseWatches {
   // Whether the grant seen in `held` ended by `revision` (the key was gone, or held by another
   // grant, at that revision). An error counts as yes: a needless wake-up costs the waiter one
   // attempt, a missed one could leave it asleep.
-  ReleaseSubscriptionPtr watch_key(const std::string& etcd_key, std::function<void()> on_released);
+  ReleaseSubscriptionPtr watch_key(const std::string& etcd_key, ReleaseCallback on_released);
   bool released_since(const std::string& etcd_key, const HeldAt& held, std::int64_t revision);
 
   EtcdClient& client_;

@@ -71,7 +71,7 @@ void PgListener::run() {
       continue;
     }
     while (PGnotify* notice = PQnotifies(conn_)) {
-      hub_.notify(notice->extra);
+      hub_.notify(util::parse_release_notice(notice->extra));
       PQfreemem(notice);
     }
   }

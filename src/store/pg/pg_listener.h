@@ -1,8 +1,8 @@
 #pragma once
 
 // One LISTEN connection per store, feeding PostgreSQL NOTIFY events (channel dlock_release,
-// payload = key) into a ReleaseHub. Reconnects by itself; after a reconnect it wakes every
-// subscriber, since releases may have been missed while it was away.
+// payload: util::parse_release_notice's) into a ReleaseHub. Reconnects by itself; after a reconnect
+// it wakes every subscriber, since releases may have been missed while it was away.
 
 #include <atomic>
 #include <chrono>

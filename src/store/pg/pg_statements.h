@@ -235,8 +235,11 @@ inline constexpr SqlColumns kDeleteIfOwnerColumns{"live", "kind"};
 // Release and re-grant in one statement; the session trigger refuses a dead next session. Its
 // token is fenced like the acquire's (the SET list is evaluated before the row is locked).
 // $7 as kAcquire's $4: a TTL, or 0 for a grant bound to the next session. The next holder's grant
-// is a plain one: a leader's value is dropped (ADR-0020).
+// is a plain one: a leader's value is dropped (ADR-0020). Announced on channel dlock_release with
+// payload "<key>\t<new token>" (a key has no control character): the holder changed without a
+// release (LockStore::watch_releases, ADR-0036).
 inline constexpr const char* kHandover =
+    "WITH written AS ("
     "UPDATE locks SET owner_id = $5, session_id = $6, value = NULL, "
     "lock_delay_ms = 0, "
     "fencing_token = " DLOCK_PG_FENCED_TOKEN("$1") ", acquired_at = now(), "
@@ -245,8 +248,13 @@ inline constexpr const char* kHandover =
     "AND mode = 'exclusive' AND " DLOCK_PG_LIVE("locks") " "
     "AND (lock_delay_ms = 0 OR expires_at IS NULL OR expires_at > " DLOCK_PG_NOW_LOCKED ") "
     "RETURNING fencing_token, " DLOCK_PG_US(
-        DLOCK_PG_EXPIRY("locks")) " AS expiry_us, " DLOCK_PG_US("now()") " AS now_us";
-inline constexpr SqlColumns kHandoverColumns{"fencing_token", "expiry_us", "now_us"};
+        DLOCK_PG_EXPIRY("locks")) " AS expiry_us, " DLOCK_PG_US("now()") " AS now_us"
+                                                                         ") SELECT written.*, "
+                                                                         "pg_notify('dlock_release', "
+                                                                         "$1 || chr(9) || "
+                                                                         "written.fencing_token) "
+                                                                         "FROM written";
+inline constexpr SqlColumns kHandoverColumns{"fencing_token", "expiry_us", "now_us", "pg_notify"};
 
 // proclaim (ADR-0020): one guarded write of the value of the live exclusive grant that key, owner,
 // session and token name, live as extend finds it (a TTL grant until its expiry, a session-bound

@@ -356,7 +356,7 @@ class PgStore final : public Backend {
   }
 
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
-                                        std::function<void()> on_released) override {
+                                        ReleaseCallback on_released) override {
     {
       // The LISTEN connection is opened by the first watcher, before its subscription returns.
       std::lock_guard lock(listener_mutex_);

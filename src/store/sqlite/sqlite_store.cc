@@ -199,7 +199,8 @@ class SqliteStore final : public Backend {
   std::optional<LockHandle> handover(const GrantRef& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override {
     auto next = handover_locked(from, next_owner_id, next_session_id, lease);
-    if (!next) releases_.notify(from.key);
+    // Granted: the holder changed without a release (watch_releases).
+    releases_.notify(from.key, next ? next->fencing_token : 0);
     return next;
   }
 
@@ -225,13 +226,11 @@ class SqliteStore final : public Backend {
   }
 
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
-                                        std::function<void()> on_released) override {
+                                        ReleaseCallback on_released) override {
     return releases_.subscribe(key, std::move(on_released));
   }
 
   std::string_view backend_id() const override { return backend_names::kSqlite; }
-  // One store per data file: DataFile holds an flock on it (data_file.h).
-  bool sole_writer() const override { return true; }
 
   using SessionRegistry::open_session;
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,

@@ -192,9 +192,8 @@ class LockServiceTest : public ::testing::Test {
   }
 
   SimulatedTime time_;
-  FakeStore store_{
-      FakeStoreOptions{.now = [this] { return real_time() ? WallClock::now() : time_.wall_now(); },
-                       .sole_writer = true}};
+  FakeStore store_{FakeStoreOptions{
+      .now = [this] { return real_time() ? WallClock::now() : time_.wall_now(); }}};
   FaultInjectingStore faults_{store_, 5s};
   CountingObserver observer_;
   asio::io_context io_;

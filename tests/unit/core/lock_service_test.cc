@@ -101,9 +101,10 @@ TEST_F(LockServiceTest, OnlyTheHeadWaiterTouchesTheBackend) {
       1);
 }
 
-// --- re-entrancy while others wait, from the holder this service knows ----------------------
-// The fixture's store is its service's alone (LockStore::sole_writer), as sqlite's is: the
-// service keeps the holder it learnt and an acquire joining a queue reads nothing.
+// --- re-entrancy while others wait, from the holder this service knows (ADR-0036) ------------
+// The service keeps the key's holder it learnt; an acquire that joins a queue reads nothing. A
+// grant made behind its back (another dlockd: here, calls on the store itself) is reported by
+// the store's watch_releases.
 
 TEST_F(LockServiceTest, HolderReacquiringWhileOthersWaitIsGrantedWithoutAStoreRead) {
   const auto a = open("a");
@@ -117,9 +118,10 @@ TEST_F(LockServiceTest, HolderReacquiringWhileOthersWaitIsGrantedWithoutAStoreRe
   const auto again = acquire(a, 0ms)->get();
   ASSERT_TRUE(granted(again)) << "the holder does not wait behind a waiter for its own lock";
   EXPECT_GT(token_of(again), token_of(first));
-  EXPECT_TRUE(held(acquire(c, 0ms)->get())) << "another session does not overtake the queue";
   const auto queued = queue(c);
   EXPECT_EQ(faults_.calls("read_holders"), 0u) << "the holder was known: no read per acquire";
+  // Not waiting, it reads (a hand-over elsewhere may not be reported yet) and is answered held.
+  EXPECT_TRUE(held(acquire(c, 0ms)->get())) << "another session does not overtake the queue";
   EXPECT_FALSE(waiting->answered());
   ASSERT_TRUE(release(a, token_of(again)).value);
   ASSERT_TRUE(granted(waiting->get()));
@@ -144,6 +146,43 @@ TEST_F(LockServiceTest, AfterAHandOverTheFormerHolderWaitsItsTurnWithoutAStoreRe
   ASSERT_TRUE(release(b, token_of(b_granted)).value);
   ASSERT_TRUE(granted(c_waits->get()));
   EXPECT_FALSE(a_waits->answered()) << "the former holder overtook the queue";
+}
+
+TEST_F(LockServiceTest, HandOverMadeElsewhereIsReportedAndItsHolderIsReentrantHere) {
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto c = open("c");
+  const auto first = acquire(a, 0ms)->get();
+  ASSERT_TRUE(granted(first));
+  const auto c_waits = queue(c);
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));  // the service knows a
+  // Another dlockd hands a's grant to b: one store write this service did not make.
+  const auto handed = store_.handover((*first.value)->ref(), "b", b, kLongTtl);
+  ASSERT_TRUE(handed);
+  const auto again = acquire(b, 10s);
+  // No time passes: neither c's deadline nor a wake-up at an expiry can answer b.
+  const auto outcome = again->get();
+  ASSERT_TRUE(granted(outcome)) << "b holds the key: re-entrant, not queued behind c";
+  EXPECT_GT(token_of(outcome), handed->fencing_token);
+  EXPECT_FALSE(c_waits->answered());
+}
+
+TEST_F(LockServiceTest, HolderQueuedBeforeItsHandOverIsKnownMovesToTheFront) {
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto c = open("c");
+  const auto first = acquire(a, 0ms, 1s)->get();
+  ASSERT_TRUE(granted(first));
+  const auto c_waits = queue(c, 30s);
+  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));  // the service knows a
+  // Handed to b elsewhere, not reported yet: b's acquire here queues behind c.
+  store_.raw_handover(kKey, "b", b, kLongTtl);
+  const auto b_waits = queue(b, 30s);
+  // c's wake-up at a's expiry finds b holding: b, queued for its own lock, moves up and is
+  // granted (re-entrant); c keeps waiting for b's grant to end.
+  ASSERT_TRUE(advance_until([&] { return b_waits->answered(); }, 5ms, 1100ms));
+  EXPECT_TRUE(granted(b_waits->get()));
+  EXPECT_FALSE(c_waits->answered());
 }
 
 TEST_F(LockServiceTest, RevokedHolderReacquiringWaitsBehindTheQueue) {

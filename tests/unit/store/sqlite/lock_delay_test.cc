@@ -76,7 +76,7 @@ TEST_F(SqliteLockDelayTest, CloseSessionKeepsTheDelayOfAGrantThatHadEnded) {
 TEST_F(SqliteLockDelayTest, TheReaperKeepsTheDelayAndAnnouncesItsEnd) {
   const auto held = expired_grant("ns/reaped");
   std::atomic<int> announced{0};
-  auto subscription = store_->watch_releases("ns/reaped", [&] { ++announced; });
+  auto subscription = store_->watch_releases("ns/reaped", [&](FencingToken) { ++announced; });
   ASSERT_EQ(store_->reap_expired().expired_locks.size(), 1u);
   EXPECT_TRUE(refused("ns/reaped")) << "the reaper ended the lock-delay";
   // client_deadline was taken before the grant's acquired_at: a margin for the gap.
