@@ -247,13 +247,11 @@ inline constexpr const char* kHandover =
     "WHERE key = $1 AND owner_id = $2 AND session_id = $3 AND fencing_token = $4 "
     "AND mode = 'exclusive' AND " DLOCK_PG_LIVE("locks") " "
     "AND (lock_delay_ms = 0 OR expires_at IS NULL OR expires_at > " DLOCK_PG_NOW_LOCKED ") "
-    "RETURNING fencing_token, " DLOCK_PG_US(
-        DLOCK_PG_EXPIRY("locks")) " AS expiry_us, " DLOCK_PG_US("now()") " AS now_us"
-                                                                         ") SELECT written.*, "
-                                                                         "pg_notify('dlock_release', "
-                                                                         "$1 || chr(9) || "
-                                                                         "written.fencing_token) "
-                                                                         "FROM written";
+    "RETURNING fencing_token, "
+    DLOCK_PG_US(DLOCK_PG_EXPIRY("locks")) " AS expiry_us, "
+    DLOCK_PG_US("now()") " AS now_us) "
+    "SELECT written.*, pg_notify('dlock_release', $1 || chr(9) || written.fencing_token) "
+    "FROM written";
 inline constexpr SqlColumns kHandoverColumns{"fencing_token", "expiry_us", "now_us", "pg_notify"};
 
 // proclaim (ADR-0020): one guarded write of the value of the live exclusive grant that key, owner,
