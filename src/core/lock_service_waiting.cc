@@ -61,6 +61,7 @@ void LockService::acquire(std::string key, std::string session_id, GrantRequest 
             "wait_ms", "wait_ms must be at most " + std::to_string(options_.max_wait.count()));
       }
       const auto owner_id = owner_of(session_id);
+      const bool exclusive = request.mode() == HoldMode::kExclusive;
       KeyStatePtr state;
       std::optional<bool> holds;
       std::uint64_t holder_version = 0;
@@ -69,7 +70,9 @@ void LockService::acquire(std::string key, std::string session_id, GrantRequest 
         const auto found = queues_.find(key);
         if (found != queues_.end() && !found->second->queue.empty()) {
           state = found->second;
-          holds = known_holder(*state, session_id);
+          // Only for an exclusive request: the known holder is exclusive, and a shared or permit
+          // request of its own session is the store's to refuse.
+          if (exclusive) holds = known_holder(*state, session_id);
           // Known not to hold: a waiter queues; but a hand-over elsewhere may not be reported
           // yet, and only a waiter is moved to the front when it is (check_holder).
           if (holds == false && wait.count() <= 0) holds.reset();
@@ -93,8 +96,8 @@ void LockService::acquire(std::string key, std::string session_id, GrantRequest 
             std::lock_guard lock(mutex_);
             learn_holder(*state, *granted);
           }
-          // Not granted: its grant ended meanwhile, so it waits its turn like anyone else.
-          if (granted || wait.count() <= 0) {
+          // An exclusive request not granted: its grant ended meanwhile, so it waits its turn.
+          if (granted || wait.count() <= 0 || !exclusive) {
             measured({std::move(granted), nullptr});
             return;
           }

@@ -119,9 +119,11 @@ std::vector<WaiterPtr> WaiterQueue::take_all() {
 bool WaiterQueue::promote(std::string_view session_id) {
   const auto first = waiters_.begin() + (busy_ && !waiters_.empty() ? 1 : 0);
   const auto found = std::find_if(first, waiters_.end(), [&](const WaiterPtr& waiter) {
-    return waiter->session_id == session_id;
+    return waiter->session_id == session_id && !waiter->promoted &&
+           waiter->request.mode() == HoldMode::kExclusive;
   });
   if (found == waiters_.end()) return false;
+  (*found)->promoted = true;
   std::rotate(first, found, found + 1);
   return true;
 }

@@ -42,6 +42,8 @@ struct Waiter {
   // The server shut down during that attempt (take_all): if the attempt finds the key held, the
   // answer is "unavailable" (server shutting down, C3: 503 and Retry-After), not "held".
   bool shut_down = false;
+  // Moved to the front once as its session's holder (WaiterQueue::promote): never again.
+  bool promoted = false;
 };
 using WaiterPtr = std::shared_ptr<Waiter>;
 
@@ -114,9 +116,10 @@ class WaiterQueue {
   // others.
   std::vector<WaiterPtr> take_all();
 
-  // Moves the first pending waiter of `session_id` to the front, behind the head whose attempt
-  // is in flight if there is one: that session holds the key, and its acquire is re-entrant, not
-  // a wait for its own lock. True when such a waiter is now first in line (the caller pumps).
+  // Moves the first pending exclusive waiter of `session_id` to the front, behind the head whose
+  // attempt is in flight if there is one: that session holds the key, and its acquire is
+  // re-entrant, not a wait for its own lock. Once per waiter, so a store that refuses it anyway
+  // cannot make the queue spin. True when such a waiter is now first in line (the caller pumps).
   bool promote(std::string_view session_id);
 
   bool empty() const { return waiters_.empty(); }

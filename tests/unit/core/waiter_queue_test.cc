@@ -253,5 +253,31 @@ TEST(WaiterQueue, TakeAllLeavesTheHeadOfAHandOverToItsOutcome) {
   EXPECT_TRUE(queue.end_attempt(a, Attempt::kGranted, nullptr).deliver);
 }
 
+// The holder's own session, queued before the queue knew it held the key, moves up (ADR-0036):
+// behind an attempt in flight, once, and only for an exclusive request.
+TEST(WaiterQueue, PromoteMovesTheHoldersExclusiveWaiterUpOnceBehindAnAttemptInFlight) {
+  WaiterQueue queue;
+  const auto a = waiter("a");
+  const auto b = waiter("b");
+  const auto shared = waiter("s");
+  shared->request = GrantRequest::shared(std::chrono::seconds(1));
+  const auto c = waiter("c");
+  queue.push(a);
+  queue.push(b);
+  queue.push(shared);
+  queue.push(c);
+  EXPECT_FALSE(queue.promote("s")) << "a shared request is the store's to refuse";
+  EXPECT_EQ(queue.begin_attempt(), a);
+  EXPECT_TRUE(queue.promote("c"));
+  EXPECT_FALSE(queue.promote("c")) << "promoted once";
+  EXPECT_FALSE(queue.promote("nobody"));
+  queue.end_attempt(a, Attempt::kHeld, nullptr);
+  EXPECT_EQ(queue.begin_attempt(), a) << "the head in flight kept its place";
+  queue.end_attempt(a, Attempt::kGranted, nullptr);
+  EXPECT_EQ(queue.begin_attempt(), c) << "then the holder's own waiter, before b";
+  queue.end_attempt(c, Attempt::kGranted, nullptr);
+  EXPECT_EQ(queue.begin_attempt(), b);
+}
+
 }  // namespace
 }  // namespace dlock::core
