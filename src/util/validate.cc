@@ -34,6 +34,10 @@ namespace {
 
 constexpr std::size_t kMaxFieldBytes = limits::kMaxStoreFieldBytes;
 
+bool valid_field(std::string_view value) {
+  return !value.empty() && value.size() <= kMaxFieldBytes;
+}
+
 void check_field(std::string_view value, const char* field) {
   if (value.empty()) {
     throw InvalidArgumentError(field, std::string(field) + " must not be empty");
@@ -49,6 +53,13 @@ void check_field(std::string_view value, const char* field) {
 void check_key(std::string_view key) { check_field(key, "key"); }
 void check_owner(std::string_view owner_id) { check_field(owner_id, "owner"); }
 void check_session_id(std::string_view session_id) { check_field(session_id, "session_id"); }
+bool valid_session_id(std::string_view session_id) { return valid_field(session_id); }
+
+void check_grant_ref(const GrantRef& grant) {
+  check_key(grant.key);
+  check_owner(grant.owner_id);
+  check_session_id(grant.session_id);
+}
 
 void check_holder_inputs(std::string_view key, std::string_view owner_id,
                          std::string_view session_id, const TtlLimits& limits,
