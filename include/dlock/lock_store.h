@@ -13,6 +13,21 @@
 // - Keys are namespace-qualified, "<namespace>/<key>", non-empty.
 // - Every backend call is bounded by the store's configured call timeout; exceeding it throws
 //   UnavailableError.
+//
+// Who checks what:
+// - The server (src/server/input_checks.*): what the HTTP API documents (C3): lengths, character
+//   sets, namespaces and names, the bounds of a request's TTL, wait, permits and value; 400
+//   naming the field.
+// - The core (src/core): what the service limits: wait_ms up to max_wait, waiter, observer and
+//   session caps (ResourceExhaustedError).
+// - ValidatingBackend (src/util/validating_backend.h), in which every make_*_store returns its
+//   store: the shape and range of every argument below, for every store alike. Keys, owners and
+//   session ids, a GrantRef's too, non-empty and at most limits::kMaxStoreFieldBytes ("key",
+//   "owner", "session_id"); TTLs and leases within the store's TtlLimits ("ttl_ms"); the
+//   lock-delay ("lock_delay_ms"); a permit's limit ("limit"); a leader's value ("value"). It
+//   throws InvalidArgumentError naming the field before the store is called.
+// - The stores: only what their backend alone needs (etcd: a key of "<namespace>/<name>", for
+//   its key layout).
 
 #include <chrono>
 #include <cstddef>

@@ -67,7 +67,7 @@ constexpr const char* to_string(HoldMode mode) noexcept {
 // `limit`, or an election's leader with its value (docs/adr/0020-more-primitives-design.md), and
 // how long it lives. Built only by the named constructors, so no other combination (a shared
 // leader, a limit on an exclusive grant) can be represented. Values (a permit limit of 0, an
-// empty leader value) are checked by the store that receives it (lock_store.h).
+// empty leader value) are checked at the store boundary (lock_store.h, "Who checks what").
 class GrantRequest {
  public:
   enum class Kind : std::uint8_t { kExclusive, kShared, kPermit, kLeader };

@@ -1,8 +1,9 @@
 #pragma once
 
 // The size limits of contract C3, defined once. The server checks the tight, documented limits
-// at its boundary (src/server/input_checks.cc); every store checks the looser field limit at its
-// own boundary (src/util/validate.cc), which any key the server lets through satisfies.
+// at its boundary (src/server/input_checks.cc); the looser field limit is checked for every store
+// at the store boundary (util::ValidatingBackend, src/util/validating_backend.h), and any key the
+// server lets through satisfies it.
 // TTL bounds are configuration (TtlLimits in include/dlock/lock_store.h, lock.min.ttl and
 // lock.max.ttl); the longest wait is server.max.wait (ServerConfig::max_wait), checked by the
 // server and again by the lock service with the same value.

@@ -285,7 +285,7 @@ TEST_F(EtcdTxnBatchTest, ConcurrentWritersThroughTheClientEachGetTheirOwnOutcome
 // Txns, and each record still lands on its own session's lease.
 TEST_F(EtcdTxnBatchTest, ConcurrentSessionOpensShareTxnsEachRecordOnItsOwnLease) {
   etcd::GrantLeases leases(*client_);
-  etcd::Sessions sessions(*client_, leases, TtlLimits{});
+  etcd::Sessions sessions(*client_, leases);
   constexpr int kThreads = 16, kEach = 8;
   std::vector<std::vector<SessionInfo>> opened(kThreads);
   std::vector<std::thread> threads;

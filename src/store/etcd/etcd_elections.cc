@@ -3,17 +3,13 @@
 #include "dlock/errors.h"
 #include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_records.h"
+#include "util/lock_lost.h"
 
 namespace dlock::store::etcd {
 namespace {
 
 // A grant proclaimed (or re-read) this many times while one proclaim tried to write: give up.
 constexpr int kProclaimAttempts = 4;
-
-LockLostError lost(const GrantRef& grant) {
-  return LockLostError("lock " + grant.key + " token " + std::to_string(grant.fencing_token) +
-                       " is no longer held");
-}
 
 // A Put that keeps the key's lease (a Put's lease 0 would detach the key from it).
 etcdserverpb::RequestOp put_keeping_lease(const std::string& key, const std::string& value) {
@@ -30,12 +26,12 @@ mvccpb::KeyValue proclaim_value(EtcdClient& client, const GrantRef& grant,
   const std::string record_key = session_record_key(grant.session_id);
   etcdserverpb::RangeResponse current = client.range(range_request(etcd_key));
   for (int attempt = 0; attempt < kProclaimAttempts; ++attempt) {
-    if (current.kvs_size() == 0) throw lost(grant);
+    if (current.kvs_size() == 0) throw util::lock_lost(grant.key, grant.fencing_token);
     const mvccpb::KeyValue kv = current.kvs(0);
     GrantRecord record = decode_grant(kv);
     if (token_of(kv, record) != token || record.owner_id() != grant.owner_id ||
         record.session_id() != grant.session_id) {
-      throw lost(grant);
+      throw util::lock_lost(grant.key, grant.fencing_token);
     }
     record.set_value(std::string(value));
     record.set_token(token);  // the Put moves the mod_revision; the token stays
@@ -56,7 +52,8 @@ mvccpb::KeyValue proclaim_value(EtcdClient& client, const GrantRef& grant,
       after.set_version(kv.version() + 1);
       return after;
     }
-    if (response.responses(1).response_range().kvs_size() == 0) throw lost(grant);
+    if (response.responses(1).response_range().kvs_size() == 0)
+      throw util::lock_lost(grant.key, grant.fencing_token);
     current = response.responses(0).response_range();
   }
   throw ContentionError("lock " + grant.key + " changed during every proclaim attempt; retry");

@@ -5,14 +5,10 @@
 #include "store/etcd/etcd_delays.h"
 #include "store/etcd/etcd_keys.h"
 #include "store/etcd/etcd_records.h"
+#include "util/lock_lost.h"
 
 namespace dlock::store::etcd {
 namespace {
-
-LockLostError lost(std::string_view key, FencingToken token) {
-  return LockLostError("lock " + std::string(key) + " token " + std::to_string(token) +
-                       " is no longer held");
-}
 
 WallClock::time_point wall_at(SteadyClock::time_point until) {
   return wall_now() + std::chrono::duration_cast<WallClock::duration>(until - SteadyClock::now());
@@ -101,7 +97,7 @@ std::optional<LockHandle> SessionBoundGrants::acquire(
 LockHandle SessionBoundGrants::extend(const GrantRef& grant, const std::string& etcd_key,
                                       std::int64_t mod_revision) {
   const auto record = sessions_.lookup(grant.session_id);
-  if (!record) throw lost(grant.key, grant.fencing_token);
+  if (!record) throw util::lock_lost(grant.key, grant.fencing_token);
   // Nothing to renew but the session: check the grant (same revision, on the session's lease,
   // session record present). The Range makes it a linearizable read (see EtcdStore::extend).
   etcdserverpb::TxnRequest request;
@@ -111,10 +107,10 @@ LockHandle SessionBoundGrants::extend(const GrantRef& grant, const std::string& 
   *request.add_compare() = compare_exists(session_record_key(grant.session_id));
   *request.add_success() = get_op(etcd_key);
   if (!client_.txn(request, CallKind::kRead).succeeded()) {
-    throw lost(grant.key, grant.fencing_token);
+    throw util::lock_lost(grant.key, grant.fencing_token);
   }
   const auto until = sessions_.alive_until(*record);
-  if (!until) throw lost(grant.key, grant.fencing_token);
+  if (!until) throw util::lock_lost(grant.key, grant.fencing_token);
   LockHandle checked{grant.key, grant.owner_id, grant.session_id, grant.fencing_token};
   checked.client_deadline = *until;
   checked.server_expiry = wall_at(*until);
@@ -156,7 +152,7 @@ std::optional<LockHandle> SessionBoundGrants::handover(const GrantRef& from,
   if (!response.succeeded()) {
     const auto& current = response.responses(0).response_range();
     if (current.kvs_size() == 0 || token_of(current.kvs(0)) != token) {
-      throw lost(from.key, from.fencing_token);
+      throw util::lock_lost(from.key, from.fencing_token);
     }
     if (current.kvs(0).mod_revision() != (mod_revision != 0 ? mod_revision : token)) {
       if (mod_revision != 0) {

@@ -9,7 +9,6 @@
 
 #include "store/etcd/etcd_keys.h"
 #include "util/ids.h"
-#include "util/validate.h"
 
 namespace dlock::store::etcd {
 
@@ -53,8 +52,6 @@ SessionNotFoundError session_not_found(std::string_view session_id) {
 }
 
 SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl, milliseconds lock_delay) {
-  util::check_owner(owner_id);
-  check_ttl(ttl, limits_, "ttl_ms");
   const auto sent_at = wall_now();
   const auto steady_sent_at = SteadyClock::now();
   const auto lease = client_.lease_grant(lease_seconds(ttl));
@@ -80,7 +77,6 @@ SessionInfo Sessions::open(std::string_view owner_id, milliseconds ttl, millisec
 }
 
 SessionInfo Sessions::heartbeat(std::string_view session_id) {
-  util::check_session_id(session_id);
   // The record first, so only a lease named by a dlock session record is ever renewed.
   const auto record = lookup(session_id);
   if (!record) throw session_not_found(session_id);
@@ -151,7 +147,6 @@ bool Sessions::try_heartbeat_async(std::string_view session_id,
 }
 
 std::optional<SessionInfo> Sessions::get(std::string_view session_id) {
-  util::check_session_id(session_id);
   const auto record = lookup(session_id);
   if (!record) return std::nullopt;  // the record dies with the lease
   const auto sent_at = wall_now();
@@ -165,7 +160,6 @@ std::optional<SessionInfo> Sessions::get(std::string_view session_id) {
 }
 
 std::vector<LockInfo> Sessions::close(std::string_view session_id) {
-  util::check_session_id(session_id);
   const auto record = lookup(session_id);
   if (!record) throw session_not_found(session_id);
   // Session-bound grants are on the session's lease and go with it: list them first.

@@ -72,10 +72,9 @@ class PrefixCursor {
 
 class Sessions {
  public:
-  Sessions(EtcdClient& client, GrantLeases& leases, const TtlLimits& limits)
+  Sessions(EtcdClient& client, GrantLeases& leases)
       : client_(client),
         leases_(leases),
-        limits_(limits),
         reap_cursor_(std::string(kSessionPrefix), kReapPageKeys) {}
   Sessions(const Sessions&) = delete;
   Sessions& operator=(const Sessions&) = delete;
@@ -133,7 +132,6 @@ class Sessions {
 
   EtcdClient& client_;
   GrantLeases& leases_;
-  const TtlLimits limits_;
   std::mutex cache_mutex_;
   // Session ID -> its record. A record never changes while its lease lives, and a lease found
   // gone evicts it; bounded (one entry dropped when full), a miss only costs one Range.

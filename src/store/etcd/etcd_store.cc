@@ -23,8 +23,9 @@
 #include "store/etcd/etcd_sessions.h"
 #include "store/etcd/etcd_watch.h"
 #include "util/backend_names.h"
+#include "util/lock_lost.h"
 #include "util/store_key.h"
-#include "util/validate.h"
+#include "util/validating_backend.h"
 
 namespace dlock::store::etcd {
 namespace {
@@ -34,20 +35,14 @@ using std::chrono::seconds;
 
 std::int64_t to_revision(FencingToken token) { return static_cast<std::int64_t>(token); }
 
-LockLostError lost(std::string_view key, FencingToken token) {
-  return LockLostError("lock " + std::string(key) + " token " + std::to_string(token) +
-                       " is no longer held");
-}
-
 class EtcdStore final : public Backend {
  public:
   explicit EtcdStore(const EtcdStoreOptions& options)
-      : limits_(options.limits),
-        after_grant_for_test_(options.after_grant_for_test),
+      : after_grant_for_test_(options.after_grant_for_test),
         client_(make_channel(options.endpoints, {options.cacert, options.cert, options.key}),
                 options.call_timeout),
         leases_(client_),
-        sessions_(client_, leases_, limits_),
+        sessions_(client_, leases_),
         session_bound_(client_, leases_, sessions_, watches_, after_grant_for_test_),
         holders_(client_, leases_, sessions_),
         watches_(client_) {}
@@ -57,33 +52,30 @@ class EtcdStore final : public Backend {
                                       const GrantRequest& request) override {
     if (request.holder()) {
       // Holder sets (docs/adr/0020), etcd_holders.h.
-      util::check_holder_inputs(key, owner_id, session_id, limits_, request);
-      format_lock_key(key);  // throws for a key without namespace or name
+      // The one check of its own: the key layout (etcd_keys.h) needs a namespace and a name,
+      // which the other stores do not (the wrapper checked every argument's shape).
+      format_lock_key(key);  // InvalidArgumentError("key") without namespace or name
       if (!is_session_id(session_id)) throw session_not_found(session_id);
       return holders_.acquire(key, owner_id, session_id, request);
     }
     // Elections (docs/adr/0020, etcd_elections.h): a leader is the exclusive acquire, its record
     // with the value.
     const auto value = request.leader_value();
-    if (value) util::check_leader_value(*value);
     return insert_exclusive(key, owner_id, session_id, request.lease(), value);
   }
 
   LockInfo proclaim(const GrantRef& grant, std::string_view value) override {
-    util::check_leader_value(value);
     const std::string etcd_key = format_lock_key(grant.key);
-    if (!is_session_id(grant.session_id)) throw lost(grant.key, grant.fencing_token);
+    if (!is_session_id(grant.session_id)) throw util::lock_lost(grant.key, grant.fencing_token);
     return live_lock_info(proclaim_value(client_, grant, etcd_key, value));
   }
   std::vector<LockInfo> read_holders(std::string_view key) override {
-    util::check_key(key);
     std::vector<LockInfo> found;
     for (const auto& kv : holders_.read(key)) found.push_back(live_lock_info(kv));
     return found;
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
-    util::check_key(key);
     // The lock key comes first when it exists; holders follow, ordered by token.
     const auto found = holders_.read(key);
     if (found.empty()) return std::nullopt;  // never granted, released or expired
@@ -139,13 +131,12 @@ class EtcdStore final : public Backend {
   }
 
   LockHandle extend(const GrantRef& ref, milliseconds ttl) override {
-    check_ttl(ttl, limits_, "ttl_ms");
     const std::string lock_key = format_lock_key(ref.key);
-    if (!is_session_id(ref.session_id)) throw lost(ref.key, ref.fencing_token);
+    if (!is_session_id(ref.session_id)) throw util::lock_lost(ref.key, ref.fencing_token);
     const auto sent_at = SteadyClock::now();
     const auto wall_sent_at = wall_now();
     const auto grant = named_grant(ref, lock_key);
-    if (!grant) throw lost(ref.key, ref.fencing_token);
+    if (!grant) throw util::lock_lost(ref.key, ref.fencing_token);
     const std::string& etcd_key = grant->key();
     const auto record = decode_grant(*grant);
     const auto mode = static_cast<HoldMode>(record.mode());
@@ -161,7 +152,7 @@ class EtcdStore final : public Backend {
     // the handle says the shorter lifetime (docs/adr/0011-honest-lock-lifetimes.md).
     const std::int64_t renewed_seconds =
         client_.lease_keep_alive(*grant_lease, leases_.known_alive_until(*grant_lease));
-    if (renewed_seconds <= 0) throw lost(ref.key, ref.fencing_token);
+    if (renewed_seconds <= 0) throw util::lock_lost(ref.key, ref.fencing_token);
     leases_.note_renewed(*grant_lease, sent_at + seconds(renewed_seconds));
     // Verify after renewing: the grant (same revision, same lease) and its session still live.
     etcdserverpb::TxnRequest request;
@@ -174,7 +165,7 @@ class EtcdStore final : public Backend {
     // (default, linearizable) Range inside, the check goes through the leader's read index.
     *request.add_success() = get_op(etcd_key);
     if (!client_.txn(request, CallKind::kRead).succeeded()) {
-      throw lost(ref.key, ref.fencing_token);
+      throw util::lock_lost(ref.key, ref.fencing_token);
     }
     const milliseconds believed = std::min(ttl, milliseconds(seconds(renewed_seconds)));
     LockHandle extended{ref.key, ref.owner_id, ref.session_id, ref.fencing_token};
@@ -187,9 +178,6 @@ class EtcdStore final : public Backend {
   }
 
   bool delete_if_owner(const GrantRef& grant) override {
-    util::check_key(grant.key);
-    util::check_owner(grant.owner_id);
-    util::check_session_id(grant.session_id);
     return release(grant.key, format_lock_key(grant.key), grant.owner_id, grant.session_id,
                    grant.fencing_token, to_revision(grant.fencing_token));
   }
@@ -236,9 +224,6 @@ class EtcdStore final : public Backend {
 
   std::optional<LockHandle> handover(const GrantRef& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override {
-    util::check_owner(next_owner_id);
-    util::check_session_id(next_session_id);
-    check_lease(lease, limits_);
     const std::string etcd_key = format_lock_key(from.key);
     if (!is_session_id(next_session_id)) return release_instead_of_handover(from);
     if (lease.session_bound()) {
@@ -293,7 +278,7 @@ class EtcdStore final : public Backend {
     leases_.recycle_unused(grant);
     const auto& current = response.responses(0).response_range();
     if (current.kvs_size() == 0 || token_of(current.kvs(0)) != to_revision(from.fencing_token)) {
-      throw lost(from.key, from.fencing_token);
+      throw util::lock_lost(from.key, from.fencing_token);
     }
     if (current.kvs(0).mod_revision() != key_revision) {  // proclaimed meanwhile: the same grant
       return handover_ttl(from, etcd_key, next_owner_id, next_session_id, ttl,
@@ -302,20 +287,14 @@ class EtcdStore final : public Backend {
     return release_instead_of_handover(from);  // the next session is gone
   }
 
-  LockOutcome revoke(std::string_view key) override {
-    util::check_key(key);
-    return holders_.revoke(key);
-  }
+  LockOutcome revoke(std::string_view key) override { return holders_.revoke(key); }
 
   std::vector<KeyDelay> list_delays(std::string_view prefix, std::string_view after,
                                     std::size_t limit) override {
     return etcd::list_delays(client_, prefix, after, limit);
   }
 
-  bool clear_delay(std::string_view key) override {
-    util::check_key(key);
-    return clear_delays(client_, key);
-  }
+  bool clear_delay(std::string_view key) override { return clear_delays(client_, key); }
 
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
                                         ReleaseCallback on_released) override {
@@ -330,7 +309,6 @@ class EtcdStore final : public Backend {
   using SessionRegistry::open_session;
   SessionInfo open_session(std::string_view owner_id, milliseconds ttl,
                            milliseconds lock_delay) override {
-    check_lock_delay(lock_delay, limits_);
     return sessions_.open(owner_id, ttl, lock_delay);
   }
   SessionInfo heartbeat(std::string_view session_id) override {
@@ -367,10 +345,6 @@ class EtcdStore final : public Backend {
   std::optional<LockHandle> insert_exclusive(std::string_view key, std::string_view owner_id,
                                              std::string_view session_id, LockLease lease,
                                              std::optional<std::string_view> leader_value) {
-    util::check_key(key);
-    util::check_owner(owner_id);
-    util::check_session_id(session_id);
-    check_lease(lease, limits_);
     const std::string etcd_key = format_lock_key(key);
     if (!is_session_id(session_id)) throw session_not_found(session_id);
     if (lease.session_bound()) {
@@ -403,7 +377,6 @@ class EtcdStore final : public Backend {
   // and what its lease is known to live (an extend renews the lease without rewriting the key).
   LockInfo live_lock_info(const mvccpb::KeyValue& kv);
 
-  const TtlLimits limits_;
   const std::function<void(std::string_view)> after_grant_for_test_;
   EtcdClient client_;
   GrantLeases leases_;
@@ -533,7 +506,7 @@ std::optional<mvccpb::KeyValue> EtcdStore::named_grant(const GrantRef& grant,
 
 std::optional<LockHandle> EtcdStore::release_instead_of_handover(const GrantRef& from) {
   if (!delete_if_owner(from)) {
-    throw lost(from.key, from.fencing_token);
+    throw util::lock_lost(from.key, from.fencing_token);
   }
   return std::nullopt;
 }
@@ -578,7 +551,8 @@ LockInfo EtcdStore::live_lock_info(const mvccpb::KeyValue& kv) {
 }  // namespace
 
 BackendPtr make_etcd_store(const EtcdStoreOptions& options) {
-  return std::make_unique<EtcdStore>(options);
+  return std::make_unique<util::ValidatingBackend>(std::make_unique<EtcdStore>(options),
+                                                   options.limits);
 }
 
 }  // namespace dlock::store::etcd

@@ -30,6 +30,7 @@ struct EtcdStoreOptions {
 // revision of the Txn that granted it. Sessions are etcd leases under random IDs (C2).
 // Construction does not contact etcd: an unreachable cluster shows up as UnavailableError on
 // the first call.
+// Returned wrapped in util::ValidatingBackend, which checks every argument against `limits`.
 BackendPtr make_etcd_store(const EtcdStoreOptions& options);
 
 }  // namespace dlock::store::etcd

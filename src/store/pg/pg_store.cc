@@ -10,9 +10,10 @@
 #include "store/pg/pg_statements.h"
 #include "util/backend_names.h"
 #include "util/ids.h"
+#include "util/lock_lost.h"
 #include "util/release_hub.h"
 #include "util/time.h"
-#include "util/validate.h"
+#include "util/validating_backend.h"
 
 namespace dlock::store::pg {
 
@@ -128,11 +129,6 @@ std::string lease_text(const LockLease& lease) {
   return lease.session_bound() ? "0" : ms_text(lease.ttl());
 }
 
-LockLostError lost(std::string_view key, FencingToken token) {
-  return LockLostError("lock " + std::string(key) + " token " + std::to_string(token) +
-                       " is no longer held");
-}
-
 // Applies pending migrations in one transaction, serialised across servers by an advisory
 // transaction lock: a second server starting at the same time waits, then finds them applied.
 void migrate(const PgStoreOptions& options) {
@@ -163,7 +159,6 @@ class PgStore final : public Backend {
  public:
   explicit PgStore(const PgStoreOptions& options)
       : options_(options),
-        limits_(options.limits),
         pool_((migrate(options), options.url), options.pool_size, options.call_timeout,
               prepared_statements(), kRaiseTokenFloor),
         writes_(pool_) {}
@@ -180,7 +175,6 @@ class PgStore final : public Backend {
 
   std::optional<LockHandle> insert_exclusive(std::string_view key, std::string_view owner_id,
                                              std::string_view session_id, LockLease lease) {
-    check_grant_inputs(key, owner_id, session_id, lease);
     const auto sent_at = SteadyClock::now();
     const auto granted = writes_.execute("acquire", {key, owner_id, session_id, lease_text(lease)});
     return granted_handle(key, owner_id, session_id, lease, sent_at, granted);
@@ -190,8 +184,6 @@ class PgStore final : public Backend {
   std::optional<LockHandle> insert_leader(std::string_view key, std::string_view owner_id,
                                           std::string_view session_id, LockLease lease,
                                           std::string_view value) {
-    check_grant_inputs(key, owner_id, session_id, lease);
-    util::check_leader_value(value);
     const auto sent_at = SteadyClock::now();
     const auto granted =
         writes_.execute("acquire_leader", {key, owner_id, session_id, lease_text(lease), value});
@@ -199,10 +191,9 @@ class PgStore final : public Backend {
   }
 
   LockInfo proclaim(const GrantRef& grant, std::string_view value) override {
-    util::check_leader_value(value);
     const auto result = writes_.execute("proclaim", {grant.key, grant.owner_id, grant.session_id,
                                                      token_text(grant.fencing_token), value});
-    if (result.rows() == 0) throw lost(grant.key, grant.fencing_token);
+    if (result.rows() == 0) throw util::lock_lost(grant.key, grant.fencing_token);
     return read_info_from<sql::kProclaimColumns>(result, 0);
   }
 
@@ -210,7 +201,6 @@ class PgStore final : public Backend {
   std::optional<LockHandle> insert_holder(std::string_view key, std::string_view owner_id,
                                           std::string_view session_id,
                                           const GrantRequest& request) {
-    util::check_holder_inputs(key, owner_id, session_id, limits_, request);
     const LockLease& lease = request.lease();
     const auto sent_at = SteadyClock::now();
     const auto granted = pool_.lease()->execute(
@@ -226,7 +216,6 @@ class PgStore final : public Backend {
   }
 
   std::vector<LockInfo> read_holders(std::string_view key) override {
-    util::check_key(key);
     const auto result = pool_.lease()->execute("read_holders", {key});
     std::vector<LockInfo> holders;
     for (int row = 0; row < result.rows(); ++row) {
@@ -236,7 +225,6 @@ class PgStore final : public Backend {
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
-    util::check_key(key);
     const auto result = pool_.lease()->execute("read", {key});
     if (result.rows() == 0) return std::nullopt;
     return read_info_from<sql::kReadColumns>(result, 0);
@@ -268,15 +256,13 @@ class PgStore final : public Backend {
   }
 
   bool clear_delay(std::string_view key) override {
-    util::check_key(key);
     const auto result = pool_.lease()->execute("clear_delay", {key});
     return result.rows() == 1 && result.boolean(0, sql::kClearDelayColumns["cleared"]);
   }
 
   LockHandle extend(const GrantRef& grant, std::chrono::milliseconds ttl) override {
-    check_ttl(ttl, limits_, "ttl_ms");
     if (auto extended = extend_named(grant, ttl)) return *extended;
-    throw lost(grant.key, grant.fencing_token);
+    throw util::lock_lost(grant.key, grant.fencing_token);
   }
 
   bool delete_if_owner(const GrantRef& grant) override {
@@ -296,16 +282,13 @@ class PgStore final : public Backend {
 
   std::optional<LockHandle> handover(const GrantRef& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override {
-    util::check_owner(next_owner_id);
-    util::check_session_id(next_session_id);
-    check_lease(lease, limits_);
     auto connection = pool_.lease();
     const auto sent_at = SteadyClock::now();
     try {
       const auto result = connection->execute(
           "handover", {from.key, from.owner_id, from.session_id, token_text(from.fencing_token),
                        next_owner_id, next_session_id, lease_text(lease)});
-      if (result.rows() == 0) throw lost(from.key, from.fencing_token);
+      if (result.rows() == 0) throw util::lock_lost(from.key, from.fencing_token);
       return handle_from<sql::kHandoverColumns>(
           from.key, next_owner_id, next_session_id,
           static_cast<FencingToken>(result.int64(0, sql::kHandoverColumns["fencing_token"])), lease,
@@ -318,12 +301,11 @@ class PgStore final : public Backend {
       if (released.rows() == 1 && released.boolean(0, sql::kDeleteIfOwnerColumns["live"])) {
         return std::nullopt;
       }
-      throw lost(from.key, from.fencing_token);
+      throw util::lock_lost(from.key, from.fencing_token);
     }
   }
 
   LockOutcome revoke(std::string_view key) override {
-    util::check_key(key);
     const auto result = pool_.lease()->execute("revoke", {key});
     LockOutcome outcome;
     if (result.rows() == 1 && result.boolean(0, sql::kRevokeColumns["live"])) {
@@ -372,9 +354,6 @@ class PgStore final : public Backend {
   using SessionRegistry::open_session;
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,
                            std::chrono::milliseconds lock_delay) override {
-    util::check_owner(owner_id);
-    check_ttl(ttl, limits_, "ttl_ms");
-    check_lock_delay(lock_delay, limits_);
     const auto result = pool_.lease()->execute(
         "open_session", {owner_id, ms_text(ttl), util::random_id(), ms_text(lock_delay)});
     return SessionInfo{
@@ -384,7 +363,6 @@ class PgStore final : public Backend {
   }
 
   SessionInfo heartbeat(std::string_view session_id) override {
-    util::check_session_id(session_id);
     const auto result = writes_.execute("heartbeat", {session_id});
     if (result.rows() == 0) throw SessionNotFoundError("session not found or expired");
     return session_from<sql::kHeartbeatColumns>(session_id, result);
@@ -412,14 +390,12 @@ class PgStore final : public Backend {
   }
 
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
-    util::check_session_id(session_id);
     const auto result = pool_.lease()->execute("get_session", {session_id});
     if (result.rows() == 0) return std::nullopt;
     return session_from<sql::kGetSessionColumns>(session_id, result);
   }
 
   std::vector<LockInfo> close_session(std::string_view session_id) override {
-    util::check_session_id(session_id);
     auto connection = pool_.lease();
     // Once the session row is gone the trigger refuses it any new grant, so deleting its locks
     // afterwards (a second statement) cannot miss one.
@@ -446,14 +422,6 @@ class PgStore final : public Backend {
   }
 
  private:
-  void check_grant_inputs(std::string_view key, std::string_view owner_id,
-                          std::string_view session_id, const LockLease& lease) const {
-    util::check_key(key);
-    util::check_owner(owner_id);
-    util::check_session_id(session_id);
-    check_lease(lease, limits_);
-  }
-
   // The answer of kAcquire or kAcquireLeader: no row is "held by a live grant", a decision.
   static std::optional<LockHandle> granted_handle(std::string_view key, std::string_view owner_id,
                                                   std::string_view session_id,
@@ -523,7 +491,6 @@ class PgStore final : public Backend {
   }
 
   const PgStoreOptions options_;
-  const TtlLimits limits_;
   PgPool pool_;
   // acquire, extend, delete_if_owner and heartbeat: the hot writes, batched (ADR-0019); the
   // leader grant and proclaim with them (one statement each, as the acquire).
@@ -536,7 +503,8 @@ class PgStore final : public Backend {
 }  // namespace
 
 BackendPtr make_pg_store(const PgStoreOptions& options) {
-  return std::make_unique<PgStore>(options);
+  return std::make_unique<util::ValidatingBackend>(std::make_unique<PgStore>(options),
+                                                   options.limits);
 }
 
 }  // namespace dlock::store::pg

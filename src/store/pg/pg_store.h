@@ -20,6 +20,7 @@ struct PgStoreOptions {
 // The PostgreSQL store (backend_id "pg"). Applies the versioned migrations on construction
 // (serialised by an advisory lock, so several servers may start at once), then serves every
 // call from a small pool of prepared connections. The lease clock is the database's now().
+// Returned wrapped in util::ValidatingBackend, which checks every argument against `limits`.
 BackendPtr make_pg_store(const PgStoreOptions& options);
 
 }  // namespace dlock::store::pg

@@ -21,9 +21,10 @@
 #include "store/sqlite/store_clock.h"
 #include "util/backend_names.h"
 #include "util/ids.h"
+#include "util/lock_lost.h"
 #include "util/release_hub.h"
 #include "util/time.h"
-#include "util/validate.h"
+#include "util/validating_backend.h"
 
 namespace dlock::store::sqlite {
 
@@ -43,8 +44,7 @@ using sql::kRaiseTokenFloor;
 class SqliteStore final : public Backend {
  public:
   explicit SqliteStore(const SqliteStoreOptions& options)
-      : limits_(options.limits),
-        data_file_(options.path),
+      : data_file_(options.path),
         clock_vfs_([this] { return clock_.now_ms(); }),
         db_(data_file_.path(), static_cast<int>(options.busy_timeout.count()), clock_vfs_.name()),
         statements_(db_),
@@ -72,7 +72,6 @@ class SqliteStore final : public Backend {
   // write path as extend (group commit, ADR-0008: durable before it is answered). Neither the
   // token nor expires_at changes. A shared or permit holder's token names no row of `locks`.
   LockInfo proclaim(const GrantRef& grant, std::string_view value) override {
-    util::check_leader_value(value);
     std::optional<LockInfo> proclaimed;
     writes_.write([&] {
       proclaimed.reset();
@@ -84,10 +83,7 @@ class SqliteStore final : public Backend {
       proclaimed = lock_info_from<sql::kProclaimColumns>(update, clock_);
       return true;
     });
-    if (!proclaimed) {
-      throw LockLostError("lock " + grant.key + " token " + std::to_string(grant.fencing_token) +
-                          " is no longer held");
-    }
+    if (!proclaimed) throw util::lock_lost(grant.key, grant.fencing_token);
     releases_.notify(grant.key);
     return std::move(*proclaimed);
   }
@@ -96,7 +92,6 @@ class SqliteStore final : public Backend {
   std::optional<LockHandle> insert_holder(std::string_view key, std::string_view owner_id,
                                           std::string_view session_id,
                                           const GrantRequest& request) {
-    util::check_holder_inputs(key, owner_id, session_id, limits_, request);
     const LockLease& lease = request.lease();
     const auto sent_at = SteadyClock::now();
     std::optional<LockHandle> granted;
@@ -111,12 +106,10 @@ class SqliteStore final : public Backend {
   // An exclusive grant and live holders of one key never coexist (each grant checks for the
   // other), so reading both tables gives one or the other.
   std::vector<LockInfo> read_holders(std::string_view key) override {
-    util::check_key(key);
     return select_live<sql::kReadHoldersColumns>(sql::kReadHolders, key);
   }
 
   std::optional<LockInfo> read(std::string_view key) override {
-    util::check_key(key);
     auto found = select_live<sql::kReadColumns>(sql::kRead, key);
     if (found.empty()) return std::nullopt;
     return std::move(found.front());
@@ -148,7 +141,6 @@ class SqliteStore final : public Backend {
   }
 
   bool clear_delay(std::string_view key) override {
-    util::check_key(key);
     bool cleared = false;
     writes_.write([&] {
       cleared = clear_delays_of(statements_, key);
@@ -161,7 +153,6 @@ class SqliteStore final : public Backend {
   // The token names the grant -- exclusive, or one holder alone (ADR-0020). The answer carries
   // the grant's own mode.
   LockHandle extend(const GrantRef& grant, std::chrono::milliseconds ttl) override {
-    check_ttl(ttl, limits_, "ttl_ms");
     // The UPDATE never matches a session-bound row.
     const auto sent_at = SteadyClock::now();
     LockHandle extended{grant.key, grant.owner_id, grant.session_id, grant.fencing_token};
@@ -206,7 +197,6 @@ class SqliteStore final : public Backend {
 
   // Every holder of `key` goes: its exclusive grant or all its shared or permit holders.
   LockOutcome revoke(std::string_view key) override {
-    util::check_key(key);
     LockOutcome outcome;
     writes_.write([&] {
       outcome = revoke_every_holder(statements_, key);
@@ -235,9 +225,6 @@ class SqliteStore final : public Backend {
   using SessionRegistry::open_session;
   SessionInfo open_session(std::string_view owner_id, std::chrono::milliseconds ttl,
                            std::chrono::milliseconds lock_delay) override {
-    util::check_owner(owner_id);
-    check_ttl(ttl, limits_, "ttl_ms");
-    check_lock_delay(lock_delay, limits_);
     const std::string session_id = util::random_id();
     SessionInfo opened{session_id, std::string(owner_id), ttl, {}, lock_delay};
     writes_.write([&] {
@@ -254,7 +241,6 @@ class SqliteStore final : public Backend {
   }
 
   SessionInfo heartbeat(std::string_view session_id) override {
-    util::check_session_id(session_id);
     std::optional<SessionInfo> renewed;
     writes_.write([&] {
       Statement& update = statements_.get(sql::kHeartbeat, sql::kHeartbeatColumns.list());
@@ -286,7 +272,6 @@ class SqliteStore final : public Backend {
   }
 
   std::optional<SessionInfo> get_session(std::string_view session_id) override {
-    util::check_session_id(session_id);
     std::lock_guard lock(mutex_);
     Statement& select = statements_.get(sql::kGetSession, sql::kGetSessionColumns.list());
     ResetGuard reset(select);
@@ -307,11 +292,6 @@ class SqliteStore final : public Backend {
   std::optional<LockHandle> insert_exclusive(std::string_view key, std::string_view owner_id,
                                              std::string_view session_id, LockLease lease,
                                              std::optional<std::string_view> value) {
-    util::check_key(key);
-    util::check_owner(owner_id);
-    util::check_session_id(session_id);
-    check_lease(lease, limits_);
-    if (value) util::check_leader_value(*value);
     const auto sent_at = SteadyClock::now();
     std::optional<LockHandle> granted;
     writes_.write([&] {
@@ -336,9 +316,6 @@ class SqliteStore final : public Backend {
   // wrappers notify waiters after the mutex is released.
   std::optional<LockHandle> handover_locked(const GrantRef& from, std::string_view next_owner_id,
                                             std::string_view next_session_id, LockLease lease) {
-    util::check_owner(next_owner_id);
-    util::check_session_id(next_session_id);
-    check_lease(lease, limits_);
     const auto sent_at = SteadyClock::now();
     std::optional<LockHandle> next;
     writes_.write([&] {
@@ -357,14 +334,10 @@ class SqliteStore final : public Backend {
       } catch (const SessionNotFoundError&) {
         // The next session died while it waited: release `from` and report no hand-over.
         update.reset();
-        if (!delete_grant(from)) {
-          throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
-        }
+        if (!delete_grant(from)) throw util::lock_lost(from.key, from.fencing_token);
         return true;
       }
-      if (!granted) {
-        throw LockLostError("lock " + from.key + " is no longer held by the releasing grant");
-      }
+      if (!granted) throw util::lock_lost(from.key, from.fencing_token);
       next = handle_from<sql::kHandoverColumns>(from.key, next_owner_id, next_session_id, token,
                                                 lease, sent_at, update, clock_);
       return true;
@@ -397,7 +370,6 @@ class SqliteStore final : public Backend {
   }
 
   std::vector<LockInfo> close_locked(std::string_view session_id) {
-    util::check_session_id(session_id);
     bool was_live = false;
     std::vector<LockInfo> released;
     writes_.write([&] {
@@ -486,8 +458,7 @@ class SqliteStore final : public Backend {
             mode_from(select.column_text(sql::kCheckSessionBoundColumns["mode"])));
       }
     }
-    throw LockLostError("lock " + grant.key + " token " + std::to_string(grant.fencing_token) +
-                        " is no longer held");
+    throw util::lock_lost(grant.key, grant.fencing_token);
   }
 
   // The table of the grant `grant` names -- kGrants for an exclusive grant, kHolders for a
@@ -534,7 +505,6 @@ class SqliteStore final : public Backend {
     return result;
   }
 
-  const TtlLimits limits_;
   DataFile data_file_;  // 0700/0600 and one process only; outlives db_
   std::mutex mutex_;    // guards db_ and statements_; held by writes_ for a whole group
   StoreClock clock_;
@@ -548,7 +518,8 @@ class SqliteStore final : public Backend {
 }  // namespace
 
 BackendPtr make_sqlite_store(const SqliteStoreOptions& options) {
-  return std::make_unique<SqliteStore>(options);
+  return std::make_unique<util::ValidatingBackend>(std::make_unique<SqliteStore>(options),
+                                                   options.limits);
 }
 
 }  // namespace dlock::store::sqlite

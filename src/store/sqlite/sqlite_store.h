@@ -18,6 +18,7 @@ struct SqliteStoreOptions {
 
 // The embedded store (backend_id "sqlite"): one file, WAL journal with synchronous=FULL so a
 // grant's token is on disk before the grant returns (docs/adr/0005-embedded-default-sqlite.md).
+// Returned wrapped in util::ValidatingBackend, which checks every argument against `limits`.
 BackendPtr make_sqlite_store(const SqliteStoreOptions& options);
 
 }  // namespace dlock::store::sqlite
