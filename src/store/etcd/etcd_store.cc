@@ -341,7 +341,8 @@ class EtcdStore final : public Backend {
   }
 
  private:
-  // try_grant of an exclusive grant, or of a leader with its value (already checked).
+  // try_grant of an exclusive grant, or of a leader with its value (its arguments checked by the
+  // ValidatingBackend the store is returned in).
   std::optional<LockHandle> insert_exclusive(std::string_view key, std::string_view owner_id,
                                              std::string_view session_id, LockLease lease,
                                              std::optional<std::string_view> leader_value) {

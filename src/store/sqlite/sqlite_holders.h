@@ -17,7 +17,8 @@ namespace dlock::store::sqlite {
 // LockStore::try_grant's decision and write for a shared or permit holder, run inside the store's
 // write transaction (GroupCommit): SQLite has one writer at a time, so what it reads there cannot
 // change before it writes. std::nullopt: held (nothing written). Throws SessionNotFoundError and
-// ConflictError("limit") as the SPI says. The arguments are validated by the caller.
+// ConflictError("limit") as the SPI says. The arguments are checked by the ValidatingBackend the
+// store is returned in.
 std::optional<LockHandle> grant_holder(StatementCache& statements, std::string_view key,
                                        std::string_view owner_id, std::string_view session_id,
                                        const LockLease& lease, const GrantRequest& request,
