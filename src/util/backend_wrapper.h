@@ -58,7 +58,7 @@ class BackendWrapper : public Backend {
   LockOutcome revoke(std::string_view key) override { return target_->revoke(key); }
   ReapReport reap_expired() override { return target_->reap_expired(); }
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
-                                        std::function<void()> on_released) override {
+                                        ReleaseCallback on_released) override {
     return target_->watch_releases(key, std::move(on_released));
   }
   std::string_view backend_id() const override { return target_->backend_id(); }

@@ -69,7 +69,7 @@ LockOutcome ValidatingBackend::revoke(std::string_view key) {
 }
 
 ReleaseSubscriptionPtr ValidatingBackend::watch_releases(std::string_view key,
-                                                         std::function<void()> on_released) {
+                                                         ReleaseCallback on_released) {
   check_key(key);
   return BackendWrapper::watch_releases(key, std::move(on_released));
 }

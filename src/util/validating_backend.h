@@ -41,8 +41,7 @@ class ValidatingBackend final : public BackendWrapper {
   std::optional<LockHandle> handover(const GrantRef& from, std::string_view next_owner_id,
                                      std::string_view next_session_id, LockLease lease) override;
   LockOutcome revoke(std::string_view key) override;
-  ReleaseSubscriptionPtr watch_releases(std::string_view key,
-                                        std::function<void()> on_released) override;
+  ReleaseSubscriptionPtr watch_releases(std::string_view key, ReleaseCallback on_released) override;
 
   using SessionRegistry::open_session;
   // owner, the TTL ("ttl_ms"), the lock-delay ("lock_delay_ms").

@@ -112,9 +112,9 @@ class RecordingBackend final : public Backend {
     return ReapReport{{info_of("reaped/k")}, {"s9"}};
   }
   ReleaseSubscriptionPtr watch_releases(std::string_view key,
-                                        std::function<void()> on_released) override {
+                                        ReleaseCallback on_released) override {
     record("watch_releases", key);
-    on_released();
+    on_released(7);
     return std::make_unique<ReleaseSubscription>();
   }
   std::string_view backend_id() const override { return "recording"; }
@@ -257,8 +257,9 @@ std::vector<Call> good_calls() {
        }},
       {"watch_releases",
        [](Backend& b) {
-         int fired = 0;
-         const auto subscription = b.watch_releases("ns/k", [&] { ++fired; });
+         FencingToken fired = 0;
+         const auto subscription =
+             b.watch_releases("ns/k", [&](FencingToken granted) { fired = granted; });
          return std::to_string(fired) + "," + describe(subscription != nullptr);
        }},
       {"backend_id", [](Backend& b) { return std::string(b.backend_id()); }},
@@ -464,7 +465,7 @@ std::vector<BadCall> bad_calls() {
           {"clear_delay", [](Backend& b, const std::string& key) { b.clear_delay(key); }},
           {"revoke", [](Backend& b, const std::string& key) { b.revoke(key); }},
           {"watch_releases",
-           [](Backend& b, const std::string& key) { b.watch_releases(key, [] {}); }},
+           [](Backend& b, const std::string& key) { b.watch_releases(key, [](FencingToken) {}); }},
       };
   for (const auto& [method, run] : by_key) {
     bad.push_back({method + ": empty key", "key", [run = run](Backend& b) { run(b, ""); }});
