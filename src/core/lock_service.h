@@ -5,7 +5,10 @@
 // no thundering herd) on a release seen by the store's watch_releases, at the holder's
 // expiry, or on a local release — which hands the lock over in one store operation.
 // The per-key queue decisions live in WaiterQueue (waiter_queue.h), the session bookkeeping
-// and caps in SessionBook (session_book.h); this class acts on them.
+// and caps in SessionBook (session_book.h); this class acts on them. Its definitions are in two
+// files: lock_service_waiting.cc has acquire and everything a queue does (wait_in_queue through
+// check_holder below: the pump, attempts, deadlines, the known holder, ended sessions' waiters);
+// lock_service.cc has the rest (sessions, release and hand-over, the reaper, the other calls).
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
