@@ -167,6 +167,12 @@ class LockServiceTest : public ::testing::Test {
     return pending;
   }
 
+  // Waits until the head waiter's failed attempt has read the key's holder (for its expiry), the
+  // first read of the test: from then the service knows the holder (ADR-0036).
+  bool head_read_the_holder() {
+    return wait_until([&] { return faults_.calls("read") == 1; });
+  }
+
   // Moves simulated time forward, running every timer due by then.
   void advance(milliseconds by) { time_.advance(by); }
 

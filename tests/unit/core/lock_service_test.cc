@@ -113,8 +113,7 @@ TEST_F(LockServiceTest, HolderReacquiringWhileOthersWaitIsGrantedWithoutAStoreRe
   const auto first = acquire(a, 0ms)->get();
   ASSERT_TRUE(granted(first));
   const auto waiting = queue(b);
-  // The head's failed attempt read the holder (for its expiry): the service knows it now.
-  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));
+  ASSERT_TRUE(head_read_the_holder());
   const auto again = acquire(a, 0ms)->get();
   ASSERT_TRUE(granted(again)) << "the holder does not wait behind a waiter for its own lock";
   EXPECT_GT(token_of(again), token_of(first));
@@ -155,7 +154,7 @@ TEST_F(LockServiceTest, HandOverMadeElsewhereIsReportedAndItsHolderIsReentrantHe
   const auto first = acquire(a, 0ms)->get();
   ASSERT_TRUE(granted(first));
   const auto c_waits = queue(c);
-  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));  // the service knows a
+  ASSERT_TRUE(head_read_the_holder());  // the service knows a
   // Another dlockd hands a's grant to b: one store write this service did not make.
   const auto handed = store_.handover((*first.value)->ref(), "b", b, kLongTtl);
   ASSERT_TRUE(handed);
@@ -174,7 +173,7 @@ TEST_F(LockServiceTest, HolderQueuedBeforeItsHandOverIsKnownMovesToTheFront) {
   const auto first = acquire(a, 0ms, 1s)->get();
   ASSERT_TRUE(granted(first));
   const auto c_waits = queue(c, 30s);
-  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));  // the service knows a
+  ASSERT_TRUE(head_read_the_holder());  // the service knows a
   // Handed to b elsewhere, not reported yet: b's acquire here queues behind c.
   store_.raw_handover(kKey, "b", b, kLongTtl);
   const auto b_waits = queue(b, 30s);
@@ -191,7 +190,7 @@ TEST_F(LockServiceTest, RevokedHolderReacquiringWaitsBehindTheQueue) {
   const auto first = acquire(a, 0ms)->get();
   ASSERT_TRUE(granted(first));
   const auto b_waits = queue(b);
-  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));
+  ASSERT_TRUE(head_read_the_holder());
   // The head's attempts after the revoke fail (retried every 20 ms): the key stays free.
   faults_.inject("try_grant", Fault::kUnavailable);
   Pending<LockOutcome> revoked;
@@ -220,7 +219,7 @@ TEST_F(LockServiceNoReaperTest, ExpiredHolderReacquiringWaitsBehindTheQueue) {
   const auto first = acquire(a, 0ms, 1s)->get();
   ASSERT_TRUE(granted(first));
   const auto b_waits = queue(b, 10s);
-  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));
+  ASSERT_TRUE(head_read_the_holder());
   advance(1002ms);  // a's grant expired; the head's wake-up is 5 ms after it
   // What the service knew of a ended with a's grant: a is not the holder any more.
   const auto a_waits = queue(a, 10s);
@@ -365,7 +364,7 @@ TEST_F(LockServiceOneWorkerTest, WaiterIsAnsweredAtItsDeadlineWhileEveryWorkerIs
   const auto started = SteadyClock::now();
   const auto waiter = queue(a, 300ms);
   // Its attempt found the key held and ended (the wake-up at the holder's expiry reads it).
-  ASSERT_TRUE(wait_until([&] { return faults_.calls("read") == 1; }));
+  ASSERT_TRUE(head_read_the_holder());
   faults_.inject("try_grant", Fault::kHang, 1);
   Pending<std::optional<LockHandle>> other;
   service_->acquire("ns/other", holder, GrantRequest::exclusive(kLongTtl), 0ms, other.callback());
