@@ -344,6 +344,27 @@ TEST_F(PgBatchTest, ThePipelineRunningAtItsDeadlineIsCancelled) {
   EXPECT_TRUE(connection.execute_pipelined(calls, &failed));
 }
 
+// The holder functions judge time at statement_timestamp() (ADR-0037): in a pipelined batch each
+// statement has its own, taken when the server reaches it, while now() stays the batch's start.
+TEST_F(PgBatchTest, EachStatementOfAPipelinedBatchHasItsOwnStatementTimestamp) {
+  const std::vector<PreparedStatement> statements{
+      {"stamp",
+       "SELECT (extract(epoch FROM statement_timestamp()) * 1000000)::bigint AS statement_us, "
+       "(extract(epoch FROM now()) * 1000000)::bigint AS now_us, pg_sleep($1::float8)"}};
+  PgConnection connection(url(), std::chrono::seconds(5), statements);
+  const std::vector<std::string> nap{"0.05"};
+  const std::vector<PreparedCall> calls(3, PreparedCall{"stamp", &nap});
+  std::size_t failed = 99;
+  const auto results = connection.execute_pipelined(calls, &failed);
+  ASSERT_TRUE(results);
+  const auto batch_start = (*results)[0].int64(0, 1);
+  for (std::size_t i = 1; i < results->size(); ++i) {
+    EXPECT_EQ((*results)[i].int64(0, 1), batch_start) << "now() of statement " << i;
+    EXPECT_GE((*results)[i].int64(0, 0), (*results)[i - 1].int64(0, 0) + 50'000)
+        << "statement " << i << " began before its predecessor's 50 ms nap ended";
+  }
+}
+
 // Holds the `locks` rows of `keys` (granted to a session of its own) in a transaction of its
 // own, so every write to them waits until that transaction ends or the write is cancelled.
 class RowHolder {

@@ -147,5 +147,54 @@ INSTANTIATE_TEST_SUITE_P(Statements, PgLockDelayRevokeRaceTest,
                          ::testing::Values("delete_if_owner", "extend", "acquire", "handover",
                                            "proclaim"));
 
+// The same race for a shared holder (the holder functions run in a batch too, ADR-0037): a
+// holder write whose transaction began before the revoke finds the revoked holder ended --
+// release and extend find no live holder, a re-entrant grant and a new reader are refused while
+// the delay lasts -- and the delay holds against bob afterwards.
+class PgHolderRevokeRaceTest : public PgLockDelayTest,
+                               public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(PgHolderRevokeRaceTest, AHolderWriteBegunBeforeARevokeFindsTheHolderEnded) {
+  const std::string statement = GetParam();
+  const auto k = key();
+  const auto alice = store_->open_session("alice", std::chrono::minutes(1), kDelay);
+  const auto bob = store_->open_session("bob", std::chrono::minutes(1));
+  const auto held =
+      store_->try_grant(k, "alice", alice.session_id, GrantRequest::shared(seconds(30)));
+  ASSERT_TRUE(held.has_value());
+  const auto token = std::to_string(held->fencing_token);
+
+  PgConnection batch(server_->url("dlock_lock_delay"), milliseconds(5000), prepared_statements());
+  batch.run("BEGIN");
+  batch.run("SELECT now()");
+  std::this_thread::sleep_for(milliseconds(20));  // the revoke's now() is later
+  ASSERT_TRUE(store_->revoke(k).revoked);
+  std::vector<std::string> params;
+  std::string name = statement;
+  if (statement == "grant_holder") {
+    params = {k, "alice", alice.session_id, "30000", "shared", "0"};
+  } else if (statement == "grant_holder_other") {
+    name = "grant_holder";
+    params = {k, "bob", bob.session_id, "30000", "shared", "0"};
+  } else {
+    params = {k, "alice", alice.session_id, token};
+    if (statement == "extend_holder") params.push_back("30000");
+  }
+  const auto written = batch.execute(name.c_str(), params);
+  batch.run("COMMIT");
+  if (statement == "release_holder") {
+    ASSERT_EQ(written.rows(), 1);
+    EXPECT_TRUE(written.is_null(0, 0)) << statement << " found the revoked holder live";
+  } else {
+    EXPECT_EQ(written.rows(), 0) << statement << " found the revoked holder live";
+  }
+  EXPECT_FALSE(store_->try_grant(k, "bob", bob.session_id, GrantRequest::shared(kTtl)))
+      << statement << " racing the revoke ended its lock-delay";
+}
+
+INSTANTIATE_TEST_SUITE_P(Statements, PgHolderRevokeRaceTest,
+                         ::testing::Values("release_holder", "extend_holder", "grant_holder",
+                                           "grant_holder_other"));
+
 }  // namespace
 }  // namespace dlock::store::pg

@@ -191,9 +191,9 @@ inline constexpr auto kListColumns = kReadRow;
 
 // The grant of key $1, owner $2, session $3 and token $4, as the rows say what it is: the live
 // exclusive TTL grant is extended to $5 ms from now. One row, (its new expiry, 'exclusive') when
-// it was; (NULL, 'holder') when the token names a shared or permit holder (kExtendHolder's, not
-// batched); (NULL, 'session_bound') for a session-bound exclusive grant (kCheckSessionBound's);
-// no row when no grant has the token. One counter mints every token, so at most one row.
+// it was; (NULL, 'holder') when the token names a shared or permit holder (kExtendHolder's);
+// (NULL, 'session_bound') for a session-bound exclusive grant (kCheckSessionBound's); no row
+// when no grant has the token. One counter mints every token, so at most one row.
 #define DLOCK_PG_GRANT_IS(t)                               \
   "SELECT 1 FROM " t                                       \
   " WHERE key = $1 AND owner_id = $2 AND session_id = $3 " \
@@ -220,7 +220,7 @@ inline constexpr SqlColumns kCheckSessionBoundColumns{"expiry_us", "now_us"};
 
 // A grant in its lock-delay (it ended without a release) is not released: it keeps the delay.
 // One row, (whether it was live, 'exclusive') for a deleted exclusive grant; (NULL, 'holder')
-// when the token names a shared or permit holder (kReleaseHolder's, not batched); no row else.
+// when the token names a shared or permit holder (kReleaseHolder's); no row else.
 inline constexpr const char* kDeleteIfOwner =
     "WITH deleted AS (DELETE FROM locks WHERE key = $1 AND owner_id = $2 AND session_id = $3 "
     "AND fencing_token = $4 AND mode = 'exclusive' "
@@ -396,8 +396,9 @@ inline constexpr const char* kReleaseSessionLocks =
 inline constexpr auto kReleaseSessionLocksColumns = kLockRow + SqlColumns{"live"};
 
 // Holder sets (docs/adr/0020-more-primitives-design.md), PL/pgSQL functions of
-// migrations/004_holder_sets.sql, one round trip each. Not batched (ADR-0019): a grant waits for
-// its group row's lock, and a batch would hold every batch-mate's locks while it waits.
+// migrations/004_holder_sets.sql, one round trip each. Batched like the exclusive writes
+// (ADR-0037); they judge time at statement_timestamp(), the start of their statement in the batch
+// (migrations/010_holder_statement_time.sql).
 // $4 a TTL in ms or 0 (session-bound), $5 "shared" or "permit", $6 the limit. No rows: held.
 // Returns the token, acquired_at, the expiry the holder reports and now().
 inline constexpr const char* kGrantHolder =

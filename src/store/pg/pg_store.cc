@@ -203,7 +203,7 @@ class PgStore final : public Backend {
                                           const GrantRequest& request) {
     const LockLease& lease = request.lease();
     const auto sent_at = SteadyClock::now();
-    const auto granted = pool_.lease()->execute(
+    const auto granted = writes_.execute(
         "grant_holder", {key, owner_id, session_id, lease_text(lease), to_string(request.mode()),
                          std::to_string(request.limit())});
     if (granted.rows() == 0) return std::nullopt;  // held: a decision
@@ -274,7 +274,7 @@ class PgStore final : public Backend {
       return result.boolean(0, sql::kDeleteIfOwnerColumns["live"]);
     }
     // The token names a shared or permit holder (ADR-0020).
-    const auto holder = pool_.lease()->execute(
+    const auto holder = writes_.execute(
         "release_holder",
         {grant.key, grant.owner_id, grant.session_id, token_text(grant.fencing_token)});
     return holder.rows() == 1 && holder.boolean(0, sql::kReleaseHolderColumns["live"]);
@@ -463,13 +463,13 @@ class PgStore final : public Backend {
     return extended;
   }
 
-  // extend of a shared or permit holder: alone, its group row raised with it (ADR-0020);
+  // extend of a shared or permit holder, its group row raised with it (ADR-0020);
   // std::nullopt when the token names none.
   std::optional<LockHandle> extend_holder(const GrantRef& grant, std::chrono::milliseconds ttl) {
     const auto sent_at = SteadyClock::now();
     const auto result =
-        pool_.lease()->execute("extend_holder", {grant.key, grant.owner_id, grant.session_id,
-                                                 token_text(grant.fencing_token), ms_text(ttl)});
+        writes_.execute("extend_holder", {grant.key, grant.owner_id, grant.session_id,
+                                          token_text(grant.fencing_token), ms_text(ttl)});
     if (result.rows() == 0) return std::nullopt;
     const bool session_bound = result.boolean(0, sql::kExtendHolderColumns["session_bound"]);
     LockHandle extended = handle_from<sql::kExtendHolderColumns>(
