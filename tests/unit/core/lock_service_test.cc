@@ -184,6 +184,24 @@ TEST_F(LockServiceTest, HolderQueuedBeforeItsHandOverIsKnownMovesToTheFront) {
   EXPECT_FALSE(c_waits->answered());
 }
 
+// An acquire that does not wait cannot be fixed up later (a waiter can: check_holder moves it
+// up), so it reads the holder even when the service knows another: a hand-over made elsewhere and
+// not reported yet makes it the holder, and it is granted as re-entrant, not answered "held".
+TEST_F(LockServiceTest, HolderNotWaitingIsGrantedAfterAHandOverNotYetReported) {
+  const auto a = open("a");
+  const auto b = open("b");
+  const auto c = open("c");
+  const auto first = acquire(a, 0ms)->get();
+  ASSERT_TRUE(granted(first));
+  const auto c_waits = queue(c, 30s);
+  ASSERT_TRUE(head_read_the_holder());  // the service knows a
+  const auto handed = store_.raw_handover(kKey, "b", b, kLongTtl);
+  const auto outcome = acquire(b, 0ms)->get();
+  ASSERT_TRUE(granted(outcome)) << "b holds the key: re-entrant, not refused as held";
+  EXPECT_GT(token_of(outcome), handed);
+  EXPECT_FALSE(c_waits->answered());
+}
+
 TEST_F(LockServiceTest, RevokedHolderReacquiringWaitsBehindTheQueue) {
   const auto a = open("a");
   const auto b = open("b");
