@@ -219,8 +219,11 @@ inline constexpr const char* kCheckSessionBound =
 inline constexpr SqlColumns kCheckSessionBoundColumns{"expiry_us", "now_us"};
 
 // A grant in its lock-delay (it ended without a release) is not released: it keeps the delay.
-// One row, (whether it was live, 'exclusive') for a deleted exclusive grant; (NULL, 'holder')
-// when the token names a shared or permit holder (kReleaseHolder's); no row else.
+// One row, (whether it was live, 'exclusive') for a deleted exclusive grant; (what
+// dlock_release_holder answered, 'holder') when the token names a shared or permit holder, which
+// that function releases in the same statement (ADR-0037; `locks` holds either the key's
+// exclusive row or its group row, so the DELETE above and the function never touch one row);
+// no row else.
 inline constexpr const char* kDeleteIfOwner =
     "WITH deleted AS (DELETE FROM locks WHERE key = $1 AND owner_id = $2 AND session_id = $3 "
     "AND fencing_token = $4 AND mode = 'exclusive' "
@@ -229,7 +232,8 @@ inline constexpr const char* kDeleteIfOwner =
     ") AND dlock_lock_live(locks)) "
     "RETURNING " DLOCK_PG_LIVE("locks") " AS live) "
     "SELECT live, 'exclusive' AS kind FROM deleted "
-    "UNION ALL SELECT NULL, 'holder' WHERE EXISTS (" DLOCK_PG_GRANT_IS("lock_holders") ")";
+    "UNION ALL SELECT dlock_release_holder($1, $2, $3, $4), 'holder' "
+    "WHERE EXISTS (" DLOCK_PG_GRANT_IS("lock_holders") ")";
 inline constexpr SqlColumns kDeleteIfOwnerColumns{"live", "kind"};
 
 // Release and re-grant in one statement; the session trigger refuses a dead next session. Its
@@ -404,9 +408,6 @@ inline constexpr auto kReleaseSessionLocksColumns = kLockRow + SqlColumns{"live"
 inline constexpr const char* kGrantHolder =
     "SELECT * FROM dlock_grant_holder($1, $2, $3, $4, $5, $6)";
 inline constexpr auto kGrantHolderColumns = kAcquireColumns;
-// One row: NULL (no such holder) or whether the holder was live.
-inline constexpr const char* kReleaseHolder = "SELECT dlock_release_holder($1, $2, $3, $4) AS live";
-inline constexpr SqlColumns kReleaseHolderColumns{"live"};
 // $5 the TTL in ms. Returns the expiry, now(), whether the holder is session-bound, its mode.
 inline constexpr const char* kExtendHolder =
     "SELECT * FROM dlock_extend_holder($1, $2, $3, $4, $5)";

@@ -58,7 +58,6 @@ const std::vector<PreparedStatement>& prepared_statements() {
       {"release_session_locks", sql::kReleaseSessionLocks, sql::kReleaseSessionLocksColumns.list()},
       {"read_holders", sql::kReadHolders, sql::kReadHoldersColumns.list()},
       {"grant_holder", sql::kGrantHolder, sql::kGrantHolderColumns.list()},
-      {"release_holder", sql::kReleaseHolder, sql::kReleaseHolderColumns.list()},
       {"extend_holder", sql::kExtendHolder, sql::kExtendHolderColumns.list()},
       {"reap_holders", sql::kReapHolders, sql::kReapHoldersColumns.list()},
       {"release_session_holders", sql::kReleaseSessionHolders,
@@ -269,15 +268,11 @@ class PgStore final : public Backend {
     const auto result = writes_.execute(
         "delete_if_owner",
         {grant.key, grant.owner_id, grant.session_id, token_text(grant.fencing_token)});
+    // One row: an exclusive grant deleted, or a shared or permit holder's release (ADR-0020),
+    // NULL when dlock_release_holder found the holder gone meanwhile.
     if (result.rows() == 0) return false;
-    if (result.text(0, sql::kDeleteIfOwnerColumns["kind"]) == "exclusive") {
-      return result.boolean(0, sql::kDeleteIfOwnerColumns["live"]);
-    }
-    // The token names a shared or permit holder (ADR-0020).
-    const auto holder = writes_.execute(
-        "release_holder",
-        {grant.key, grant.owner_id, grant.session_id, token_text(grant.fencing_token)});
-    return holder.rows() == 1 && holder.boolean(0, sql::kReleaseHolderColumns["live"]);
+    return !result.is_null(0, sql::kDeleteIfOwnerColumns["live"]) &&
+           result.boolean(0, sql::kDeleteIfOwnerColumns["live"]);
   }
 
   std::optional<LockHandle> handover(const GrantRef& from, std::string_view next_owner_id,
