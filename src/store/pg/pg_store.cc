@@ -269,7 +269,7 @@ class PgStore final : public Backend {
         "delete_if_owner",
         {grant.key, grant.owner_id, grant.session_id, token_text(grant.fencing_token)});
     // One row: an exclusive grant deleted, or a shared or permit holder's release (ADR-0020),
-    // NULL when dlock_release_holder found the holder gone meanwhile.
+    // NULL when that released nothing (the holder is gone, or ended and in its lock-delay).
     if (result.rows() == 0) return false;
     return !result.is_null(0, sql::kDeleteIfOwnerColumns["live"]) &&
            result.boolean(0, sql::kDeleteIfOwnerColumns["live"]);
