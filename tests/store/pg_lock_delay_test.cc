@@ -51,6 +51,14 @@ class PgLockDelayTest : public ::testing::Test {
   }
 
   LockHandle expired_grant(const std::string& k, const SessionInfo& alice);
+  // Begins a transaction on `batch` and takes its now(), then revokes `k`, whose now() is later:
+  // `batch` is a batch whose next statement waited while the revoke committed.
+  void begin_before_revoke(PgConnection& batch, const std::string& k) {
+    batch.run("BEGIN");
+    batch.run("SELECT now()");
+    std::this_thread::sleep_for(milliseconds(20));
+    ASSERT_TRUE(store_->revoke(k).revoked);
+  }
 
   static dlock::testing::PostgresServer* server_;
   BackendPtr store_;
@@ -123,10 +131,7 @@ TEST_P(PgLockDelayRevokeRaceTest, AWriteBegunBeforeARevokeFindsTheGrantEnded) {
   const auto token = std::to_string(held->fencing_token);
 
   PgConnection batch(server_->url("dlock_lock_delay"), milliseconds(5000), prepared_statements());
-  batch.run("BEGIN");
-  batch.run("SELECT now()");
-  std::this_thread::sleep_for(milliseconds(20));  // the revoke's now() is later
-  ASSERT_TRUE(store_->revoke(k).revoked);
+  ASSERT_NO_FATAL_FAILURE(begin_before_revoke(batch, k));
   std::vector<std::string> params{k, "alice", alice.session_id};
   if (statement == "acquire") {
     params.push_back("30000");
@@ -165,10 +170,7 @@ TEST_P(PgHolderRevokeRaceTest, AHolderWriteBegunBeforeARevokeFindsTheHolderEnded
   const auto token = std::to_string(held->fencing_token);
 
   PgConnection batch(server_->url("dlock_lock_delay"), milliseconds(5000), prepared_statements());
-  batch.run("BEGIN");
-  batch.run("SELECT now()");
-  std::this_thread::sleep_for(milliseconds(20));  // the revoke's now() is later
-  ASSERT_TRUE(store_->revoke(k).revoked);
+  ASSERT_NO_FATAL_FAILURE(begin_before_revoke(batch, k));
   std::vector<std::string> params;
   std::string name = statement;
   if (statement == "grant_holder") {
