@@ -218,14 +218,27 @@ inline constexpr const char* kCheckSessionBound =
     "AND expires_at IS NULL AND " DLOCK_PG_LIVE("locks");
 inline constexpr SqlColumns kCheckSessionBoundColumns{"expiry_us", "now_us"};
 
+// `key`, once the key's fence (DLOCK_PG_FENCED_TOKEN) is held: the scan of a statement that
+// compares a key with it cannot begin before the fence is taken (an InitPlan, as OFFSET 0 keeps
+// it), so the statement takes the fence before any row lock of the key. A write that runs in a
+// batch (pg_batch.h) keeps its row locks until COMMIT; a later write of the key in the same batch
+// takes the fence, and a batch of another dlockd holding the fence and waiting for those rows
+// would deadlock with it (ADR-0037).
+#define DLOCK_PG_FENCED_KEY(key)                                                   \
+  "(SELECT " key "::text FROM (SELECT pg_advisory_xact_lock(hashtextextended(" key \
+  ", 0))) "                                                                        \
+  "AS fence OFFSET 0)"
+
 // A grant in its lock-delay (it ended without a release) is not released: it keeps the delay.
+// The key's fence is taken first (DLOCK_PG_FENCED_KEY), for the exclusive row and for a holder.
 // One row, (whether it was live, 'exclusive') for a deleted exclusive grant; (what
 // dlock_release_holder answered, 'holder') when the token names a shared or permit holder, which
 // that function releases in the same statement (ADR-0037; `locks` holds either the key's
 // exclusive row or its group row, so the DELETE above and the function never touch one row);
 // no row else.
 inline constexpr const char* kDeleteIfOwner =
-    "WITH deleted AS (DELETE FROM locks WHERE key = $1 AND owner_id = $2 AND session_id = $3 "
+    "WITH deleted AS (DELETE FROM locks WHERE key = " DLOCK_PG_FENCED_KEY("$1") " "
+    "AND owner_id = $2 AND session_id = $3 "
     "AND fencing_token = $4 AND mode = 'exclusive' "
     "AND (lock_delay_ms = 0 OR (expires_at IS NULL "
     "OR expires_at > " DLOCK_PG_NOW_LOCKED
