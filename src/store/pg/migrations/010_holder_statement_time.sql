@@ -14,7 +14,7 @@
 -- The bodies are those of schema versions 4 and 7 with now() replaced (a migration cannot edit
 -- them), and one change of cost: the holder grant asks dlock_name_delayed only when a row of the
 -- key has a delay at all. That call is an SQL function planned at every call (it cannot be
--- inlined into PL/pgSQL's IF); without a delay on the key it was a third of the grant's time.
+-- inlined into PL/pgSQL's IF), so two index probes for a delay decide whether it runs at all.
 
 CREATE OR REPLACE FUNCTION dlock_holder_live(h lock_holders) RETURNS boolean
 LANGUAGE sql STABLE AS $$
