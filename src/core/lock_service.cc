@@ -305,7 +305,6 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
     // A waiter on this server: release and re-grant in one backend operation.
     std::optional<LockHandle> next;
     try {
-      observer_.on_backend_attempt();
       next = backend_.handover(from, head->owner_id, head->session_id, head->request.lease());
     } catch (const LockLostError&) {
       // Not the live exclusive grant: a shared holder or a permit (handover hands over only an
@@ -315,6 +314,7 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
         std::lock_guard lock(mutex_);
         state->queue.end_attempt(head, Attempt::kUndecided, nullptr);
       }
+      observer_.on_backend_attempt();
       try {
         plain_release();
       } catch (...) {
@@ -330,6 +330,7 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
         after = state->queue.end_attempt(head, Attempt::kFailed, std::current_exception());
         if (after.expired) count_answered(1);
       }
+      observer_.on_backend_attempt();
       if (after.expired) head->done({std::optional<LockHandle>{}, after.failure});
       pump(state);
       throw;
@@ -347,6 +348,7 @@ void LockService::release(std::string key, std::string session_id, FencingToken 
       // Learnt as the hand-over ends: the store's report of it finds it known or in flight.
       if (next && after.deliver) learn_holder(*state, *next);
     }
+    observer_.on_backend_attempt();
     deliver(state, head, after.deliver, std::move(next), refused);
     return true;
   });

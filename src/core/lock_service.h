@@ -68,7 +68,8 @@ class ServiceObserver {
   virtual void on_backend_error(const Error& error) = 0;
   virtual void on_waiters(std::int64_t delta) = 0;
   virtual void on_sessions(std::int64_t delta) = 0;
-  // One backend write that may grant a lock (try_grant or handover).
+  // One backend write that may grant a lock (try_grant or handover), counted when it has returned
+  // and, for a waiter's attempt or a hand-over, once its queue has ended the attempt.
   virtual void on_backend_attempt() = 0;
 };
 

@@ -28,7 +28,11 @@ std::optional<LockHandle> LockService::try_grant(const std::string& key,
                                                  const std::string& owner_id,
                                                  const std::string& session_id,
                                                  const GrantRequest& request) {
-  observer_.on_backend_attempt();
+  // Counted when the write has returned (C4): a count seen is of attempts no longer in flight.
+  struct Counted {
+    ServiceObserver& observer;
+    ~Counted() { observer.on_backend_attempt(); }
+  } counted{observer_};
   return backend_.try_grant(key, owner_id, session_id, request);
 }
 
@@ -255,7 +259,7 @@ void LockService::attempt(const KeyStatePtr& state, const WaiterPtr& head) {
   Attempt result = Attempt::kHeld;
   bool session_ended = false;
   try {
-    granted = try_grant(state->key, head->owner_id, head->session_id, head->request);
+    granted = backend_.try_grant(state->key, head->owner_id, head->session_id, head->request);
     if (granted) result = Attempt::kGranted;
   } catch (const SessionNotFoundError&) {
     failure = std::current_exception();
@@ -285,6 +289,8 @@ void LockService::attempt(const KeyStatePtr& state, const WaiterPtr& head) {
     // Learnt as the attempt ends: a report of this grant finds it known or the attempt in flight.
     if (granted && after.deliver) learn_holder(*state, *granted);
   }
+  // Counted once the queue has ended the attempt and before any answer (C4).
+  observer_.on_backend_attempt();
   // Its wait_ms ended during this attempt, which did not grant it: answered now.
   if (after.expired) head->done({std::optional<LockHandle>{}, after.failure});
   switch (result) {

@@ -91,8 +91,14 @@ class ServerEndToEnd : public ::testing::TestWithParam<std::string> {
 
   // Waits until /metrics shows `value` for the dlock_waiters gauge.
   bool wait_for_waiters(int value, DlockdProcess* server = nullptr) {
+    return wait_for_metric("dlock_waiters", value, server);
+  }
+
+  // Waits until /metrics shows `value` for `name`{backend=...}. A backend attempt is counted once
+  // it has ended (C4), so a count of attempts seen has none of them in flight.
+  bool wait_for_metric(const std::string& name, int value, DlockdProcess* server = nullptr) {
     const std::string line =
-        "dlock_waiters{backend=\"" + GetParam() + "\"} " + std::to_string(value) + "\n";
+        name + "{backend=\"" + GetParam() + "\"} " + std::to_string(value) + "\n";
     return testing::wait_for(
         [&] {
           return call("GET", "/metrics", "", {}, server).body.find(line) != std::string::npos;
