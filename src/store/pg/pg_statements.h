@@ -231,9 +231,9 @@ inline constexpr SqlColumns kCheckSessionBoundColumns{"expiry_us", "now_us"};
 
 // A grant in its lock-delay (it ended without a release) is not released: it keeps the delay.
 // The key's fence is taken first (DLOCK_PG_FENCED_KEY), for the exclusive row and for a holder.
-// One row, (whether it was live, 'exclusive') for a deleted exclusive grant; (what
-// dlock_release_holder answered, 'holder') when the token names a shared or permit holder, which
-// that function releases in the same statement (ADR-0037; `locks` holds either the key's
+// One row: whether it was live, for a deleted exclusive grant; what dlock_release_holder
+// answered, when the token names a shared or permit holder, which that function releases in the
+// same statement (ADR-0037; `locks` holds either the key's
 // exclusive row or its group row, so the DELETE above and the function never touch one row);
 // no row else.
 inline constexpr const char* kDeleteIfOwner =
@@ -244,10 +244,10 @@ inline constexpr const char* kDeleteIfOwner =
     "OR expires_at > " DLOCK_PG_NOW_LOCKED
     ") AND dlock_lock_live(locks)) "
     "RETURNING " DLOCK_PG_LIVE("locks") " AS live) "
-    "SELECT live, 'exclusive' AS kind FROM deleted "
-    "UNION ALL SELECT dlock_release_holder($1, $2, $3, $4), 'holder' "
+    "SELECT live FROM deleted "
+    "UNION ALL SELECT dlock_release_holder($1, $2, $3, $4) "
     "WHERE EXISTS (" DLOCK_PG_GRANT_IS("lock_holders") ")";
-inline constexpr SqlColumns kDeleteIfOwnerColumns{"live", "kind"};
+inline constexpr SqlColumns kDeleteIfOwnerColumns{"live"};
 
 // Release and re-grant in one statement; the session trigger refuses a dead next session. Its
 // token is fenced like the acquire's (the SET list is evaluated before the row is locked).
