@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,6 +42,12 @@ Subprocess::Subprocess(SubprocessOptions options) {
   for (auto& entry : env_strings) envp.push_back(entry.data());
   envp.push_back(nullptr);
 
+  // A test that aborts (a crash, an ASSERT beside a running std::thread) runs no destructor: its
+  // servers would live on and load every later test of the run. A child started from the main
+  // thread is killed when the test process dies. Not from another thread: the signal follows the
+  // thread that forked, so a server a helper thread restarts would die with that thread.
+  const bool dies_with_parent = gettid() == getpid();
+  const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid_ == 0) {
@@ -57,6 +64,10 @@ Subprocess::Subprocess(SubprocessOptions options) {
     if (options.stdout_fd >= 0) dup2(options.stdout_fd, STDOUT_FILENO);
     if (options.gid && setgid(*options.gid) != 0) _exit(126);
     if (options.uid && setuid(*options.uid) != 0) _exit(126);
+    // After setuid, which clears it; kept across execve of a binary that is not set-user-ID.
+    if (dies_with_parent && (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)) {
+      _exit(125);
+    }
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
