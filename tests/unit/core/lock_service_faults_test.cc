@@ -95,6 +95,26 @@ TEST_F(LockServiceTest, AWaiterWhoseAttemptHangsIsAnsweredByThatAttemptNeverGran
 // — and is then given back as an orphan: the key ends up free, or held under a token nobody
 // knows, right after the client was told it holds it. Whatever the service answers the waiter,
 // the grant it delivered to a session last must be the one that lives.
+// dlock_backend_acquire_attempts_total counts an attempt once it has ended (C4): a test (or an
+// operator) that sees a count knows none of those attempts is still in flight.
+TEST_F(LockServiceTest, ABackendAttemptIsCountedOnlyOnceItHasEnded) {
+  const auto holder = open("holder");
+  const auto a = open("a");
+  const auto b = open("b");
+  ASSERT_TRUE(granted(acquire(holder, 0ms)->get()));
+  ASSERT_EQ(observer_.attempts.load(), 1);
+  faults_.inject("try_grant", Fault::kStall, 2);
+  const auto immediate = acquire(b, 0ms);  // an acquire that does not wait: it stalls
+  ASSERT_TRUE(faults_.wait_for_blocked(1, 2s));
+  const auto waiter = queue(a, 10s);  // its first attempt stalls too
+  ASSERT_TRUE(faults_.wait_for_blocked(2, 2s));
+  EXPECT_EQ(observer_.attempts.load(), 1) << "an attempt in flight was counted";
+  faults_.release_hung();
+  EXPECT_TRUE(held(immediate->get()));
+  EXPECT_TRUE(wait_until([&] { return observer_.attempts.load() == 3; }));
+  EXPECT_FALSE(waiter->answered());
+}
+
 TEST_F(LockServiceTest, AStalledAttemptNeverSupersedesALaterGrantOfItsOwnSession) {
   const auto holder = open("holder");
   const auto a = open("a");

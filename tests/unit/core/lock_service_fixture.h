@@ -97,11 +97,12 @@ class CountingObserver : public core::ServiceObserver {
   void on_backend_error(const Error&) override { ++backend_errors; }
   void on_waiters(std::int64_t delta) override { waiters += delta; }
   void on_sessions(std::int64_t) override {}
-  void on_backend_attempt() override {}
+  void on_backend_attempt() override { ++attempts; }
 
   std::atomic<int> grants{0};
   std::atomic<int> backend_errors{0};
   std::atomic<std::int64_t> waiters{0};
+  std::atomic<int> attempts{0};
 };
 
 constexpr milliseconds kLongTtl = 30s;

@@ -45,6 +45,15 @@ TEST(Subprocess, AChildOfTheMainThreadDiesWithItsTestProcess) {
     close(fds[0]);
     auto* server = new Subprocess(command({"/bin/sleep", "60"}));
     const pid_t pid = server->pid();
+    // Dies only once the server runs: a child whose parent is already gone exits on its own.
+    const bool running = wait_for(
+        [&] {
+          std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+          std::string name;
+          return std::getline(comm, name) && name == "sleep";
+        },
+        seconds(10));
+    if (!running) _exit(3);
     if (write(fds[1], &pid, sizeof pid) != sizeof pid) _exit(2);
     _exit(0);
   }
