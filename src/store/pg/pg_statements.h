@@ -233,9 +233,8 @@ inline constexpr SqlColumns kCheckSessionBoundColumns{"expiry_us", "now_us"};
 // The key's fence is taken first (DLOCK_PG_FENCED_KEY), for the exclusive row and for a holder.
 // One row: whether it was live, for a deleted exclusive grant; what dlock_release_holder
 // answered, when the token names a shared or permit holder, which that function releases in the
-// same statement (ADR-0037; `locks` holds either the key's
-// exclusive row or its group row, so the DELETE above and the function never touch one row);
-// no row else.
+// same statement (ADR-0037; `locks` holds either the key's exclusive row or its group row, so
+// the DELETE above and the function never touch one row); no row else.
 inline constexpr const char* kDeleteIfOwner =
     "WITH deleted AS (DELETE FROM locks WHERE key = " DLOCK_PG_FENCED_KEY("$1") " "
     "AND owner_id = $2 AND session_id = $3 "

@@ -88,13 +88,6 @@ TEST_F(LockServiceTest, AWaiterWhoseAttemptHangsIsAnsweredByThatAttemptNeverGran
   EXPECT_TRUE(granted(acquire(b, 0ms)->get()));
 }
 
-// The early end of a grant seen once in the Kubernetes simulation (docs/deploy.md): a waiter's
-// attempt stalls in the store (an etcd leader election); answered "held" at wait_ms while it is in
-// flight, the client asks again, is granted, and the stalled attempt lands afterwards as a
-// re-entrant acquire of that grant — a new token, superseding the one the client was just given
-// — and is then given back as an orphan: the key ends up free, or held under a token nobody
-// knows, right after the client was told it holds it. Whatever the service answers the waiter,
-// the grant it delivered to a session last must be the one that lives.
 // dlock_backend_acquire_attempts_total counts an attempt once it has ended (C4): a test (or an
 // operator) that sees a count knows none of those attempts is still in flight.
 TEST_F(LockServiceTest, ABackendAttemptIsCountedOnlyOnceItHasEnded) {
@@ -115,6 +108,13 @@ TEST_F(LockServiceTest, ABackendAttemptIsCountedOnlyOnceItHasEnded) {
   EXPECT_FALSE(waiter->answered());
 }
 
+// The early end of a grant seen once in the Kubernetes simulation (docs/deploy.md): a waiter's
+// attempt stalls in the store (an etcd leader election); answered "held" at wait_ms while it is in
+// flight, the client asks again, is granted, and the stalled attempt lands afterwards as a
+// re-entrant acquire of that grant — a new token, superseding the one the client was just given
+// — and is then given back as an orphan: the key ends up free, or held under a token nobody
+// knows, right after the client was told it holds it. Whatever the service answers the waiter,
+// the grant it delivered to a session last must be the one that lives.
 TEST_F(LockServiceTest, AStalledAttemptNeverSupersedesALaterGrantOfItsOwnSession) {
   const auto holder = open("holder");
   const auto a = open("a");

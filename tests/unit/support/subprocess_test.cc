@@ -80,7 +80,7 @@ TEST(Subprocess, AChildOfAHelperThreadOutlivesThatThread) {
   server->kill_now();
 }
 
-TEST(Subprocess, ExitStatusAndKill) {
+TEST(Subprocess, RunCommandAnswersTheExitStatusAndKillNowReaps) {
   EXPECT_EQ(run_command(command({"/bin/sh", "-c", "exit 3"}), seconds(10)), 3);
   Subprocess sleeper(command({"/bin/sleep", "60"}));
   EXPECT_TRUE(sleeper.running());
