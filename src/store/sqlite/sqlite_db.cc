@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "dlock/errors.h"
@@ -111,9 +112,12 @@ struct ClockVfs::Registered {
 
 namespace {
 
+// ClockVfs::PinnedNow's instant on this thread, if one lives.
+thread_local std::optional<std::int64_t> t_pinned_unix_ms;
+
 int clock_vfs_now_int64(sqlite3_vfs* vfs, sqlite3_int64* now) {
   const auto* self = reinterpret_cast<const ClockVfs::Registered*>(vfs);
-  *now = kUnixEpochJulianMs + (*self->unix_ms)();
+  *now = kUnixEpochJulianMs + (t_pinned_unix_ms ? *t_pinned_unix_ms : (*self->unix_ms)());
   return SQLITE_OK;
 }
 
@@ -140,6 +144,10 @@ ClockVfs::ClockVfs(std::function<std::int64_t()> unix_ms) : unix_ms_(std::move(u
 }
 
 ClockVfs::~ClockVfs() { sqlite3_vfs_unregister(&vfs_->vfs); }
+
+ClockVfs::PinnedNow::PinnedNow(std::int64_t unix_ms) { t_pinned_unix_ms = unix_ms; }
+
+ClockVfs::PinnedNow::~PinnedNow() { t_pinned_unix_ms.reset(); }
 
 Database::Database(const std::string& path, int busy_timeout_ms, const char* vfs) {
   const int rc = sqlite3_open_v2(

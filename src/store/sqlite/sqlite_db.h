@@ -78,6 +78,17 @@ class ClockVfs {
   const char* name() const { return name_.c_str(); }
   struct Registered;  // the VFS SQLite calls, then a pointer back to unix_ms_
 
+  // While one lives, every statement its thread runs through any ClockVfs reads 'now' as
+  // `unix_ms`: one instant for several statements of one transaction (SQLite reads 'now' once
+  // per statement, so statements that each judge "ended by now" could otherwise disagree).
+  class PinnedNow {
+   public:
+    explicit PinnedNow(std::int64_t unix_ms);
+    PinnedNow(const PinnedNow&) = delete;
+    PinnedNow& operator=(const PinnedNow&) = delete;
+    ~PinnedNow();
+  };
+
  private:
   std::function<std::int64_t()> unix_ms_;
   std::string name_;

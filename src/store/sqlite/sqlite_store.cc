@@ -348,6 +348,11 @@ class SqliteStore final : public Backend {
   ReapReport reap_locked(std::vector<std::string>& delays_over) {
     ReapReport report;
     writes_.write([&] {
+      // One 'now' for every statement: a grant that ended between the statement recording the
+      // delays and the one deleting the ended grants would go without its lock-delay, and a
+      // session that expired after its grants were looked at would leave them without their
+      // session's delay.
+      const ClockVfs::PinnedNow one_now(clock_.now_ms());
       report = ReapReport{};
       for (const auto* table : {&kGrants, &kHolders}) {
         keep_delays(statements_, table->keep_delays_reaped);  // before the rows and sessions go
@@ -373,6 +378,9 @@ class SqliteStore final : public Backend {
     bool was_live = false;
     std::vector<LockInfo> released;
     writes_.write([&] {
+      // One 'now' for every statement, as the reaper's: a grant that ends between them is
+      // either kept with its delay or released live, never deleted without either.
+      const ClockVfs::PinnedNow one_now(clock_.now_ms());
       released.clear();
       // Before the session row goes: a session-bound grant is live while the session is, and
       // reports the session's expiry. One transaction, so no grant slips in between.
