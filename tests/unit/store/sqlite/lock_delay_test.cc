@@ -110,9 +110,8 @@ namespace {
 
 // SQLite reads 'now' once per statement: the reaper's statements (record the delays of ended
 // grants, delete the ended grants, delete the expired sessions) would each judge "ended" at a
-// different instant, and a grant that ended between two of them went without its lock-delay
-// (seen once in CI: LockDelayKeepsAnExpiredSessionsLockFromEveryoneForTheDelay/sqlite granted
-// bob the key during the delay). ClockVfs::PinnedNow gives the statements of one thread one now.
+// different instant, and a grant that ended between two of them would go without its
+// lock-delay. ClockVfs::PinnedNow gives the statements of one thread one now.
 TEST(ClockVfsPinnedNow, StatementsOfThePinningThreadReadOneInstant) {
   std::atomic<std::int64_t> ticks{1'000'000};
   ClockVfs vfs([&] { return ticks += 1000; });  // a second later at every read
